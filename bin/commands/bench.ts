@@ -1,0 +1,28 @@
+import type { Command } from 'commander'
+import { CliError } from '../errors.ts'
+
+/**
+ * Benchmarks: each prints one JSON object on stdout. A benchmark module exports
+ * `run(options): Promise<unknown>`; the result is printed as JSON.
+ */
+type BenchModule = { run(options: Record<string, unknown>): Promise<unknown> }
+
+/** Registered benchmarks, by name. Loaded lazily so `triad --help` stays fast. */
+const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {}
+
+export function registerBench(program: Command): void {
+  program
+    .command('bench')
+    .description(`run a benchmark and print JSON (${Object.keys(benches).join(', ') || 'none yet'})`)
+    .argument('<name>', 'benchmark name')
+    .option('--nats <url>', 'NATS server URL (benchmarks that need one start their own otherwise)')
+    .option('--quick', 'a short run, for smoke tests')
+    .allowUnknownOption(false)
+    .action(async (name: string, options: Record<string, unknown>) => {
+      const load = benches[name]
+      if (!load)
+        throw new CliError(`unknown benchmark '${name}'; known: ${Object.keys(benches).join(', ') || 'none'}`)
+      const result = await (await load()).run(options)
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
+    })
+}
