@@ -1,0 +1,88 @@
+/**
+ * Errors of the policy-model layer (`gpu/`). Each class sets `name`, keeps `cause` and carries the
+ * data a caller needs to act on it.
+ */
+
+/** A requested backend cannot be loaded (package missing, no device, failed initialisation). */
+export class BackendUnavailableError extends Error {
+  override name = 'BackendUnavailableError'
+  /** The backend that was asked for. */
+  readonly backend: string
+  /** Why each candidate that was tried failed, by backend name. */
+  readonly attempts: Readonly<Record<string, string>>
+  constructor(backend: string, attempts: Record<string, string>, options?: { cause?: unknown }) {
+    const why = Object.entries(attempts)
+      .map(([name, reason]) => `${name}: ${reason}`)
+      .join('; ')
+    super(`backend '${backend}' is unavailable (${why})`, { cause: options?.cause })
+    this.backend = backend
+    this.attempts = attempts
+  }
+}
+
+/** A backend name that is not one of `BackendName`. */
+export class UnknownBackendError extends Error {
+  override name = 'UnknownBackendError'
+  /** The name that was given. */
+  readonly backend: string
+  /** The valid names. */
+  readonly known: readonly string[]
+  constructor(backend: string, known: readonly string[]) {
+    super(`unknown backend '${backend}'; known: ${known.join(', ')}`)
+    this.backend = backend
+    this.known = known
+  }
+}
+
+/** A model, sampler, optimizer or trainer setting that is out of range or inconsistent. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+  /** The offending field, for example `width` or `topP`. */
+  readonly field: string
+  /** The value that was given. */
+  readonly value: unknown
+  constructor(field: string, value: unknown, message: string) {
+    super(`${field}=${JSON.stringify(value)}: ${message}`)
+    this.field = field
+    this.value = value
+  }
+}
+
+/** A tensor or array argument whose shape, dtype or contents do not fit the model. */
+export class ShapeError extends Error {
+  override name = 'ShapeError'
+  /** The argument, for example `tokens`. */
+  readonly argument: string
+  /** The shape that was expected, in words. */
+  readonly expected: string
+  /** The shape that was given. */
+  readonly actual: readonly number[]
+  constructor(argument: string, expected: string, actual: readonly number[]) {
+    super(`${argument}: expected ${expected}, got [${actual.join(', ')}]`)
+    this.argument = argument
+    this.expected = expected
+    this.actual = actual
+  }
+}
+
+/** Text that cannot be tokenized or rendered (for example a message with an unknown role). */
+export class TemplateError extends Error {
+  override name = 'TemplateError'
+  /** Index of the offending message, when one is at fault. */
+  readonly messageIndex: number | undefined
+  constructor(message: string, options?: { messageIndex?: number; cause?: unknown }) {
+    super(message, { cause: options?.cause })
+    this.messageIndex = options?.messageIndex
+  }
+}
+
+/** A checkpoint that cannot be written or read (missing file, bad header, wrong shapes). */
+export class CheckpointError extends Error {
+  override name = 'CheckpointError'
+  /** The checkpoint directory or file. */
+  readonly path: string
+  constructor(path: string, message: string, options?: { cause?: unknown }) {
+    super(`${path}: ${message}`, { cause: options?.cause })
+    this.path = path
+  }
+}

@@ -1,0 +1,6 @@
+/**
+ * The policy model: backend choice, tokenizer and chat template, transformer, sampler with KV
+ * cache, optimizer, SFT trainer and checkpoints. Other folders import from here only.
+ */
+export * from './backend.ts'
+export * from './errors.ts'
