@@ -1,0 +1,2 @@
+export * from './launcher/index.ts'
+export * from './runtime/index.ts'

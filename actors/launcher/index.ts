@@ -1,0 +1,3 @@
+export * from './errors.ts'
+export * from './free-port.ts'
+export * from './nats-server.ts'

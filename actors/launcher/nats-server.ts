@@ -1,0 +1,113 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import type { Millis } from '../../protocols/index.ts'
+import { NatsServerError } from './errors.ts'
+import { freePort } from './free-port.ts'
+
+/** Options of `startNatsServer`. */
+export interface NatsServerOptions {
+  /** JetStream store directory (created); JetStream is off when absent. */
+  storeDir?: string
+  /** Client port; a free one when absent. Kept across `restart`. */
+  port?: number
+  /** Monitoring port (`/varz`, `/connz`, ...); a free one when absent; `false` for none. */
+  monitorPort?: number | false
+  /** The binary; `nats-server` on PATH (or /usr/sbin/nats-server) when absent. */
+  binary?: string
+  /** How long to wait for "Server is ready", ms (default 10,000). */
+  readyTimeoutMs?: Millis
+}
+
+/** A nats-server child process that tests and `triad run` own. */
+export interface NatsServer {
+  /** `nats://127.0.0.1:<port>` */
+  readonly url: string
+  /** `http://127.0.0.1:<monitorPort>`, when monitoring is on. */
+  readonly monitorUrl?: string
+  readonly port: number
+  /** The process id of the current server process. */
+  pid(): number | undefined
+  /** SIGKILLs the server (a crash); `restart` brings it back on the same ports and store. */
+  kill(): Promise<void>
+  /** Starts the server again after `kill` or `stop`. */
+  restart(): Promise<void>
+  /** Stops the server gracefully (SIGTERM, then SIGKILL after 5 s). */
+  stop(): Promise<void>
+}
+
+/** Finds the nats-server binary, or undefined. */
+export function findNatsServer(): string | undefined {
+  for (const candidate of ['nats-server', '/usr/sbin/nats-server', '/usr/local/bin/nats-server']) {
+    try {
+      execFileSync(candidate, ['--version'], { stdio: 'ignore' })
+      return candidate
+    } catch {}
+  }
+  return undefined
+}
+
+/**
+ * Starts nats-server bound to 127.0.0.1 and resolves once it logs "Server is ready".
+ * @throws NatsServerError when the binary is missing, exits early or is not ready in time.
+ */
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServer> {
+  const binary = options.binary ?? findNatsServer()
+  if (!binary) throw new NatsServerError('nats-server is not installed (apt-get install nats-server)')
+  const port = options.port ?? (await freePort())
+  const monitorPort = options.monitorPort === false ? undefined : (options.monitorPort ?? (await freePort()))
+  const args = ['-a', '127.0.0.1', '-p', String(port)]
+  if (monitorPort !== undefined) args.push('-m', String(monitorPort))
+  if (options.storeDir) {
+    mkdirSync(options.storeDir, { recursive: true })
+    args.push('-js', '-sd', options.storeDir)
+  }
+  const readyTimeout = options.readyTimeoutMs ?? 10_000
+  let child: ChildProcess | undefined
+
+  const launch = () =>
+    new Promise<void>((resolve, reject) => {
+      const c = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      child = c
+      let log = ''
+      const timer = setTimeout(() => {
+        c.kill('SIGKILL')
+        reject(new NatsServerError(`nats-server not ready within ${readyTimeout} ms:\n${log}`))
+      }, readyTimeout)
+      c.stderr!.on('data', (d: Buffer) => {
+        if (log.length < 20_000) log += d.toString()
+        if (log.includes('Server is ready')) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      c.on('exit', (code) => {
+        clearTimeout(timer)
+        reject(new NatsServerError(`nats-server exited with code ${code}:\n${log}`, code))
+      })
+      c.on('error', (err) => {
+        clearTimeout(timer)
+        reject(new NatsServerError(`cannot start ${binary}: ${err.message}`, undefined, err))
+      })
+    })
+
+  const terminate = async (signal: NodeJS.Signals) => {
+    const c = child
+    if (!c || c.exitCode !== null || c.signalCode !== null) return
+    const exited = new Promise<void>((r) => c.once('exit', () => r()))
+    c.kill(signal)
+    const force = setTimeout(() => c.kill('SIGKILL'), 5_000)
+    await exited
+    clearTimeout(force)
+  }
+
+  await launch()
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    monitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
+    port,
+    pid: () => child?.pid,
+    kill: () => terminate('SIGKILL'),
+    restart: launch,
+    stop: () => terminate('SIGTERM'),
+  }
+}

@@ -1,0 +1,316 @@
+/**
+ * The only module of triad that touches nact. nact 7.6.2 is unmaintained and has sharp edges
+ * (see DESIGN.md); this wrapper gives the rest of the code a small typed surface instead:
+ * behaviours as data, supervision as data, `ask` with a deadline, and counted stats.
+ *
+ * Each process hosts one `ActorSystem`; its nact tree is `root -> node -> <actors>`. An actor's
+ * crash is decided by its `SupervisionPolicy` through nact's `onCrash`: restart after backoff
+ * (nact `reset`, which re-makes the state), stop, or escalate to the node, which stops the child
+ * and reports the failure to the system's `onEscalate` listener (the process-level supervisor).
+ */
+import nact from 'nact'
+import type { Envelope, Millis } from '../../protocols/index.ts'
+import { type Clock, sleep, systemClock } from './clock.ts'
+import { ActorCrashedError, ActorStoppedError, ActorTimeoutError } from './errors.ts'
+import { defaultSupervision, OnLimit, RestartTracker, type SupervisionPolicy } from './supervision.ts'
+
+/** What an actor sees of itself while handling a message. */
+export interface ActorContext {
+  /** The actor's name (unique under its parent). */
+  readonly name: string
+  /** `/<system>/node/<name>`. */
+  readonly path: string
+  readonly clock: Clock
+  /** A reference to this actor (to `tell` itself, for example from a timer). */
+  readonly self: ActorRef
+}
+
+/**
+ * An actor's behaviour. `init` makes a mutable state object at start and after every restart;
+ * `receive` handles one message and returns the reply for an `ask` (or nothing).
+ * Validation problems are replies; anything thrown is a crash, and supervision decides.
+ */
+export interface Behaviour<S> {
+  init(ctx: ActorContext): S | Promise<S>
+  receive(
+    state: S,
+    message: Envelope,
+    ctx: ActorContext,
+  ): Promise<Envelope | undefined> | Envelope | undefined
+  /** Called once when the actor stops or before a restart discards the state. */
+  stop?(state: S): Promise<void> | void
+}
+
+/** Counters of one actor since it was spawned (restarts included). */
+export interface ActorStats {
+  /** Messages whose `receive` completed without throwing. */
+  handled: number
+  /** Messages whose `receive` threw (crashes). */
+  errors: number
+  /** Restarts granted by the supervision policy. */
+  restarts: number
+}
+
+/** Options of `spawn`. */
+export interface SpawnOptions {
+  /** How crashes are handled; `defaultSupervision` when absent. */
+  supervision?: SupervisionPolicy
+  /**
+   * How many messages `receive` may handle at once. 1 (default): strictly one after another.
+   * More: for actors whose handlers wait on I/O; they share one state object.
+   */
+  concurrency?: number
+}
+
+/** A handle on a live (or stopped) actor. */
+export interface ActorRef {
+  readonly name: string
+  readonly path: string
+  /**
+   * Sends `message` and resolves with the reply. The message still runs if the deadline passes.
+   * @throws ActorTimeoutError after `timeoutMs`; ActorStoppedError when the actor is or becomes
+   *   stopped; ActorCrashedError when `receive` threw on this message; an Error when it replied nothing.
+   */
+  ask(message: Envelope, timeoutMs: Millis): Promise<Envelope>
+  /** Sends `message` without waiting for a reply. @throws ActorStoppedError when stopped. */
+  tell(message: Envelope): void
+  stats(): ActorStats
+  /** True once stopped (by `stop`, by the supervision limit, or by escalation). */
+  isStopped(): boolean
+  /** Resolves when the actor has stopped. */
+  readonly stopped: Promise<void>
+  /** Stops the actor; pending asks fail with `ActorStoppedError`. */
+  stop(): Promise<void>
+}
+
+/** An escalated failure: a child exceeded its restart limit with `onLimit: 'escalate'`. */
+export interface Escalation {
+  path: string
+  error: unknown
+}
+
+type Letter = {
+  message?: Envelope
+  resolve?: (reply: Envelope | undefined) => void
+  reject?: (err: unknown) => void
+  /** An error from a concurrent handler, re-thrown inside the actor so nact's onCrash sees it. */
+  crash?: unknown
+  /** Makes the actor initialize its state now. */
+  init?: true
+}
+
+type Holder<S> = { state?: S; initializing?: Promise<S> }
+
+// biome-ignore lint/suspicious/noExplicitAny: nact's references are untyped at this boundary.
+type NactRef = any
+
+/** One process's actor system. */
+export class ActorSystem {
+  readonly name: string
+  readonly clock: Clock
+  private readonly root: NactRef
+  private readonly node: NactRef
+  private readonly refs = new Map<string, ActorRef>()
+  private readonly escalationListeners: ((e: Escalation) => void)[] = []
+
+  constructor(options: { name?: string; clock?: Clock } = {}) {
+    this.name = options.name ?? 'triad'
+    this.clock = options.clock ?? systemClock
+    // nact reads `{name}` although its types say a string.
+    this.root = nact.start({
+      name: `${this.name}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    } as never)
+    this.node = nact.spawn(this.root, (state: unknown) => state, 'node', {
+      // A child's escalation arrives here with `child` set: stop the child (never `resume`: a
+      // child that escalates to a parent that resumes stays busy forever) and report it.
+      // biome-ignore lint/suspicious/noExplicitAny: nact's supervision context is untyped.
+      onCrash: (_msg: unknown, error: unknown, ctx: any, child: NactRef) => {
+        const path = child ? `/${this.name}/node/${child.name}` : `/${this.name}/node`
+        for (const l of this.escalationListeners) l({ path, error })
+        return child ? ctx.stopChild : ctx.resume
+      },
+    })
+  }
+
+  /** Registers a listener for failures escalated past an actor's restart limit. */
+  onEscalate(listener: (e: Escalation) => void): void {
+    this.escalationListeners.push(listener)
+  }
+
+  /** The live actor named `name`, if any. */
+  find(name: string): ActorRef | undefined {
+    return this.refs.get(name)
+  }
+
+  /**
+   * Spawns an actor under the node.
+   * @throws Error when an actor of that name is alive.
+   */
+  spawn<S>(name: string, behaviour: Behaviour<S>, options: SpawnOptions = {}): ActorRef {
+    const existing = this.refs.get(name)
+    if (existing && !existing.isStopped()) throw new Error(`an actor named '${name}' is already running`)
+    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
+    const tracker = new RestartTracker(options.supervision ?? defaultSupervision)
+    const clock = this.clock
+    const path = `/${this.name}/node/${name}`
+    const stats: ActorStats = { handled: 0, errors: 0, restarts: 0 }
+    let stoppedFlag = false
+    let markStopped!: () => void
+    const stopped = new Promise<void>((r) => {
+      markStopped = r
+    })
+    let current: Holder<S> = {}
+    let inFlight = 0
+    const slotWaiters: (() => void)[] = []
+    let actor: NactRef
+
+    let ref: ActorRef
+    const ctx: ActorContext = {
+      name,
+      path,
+      clock,
+      get self() {
+        return ref
+      },
+    }
+
+    const ensureState = async (holder: Holder<S>): Promise<S> => {
+      if (holder.state !== undefined) return holder.state
+      holder.initializing ??= Promise.resolve(behaviour.init(ctx)).then((s) => {
+        holder.state = s
+        return s
+      })
+      return holder.initializing
+    }
+
+    const releaseSlot = () => {
+      inFlight--
+      slotWaiters.shift()?.()
+    }
+
+    const run = async (holder: Holder<S>, letter: Letter) => {
+      if (letter.crash !== undefined) throw letter.crash
+      const state = await ensureState(holder)
+      if (!letter.message) return holder
+      if (concurrency === 1) {
+        let reply: Envelope | undefined
+        try {
+          reply = await behaviour.receive(state, letter.message, ctx)
+        } catch (err) {
+          stats.errors++
+          letter.reject?.(new ActorCrashedError(path, letter.message.type, err))
+          throw err
+        }
+        stats.handled++
+        letter.resolve?.(reply)
+        return holder
+      }
+      while (inFlight >= concurrency) await new Promise<void>((r) => slotWaiters.push(r))
+      inFlight++
+      const message = letter.message
+      Promise.resolve()
+        .then(() => behaviour.receive(state, message, ctx))
+        .then(
+          (reply) => {
+            stats.handled++
+            letter.resolve?.(reply)
+          },
+          (err) => {
+            stats.errors++
+            letter.reject?.(new ActorCrashedError(path, message.type, err))
+            if (!stoppedFlag) nact.dispatch(actor, { crash: err } satisfies Letter)
+          },
+        )
+        .finally(releaseSlot)
+      return holder
+    }
+
+    const finish = async (mailbox: { message: Letter }[]) => {
+      stoppedFlag = true
+      for (const m of mailbox) m.message.reject?.(new ActorStoppedError(path, 'stopped before handling'))
+      const s = current.state
+      if (s !== undefined) await behaviour.stop?.(s)
+      if (this.refs.get(name) === ref) this.refs.delete(name)
+      markStopped()
+    }
+
+    actor = nact.spawn(this.node, (holder: Holder<S>, letter: Letter) => run(holder, letter), name, {
+      initialStateFunc: () => {
+        current = {}
+        return current
+      },
+      // biome-ignore lint/suspicious/noExplicitAny: nact's supervision context is untyped.
+      onCrash: async (_msg: unknown, _error: unknown, nctx: any) => {
+        const decision = tracker.onCrash(clock.now())
+        if (decision.action === 'restart') {
+          const old = current.state
+          if (old !== undefined) await Promise.resolve(behaviour.stop?.(old)).catch(() => undefined)
+          await sleep(clock, decision.delayMs)
+          stats.restarts++
+          // After nact's reset (which runs when this returns), make the new state eagerly.
+          setImmediate(() => {
+            if (!stoppedFlag) nact.dispatch(actor, { init: true } satisfies Letter)
+          })
+          return nctx.reset
+        }
+        return decision.action === OnLimit.Escalate ? nctx.escalate : nctx.stop
+      },
+      // biome-ignore lint/suspicious/noExplicitAny: nact's stop context is untyped.
+      afterStop: (_state: unknown, sctx: any) => finish(sctx.mailbox ?? []),
+    })
+
+    ref = {
+      name,
+      path,
+      stopped,
+      stats: () => ({ ...stats }),
+      isStopped: () => stoppedFlag,
+      tell: (message) => {
+        if (stoppedFlag) throw new ActorStoppedError(path)
+        nact.dispatch(actor, { message } satisfies Letter)
+      },
+      ask: (message, timeoutMs) =>
+        new Promise<Envelope>((resolve, reject) => {
+          if (stoppedFlag) return reject(new ActorStoppedError(path))
+          const timer = clock.setTimeout(
+            () => reject(new ActorTimeoutError(path, message.type, timeoutMs)),
+            timeoutMs,
+          )
+          const done = () => clock.clearTimeout(timer)
+          const onStop = () => reject(new ActorStoppedError(path, 'stopped before answering'))
+          stopped.then(onStop)
+          nact.dispatch(actor, {
+            message,
+            resolve: (reply) => {
+              done()
+              if (reply === undefined) reject(new Error(`actor ${path} gave no reply to '${message.type}'`))
+              else resolve(reply)
+            },
+            reject: (err) => {
+              done()
+              reject(err)
+            },
+          } satisfies Letter)
+        }),
+      stop: async () => {
+        if (!stoppedFlag) nact.stop(actor)
+        await stopped
+      },
+    }
+    this.refs.set(name, ref)
+    nact.dispatch(actor, { init: true } satisfies Letter)
+    return ref
+  }
+
+  /** Stops every actor and the nact system. */
+  async stop(): Promise<void> {
+    const all = [...this.refs.values()]
+    await Promise.all(all.map((r) => r.stop()))
+    nact.stop(this.root)
+  }
+}
+
+/** Starts an actor system for this process. */
+export function startActorSystem(options: { name?: string; clock?: Clock } = {}): ActorSystem {
+  return new ActorSystem(options)
+}

@@ -1,0 +1,82 @@
+import type { Millis } from '../../protocols/index.ts'
+
+/** An `ask` whose deadline passed before the actor replied. The message may still be handled. */
+export class ActorTimeoutError extends Error {
+  override name = 'ActorTimeoutError'
+  constructor(
+    readonly actorPath: string,
+    readonly messageType: string,
+    readonly timeoutMs: Millis,
+  ) {
+    super(`actor ${actorPath} did not answer '${messageType}' within ${timeoutMs} ms`)
+  }
+}
+
+/** An `ask` or `tell` to an actor that has stopped (or stopped before answering). */
+export class ActorStoppedError extends Error {
+  override name = 'ActorStoppedError'
+  constructor(
+    readonly actorPath: string,
+    reason?: string,
+  ) {
+    super(`actor ${actorPath} is stopped${reason ? `: ${reason}` : ''}`)
+  }
+}
+
+/** The actor crashed while handling this message; the supervisor decides what happens next. */
+export class ActorCrashedError extends Error {
+  override name = 'ActorCrashedError'
+  constructor(
+    readonly actorPath: string,
+    readonly messageType: string,
+    cause: unknown,
+  ) {
+    super(
+      `actor ${actorPath} crashed handling '${messageType}': ${cause instanceof Error ? cause.message : String(cause)}`,
+      {
+        cause,
+      },
+    )
+  }
+}
+
+/** A request over a transport whose deadline passed (includes time spent waiting for a reconnect). */
+export class RequestTimeoutError extends Error {
+  override name = 'RequestTimeoutError'
+  constructor(
+    readonly subject: string,
+    readonly timeoutMs: Millis,
+    cause?: unknown,
+  ) {
+    super(`request to ${subject} got no reply within ${timeoutMs} ms`, { cause })
+  }
+}
+
+/** A request to a subject nobody serves (after retrying until the deadline). */
+export class NoRespondersError extends Error {
+  override name = 'NoRespondersError'
+  constructor(readonly subject: string) {
+    super(`no actor serves ${subject}`)
+  }
+}
+
+/** Use of a transport after `close()`. */
+export class TransportClosedError extends Error {
+  override name = 'TransportClosedError'
+  constructor(readonly transport: string) {
+    super(`${transport} transport is closed`)
+  }
+}
+
+/** The NATS server could not be reached at connect time. */
+export class NatsConnectError extends Error {
+  override name = 'NatsConnectError'
+  constructor(
+    readonly servers: string,
+    cause: unknown,
+  ) {
+    super(`cannot connect to NATS at ${servers}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    })
+  }
+}

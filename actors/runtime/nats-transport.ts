@@ -1,0 +1,244 @@
+import { Svcm } from '@nats-io/services'
+import {
+  connect,
+  type NatsConnection,
+  NoRespondersError as NatsNoResponders,
+  RequestError,
+  type Subscription,
+  TimeoutError,
+} from '@nats-io/transport-node'
+import { checkToken, type Envelope, encodeEnvelope } from '../../protocols/index.ts'
+import { type Clock, sleep, systemClock } from './clock.ts'
+import { NatsConnectError, NoRespondersError, RequestTimeoutError, TransportClosedError } from './errors.ts'
+import {
+  answerRequest,
+  type RequestOptions,
+  readReply,
+  type Served,
+  type ServeOptions,
+  type ServeStats,
+  type SubscribeOptions,
+  type Transport,
+} from './transport.ts'
+
+/** Identity of a connection; it is named `triad:<run>:<role>:<id>` so `/connz` shows who is who. */
+export interface ConnectionIdentity {
+  run: string
+  role: string
+  id: string
+}
+
+/** Options of `connectNats`. */
+export interface NatsConnectOptions extends ConnectionIdentity {
+  /** Server URL(s), comma separated: `nats://127.0.0.1:4222`. */
+  servers: string
+  /** Give up the first connection after this long, ms (default 5,000). */
+  connectTimeoutMs?: number
+  clock?: Clock
+}
+
+/** The connection name of an identity: `triad:<run>:<role>:<id>`. */
+export function connectionName(who: ConnectionIdentity): string {
+  return `triad:${checkToken(who.run, 'run id')}:${checkToken(who.role, 'role')}:${checkToken(who.id, 'id')}`
+}
+
+/**
+ * Connects to NATS and returns a transport. It reconnects forever after the first connection;
+ * requests made while disconnected are sent after the reconnect or fail at their deadline.
+ * @throws NatsConnectError when no server answers the first connection.
+ */
+export async function connectNats(options: NatsConnectOptions): Promise<NatsTransport> {
+  const name = connectionName(options)
+  let nc: NatsConnection
+  try {
+    nc = await connect({
+      servers: options.servers.split(',').map((s) => s.trim()),
+      name,
+      timeout: options.connectTimeoutMs ?? 5_000,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      reconnectJitter: 100,
+      pingInterval: 10_000,
+    })
+  } catch (cause) {
+    throw new NatsConnectError(options.servers, cause)
+  }
+  return new NatsTransport(nc, name, options.clock ?? systemClock)
+}
+
+/** The transport over a NATS connection. `nc` is exposed for JetStream and the object store. */
+export class NatsTransport implements Transport {
+  readonly kind = 'nats' as const
+  private readonly subs = new Set<{ stop(): Promise<void> }>()
+  private closed = false
+  /** Number of reconnects seen since connect. */
+  reconnects = 0
+
+  constructor(
+    readonly nc: NatsConnection,
+    readonly name: string,
+    private readonly clock: Clock = systemClock,
+  ) {
+    void (async () => {
+      for await (const s of nc.status()) if (s.type === 'reconnect') this.reconnects++
+    })().catch(() => undefined)
+  }
+
+  private check(): void {
+    if (this.closed || this.nc.isClosed()) throw new TransportClosedError(`nats (${this.name})`)
+  }
+
+  private track(served: Served): Served {
+    this.subs.add(served)
+    const stop = served.stop
+    return {
+      ...served,
+      stop: async () => {
+        this.subs.delete(served)
+        await stop()
+      },
+    }
+  }
+
+  async serve(subject: string, options: ServeOptions): Promise<Served> {
+    this.check()
+    const stats: ServeStats = { handled: 0, errors: 0, invalid: 0 }
+    const respond = (data: Uint8Array, reply: (b: Uint8Array) => void) => {
+      void answerRequest(data, options, stats).then(reply)
+    }
+    if (options.service) {
+      const spec = options.service
+      // Cast: @nats-io/services pins its own copy of nats-core; the connection is the same at run time.
+      const service = await new Svcm(this.nc as never).add({
+        name: spec.name,
+        version: spec.version ?? '1.0.0',
+        description: spec.description,
+        metadata: spec.metadata,
+        queue: options.queue ?? '',
+        statsHandler: async () => ({ ...stats, ...(spec.stats?.() ?? {}) }),
+      })
+      service.addEndpoint(checkToken(spec.name, 'service name'), {
+        subject,
+        queue: options.queue ?? '',
+        handler: (err, msg) => {
+          if (!err) respond(msg.data, (b) => msg.respond(b))
+        },
+      })
+      return this.track({
+        subject,
+        stats: () => ({ ...stats }),
+        stop: async () => {
+          await service.stop()
+        },
+      })
+    }
+    const sub = this.nc.subscribe(subject, {
+      queue: options.queue,
+      callback: (err, msg) => {
+        if (!err) respond(msg.data, (b) => msg.respond(b))
+      },
+    })
+    return this.track(this.servedOf(subject, sub, stats))
+  }
+
+  private servedOf(subject: string, sub: Subscription, stats: ServeStats): Served {
+    return {
+      subject,
+      stats: () => ({ ...stats }),
+      stop: async () => {
+        if (!sub.isClosed()) await sub.drain().catch(() => sub.unsubscribe())
+      },
+    }
+  }
+
+  subscribe(subject: string, options: SubscribeOptions): Served {
+    this.check()
+    const stats: ServeStats = { handled: 0, errors: 0, invalid: 0 }
+    const sub = this.nc.subscribe(subject, {
+      queue: options.queue,
+      callback: (err, msg) => {
+        if (err) return
+        let message: Envelope
+        try {
+          message = options.accepts.parse(msg.data)
+        } catch (e) {
+          stats.invalid++
+          options.onInvalid?.(e as Error, msg.subject)
+          return
+        }
+        try {
+          options.handler(message, msg.subject)
+          stats.handled++
+        } catch {
+          stats.errors++
+        }
+      },
+    })
+    return this.track(this.servedOf(subject, sub, stats))
+  }
+
+  publish(subject: string, message: Envelope): void {
+    this.check()
+    this.nc.publish(subject, encodeEnvelope(message))
+  }
+
+  /** Publishes raw bytes (tests use it to send garbage). */
+  publishBytes(subject: string, bytes: Uint8Array): void {
+    this.check()
+    this.nc.publish(subject, bytes)
+  }
+
+  request(subject: string, message: Envelope, options: RequestOptions): Promise<Envelope> {
+    return this.requestBytes(subject, encodeEnvelope(message), options)
+  }
+
+  /**
+   * Request with raw bytes. "No responders" (nobody subscribed yet, for example just after a
+   * server restart) is retried until the deadline: nobody received it, so a retry is safe.
+   * A timeout is not retried: the request may have been handled.
+   */
+  async requestBytes(subject: string, bytes: Uint8Array, options: RequestOptions): Promise<Envelope> {
+    this.check()
+    const deadline = this.clock.now() + options.timeoutMs
+    let pause = 10
+    for (;;) {
+      const left = deadline - this.clock.now()
+      if (left <= 0) throw new NoRespondersError(subject)
+      try {
+        const reply = await this.nc.request(subject, bytes, { timeout: Math.max(1, Math.round(left)) })
+        return readReply(subject, reply.data, options.replies)
+      } catch (err) {
+        if (isNoResponders(err)) {
+          await sleep(this.clock, Math.min(pause, Math.max(1, deadline - this.clock.now())))
+          pause = Math.min(pause * 2, 250)
+          continue
+        }
+        if (isTimeout(err)) throw new RequestTimeoutError(subject, options.timeoutMs, err)
+        if (this.closed || this.nc.isClosed()) throw new TransportClosedError(`nats (${this.name})`)
+        throw err
+      }
+    }
+  }
+
+  async flush(): Promise<void> {
+    this.check()
+    await this.nc.flush()
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await Promise.all([...this.subs].map((s) => s.stop().catch(() => undefined)))
+    if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close())
+  }
+}
+
+function isNoResponders(err: unknown): boolean {
+  if (err instanceof NatsNoResponders) return true
+  if (err instanceof RequestError && err.isNoResponders()) return true
+  return err instanceof Error && err.cause instanceof NatsNoResponders
+}
+
+function isTimeout(err: unknown): boolean {
+  return err instanceof TimeoutError || (err instanceof Error && err.cause instanceof TimeoutError)
+}
