@@ -86,3 +86,20 @@ export class CheckpointError extends Error {
     this.path = path
   }
 }
+
+/** A name looked up in a read-only registry (estimator, aggregation mode, ...) that is not in it. */
+export class UnknownVariantError extends Error {
+  override name = 'UnknownVariantError'
+  /** Which registry was searched, for example `advantage estimator`. */
+  readonly registry: string
+  /** The name asked for. */
+  readonly requested: string
+  /** Every valid name, sorted. */
+  readonly valid: readonly string[]
+  constructor(registry: string, requested: string, valid: readonly string[], options?: { cause?: unknown }) {
+    super(`unknown ${registry} '${requested}'; valid names: ${valid.join(', ')}`, options)
+    this.registry = registry
+    this.requested = requested
+    this.valid = valid
+  }
+}

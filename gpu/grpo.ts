@@ -1,0 +1,137 @@
+import * as tf from '@tensorflow/tfjs'
+import { AggregationMode, getAggregator } from './aggregation.ts'
+import { ConfigError } from './errors.ts'
+import { assertMatrix, assertShape } from './shape.ts'
+
+/** Settings of the GRPO-TCR policy loss. */
+export interface GrpoTcrConfig {
+  /** Lower clip range: the ratio is clipped below at `1 - epsLow`. DemyAgent: 0.2. */
+  epsLow: number
+  /** Upper clip range (clip-higher, DAPO): the ratio is clipped above at `1 + epsHigh`. DemyAgent: 0.28. */
+  epsHigh: number
+  /** Dual-clip bound `c` (> 1): for `A < 0` the token loss is at most `c * |A|`. DemyAgent: 10. */
+  dualClip: number
+  /** How token losses become one scalar; DemyAgent: `token-mean`. */
+  aggregation: AggregationMode
+}
+
+/** DemyAgent's GRPO-TCR defaults (arXiv 2510.11701): token-mean, clip-higher 0.2 / 0.28, dual clip 10. */
+export const GRPO_TCR_DEFAULTS: Readonly<GrpoTcrConfig> = Object.freeze({
+  epsLow: 0.2,
+  epsHigh: 0.28,
+  dualClip: 10,
+  aggregation: AggregationMode.TokenMean,
+})
+
+/** Input of the GRPO-TCR policy loss; every tensor is `[batch, seqLen]` float32. */
+export interface PolicyLossInput {
+  /** log pi_theta of each token under the model being trained (carries the gradient). */
+  logProbs: tf.Tensor2D
+  /** log pi_behavior of each token, as recorded by the engine that sampled it (not recomputed). */
+  behaviorLogProbs: tf.Tensor2D
+  /** Token advantages (group- and task-normalized). */
+  advantages: tf.Tensor2D
+  /** 1 for a response token the loss trains on; 0 for prompt, tool output and padding. */
+  mask: tf.Tensor2D
+}
+
+/**
+ * Metric keys of the policy loss, each a masked mean over the trained tokens:
+ * - `policy/loss`: the aggregated policy-gradient loss;
+ * - `policy/clip_frac_high`: share of tokens with `A > 0` and `r > 1 + epsHigh` (upper clip active, no gradient);
+ * - `policy/clip_frac_low`: share of tokens with `A < 0` and `r < 1 - epsLow` (lower clip active, no gradient);
+ * - `policy/dual_clip_frac`: share of tokens with `A < 0` and `r > c` (dual clip active, no gradient);
+ * - `policy/approx_kl`: k3 estimate of KL(pi_behavior || pi_theta), `r - 1 - log r`;
+ * - `policy/ratio_mean`: mean importance ratio `r`.
+ */
+export const PolicyMetric = {
+  Loss: 'policy/loss',
+  ClipFracHigh: 'policy/clip_frac_high',
+  ClipFracLow: 'policy/clip_frac_low',
+  DualClipFrac: 'policy/dual_clip_frac',
+  ApproxKl: 'policy/approx_kl',
+  RatioMean: 'policy/ratio_mean',
+} as const
+export type PolicyMetric = (typeof PolicyMetric)[keyof typeof PolicyMetric]
+
+/** A loss and its metrics (float32 scalars the caller disposes). */
+export interface LossResult<K extends string = string> {
+  loss: tf.Scalar
+  metrics: Record<K, tf.Scalar>
+}
+
+function checkConfig(c: GrpoTcrConfig): void {
+  if (!(c.epsLow >= 0 && c.epsLow < 1)) throw new ConfigError('epsLow', c.epsLow, 'must be in [0, 1)')
+  if (!(c.epsHigh >= 0)) throw new ConfigError('epsHigh', c.epsHigh, 'must be >= 0')
+  if (!(c.dualClip > 1)) throw new ConfigError('dualClip', c.dualClip, 'must be > 1')
+}
+
+function checkInput(input: PolicyLossInput): void {
+  const shape = assertMatrix('logProbs', input.logProbs)
+  assertShape('behaviorLogProbs', input.behaviorLogProbs, shape)
+  assertShape('advantages', input.advantages, shape)
+  assertShape('mask', input.mask, shape)
+}
+
+/** Importance ratio `r = exp(logp_theta - logp_behavior)`, log-ratio clamped to [-20, 20] as verl. */
+function importanceRatio(input: PolicyLossInput): { logRatio: tf.Tensor2D; ratio: tf.Tensor2D } {
+  const logRatio = input.logProbs.sub(input.behaviorLogProbs).clipByValue(-20, 20) as tf.Tensor2D
+  return { logRatio, ratio: logRatio.exp() } // r = exp(logp_theta - logp_behavior)
+}
+
+/**
+ * Per-token GRPO-TCR loss (PPO clip, Schulman et al. arXiv 1707.06347 eq. 7; clip-higher, DAPO
+ * arXiv 2503.14476 eq. 10; dual clip, Ye et al. arXiv 1912.09729 eq. 5; DemyAgent arXiv 2510.11701):
+ * `L = -min(r*A, clip(r, 1-epsLow, 1+epsHigh)*A)`, and for `A < 0` `L = min(L, c*|A|)`.
+ * Masked-out tokens are not zeroed here; the aggregation applies the mask.
+ * @returns `[batch, seqLen]` float32 per-token loss.
+ * @throws ShapeError on shapes that differ; ConfigError on a bad config.
+ */
+export function computeTokenLossGrpoTcr(
+  input: PolicyLossInput,
+  config: GrpoTcrConfig = GRPO_TCR_DEFAULTS,
+): tf.Tensor2D {
+  checkInput(input)
+  checkConfig(config)
+  return tf.tidy(() => {
+    const a = input.advantages
+    const { ratio } = importanceRatio(input)
+    const unclipped = a.mul(ratio).neg() // -r*A
+    const clipped = a.mul(ratio.clipByValue(1 - config.epsLow, 1 + config.epsHigh)).neg() // -clip(r, 1-eps_low, 1+eps_high)*A
+    const pg = unclipped.maximum(clipped) // -min(r*A, clip(r)*A)
+    const dual = pg.minimum(a.mul(-config.dualClip)) // min(L, -c*A) = min(L, c*|A|) for A < 0
+    return tf.where(a.less(0), dual, pg) as tf.Tensor2D
+  })
+}
+
+/**
+ * GRPO-TCR policy loss (DemyAgent arXiv 2510.11701): `computeTokenLossGrpoTcr` aggregated by
+ * `config.aggregation` over the mask, with the clip and KL metrics of `PolicyMetric`.
+ * @returns `{loss, metrics}`: float32 scalars, owned by the caller.
+ * @throws ShapeError on shapes that differ; ConfigError on a bad config;
+ *   UnknownVariantError on an unknown aggregation mode.
+ */
+export function computePolicyLossGrpoTcr(
+  input: PolicyLossInput,
+  config: GrpoTcrConfig = GRPO_TCR_DEFAULTS,
+): LossResult<PolicyMetric> {
+  const aggregate = getAggregator(config.aggregation)
+  const tokenLoss = computeTokenLossGrpoTcr(input, config)
+  const loss = tf.tidy(() => aggregate(tokenLoss, input.mask))
+  tokenLoss.dispose()
+  const metrics = tf.tidy(() => {
+    const m = input.mask.toFloat()
+    const mean = (x: tf.Tensor) => x.toFloat().mul(m).sum().div(m.sum().maximum(1)) as tf.Scalar
+    const a = input.advantages
+    const { logRatio, ratio } = importanceRatio(input)
+    return {
+      [PolicyMetric.Loss]: loss.clone(),
+      [PolicyMetric.ClipFracHigh]: mean(a.greater(0).logicalAnd(ratio.greater(1 + config.epsHigh))),
+      [PolicyMetric.ClipFracLow]: mean(a.less(0).logicalAnd(ratio.less(1 - config.epsLow))),
+      [PolicyMetric.DualClipFrac]: mean(a.less(0).logicalAnd(ratio.greater(config.dualClip))),
+      [PolicyMetric.ApproxKl]: mean(ratio.sub(1).sub(logRatio)), // k3 = r - 1 - log r
+      [PolicyMetric.RatioMean]: mean(ratio),
+    }
+  })
+  return { loss, metrics }
+}

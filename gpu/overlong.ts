@@ -1,0 +1,53 @@
+import * as tf from '@tensorflow/tfjs'
+import { ConfigError, ShapeError } from './errors.ts'
+
+/** Settings of overlong reward shaping. */
+export interface OverlongConfig {
+  /** `L_max`: the longest response, in tokens; beyond it the penalty is -1. */
+  maxLength: number
+  /** `L_buf`: the soft buffer before `L_max`, in tokens, where the penalty grows linearly. */
+  bufferLength: number
+}
+
+/**
+ * Overlong reward shaping (DAPO, arXiv 2503.14476, eq. 13; used by DemyAgent GRPO-TCR):
+ * `0` when `|y| <= L_max - L_buf`; `((L_max - L_buf) - |y|) / L_buf` inside the buffer;
+ * `-1` beyond `L_max`. The result is added to the outcome reward.
+ * @param lengths `[batch]` response lengths `|y|` in tokens (int32 or float32).
+ * @returns `[batch]` float32 penalties in [-1, 0].
+ * @throws ConfigError when `bufferLength` is not in (0, maxLength];
+ *   ShapeError when `lengths` is not 1-D.
+ */
+export function computeOverlongPenalty(lengths: tf.Tensor1D, config: OverlongConfig): tf.Tensor1D {
+  const { maxLength, bufferLength } = config
+  if (!(maxLength > 0)) throw new ConfigError('maxLength', maxLength, 'must be > 0')
+  if (!(bufferLength > 0 && bufferLength <= maxLength)) {
+    throw new ConfigError('bufferLength', bufferLength, `must be in (0, maxLength = ${maxLength}]`)
+  }
+  if (lengths.rank !== 1) throw new ShapeError('lengths', '[batch]', lengths.shape)
+  return tf.tidy(() => {
+    const y = lengths.toFloat()
+    const soft = tf
+      .scalar(maxLength - bufferLength)
+      .sub(y)
+      .div(bufferLength) // ((L_max - L_buf) - |y|) / L_buf
+    const inside = tf.where(y.lessEqual(maxLength - bufferLength), tf.zerosLike(y), soft) // 0 when |y| <= L_max - L_buf
+    return tf.where(y.greater(maxLength), tf.fill(y.shape, -1), inside) as tf.Tensor1D // -1 beyond L_max
+  })
+}
+
+/**
+ * Adds the overlong penalty to outcome rewards: `R + computeOverlongPenalty(|y|)`.
+ * @param rewards `[batch]` float32. @param lengths `[batch]` response lengths in tokens.
+ * @returns `[batch]` float32.
+ */
+export function shapeOverlongRewards(
+  rewards: tf.Tensor1D,
+  lengths: tf.Tensor1D,
+  config: OverlongConfig,
+): tf.Tensor1D {
+  if (rewards.rank !== 1 || rewards.shape[0] !== lengths.shape[0]) {
+    throw new ShapeError('rewards', `[${lengths.shape[0]}]`, rewards.shape)
+  }
+  return tf.tidy(() => rewards.toFloat().add(computeOverlongPenalty(lengths, config)) as tf.Tensor1D)
+}

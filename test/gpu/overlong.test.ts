@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import * as tf from '@tensorflow/tfjs'
+import { ConfigError } from '../../gpu/errors.ts'
+import { computeOverlongPenalty, shapeOverlongRewards } from '../../gpu/overlong.ts'
+
+describe('gpu/overlong', () => {
+  it('overlong - penalties at the edges of the three regions (L_max 10, L_buf 4)', () => {
+    // |y| <= 6: 0; 6 < |y| <= 10: (6 - |y|) / 4; |y| > 10: -1
+    const lengths = tf.tensor1d([0, 6, 7, 8, 9, 10, 11, 100], 'int32')
+    const got = computeOverlongPenalty(lengths, { maxLength: 10, bufferLength: 4 })
+    assert.deepEqual(
+      [...got.dataSync()].map((v) => v + 0),
+      [0, 0, -0.25, -0.5, -0.75, -1, -1, -1],
+    )
+  })
+
+  it('overlong - shaping adds the penalty to the reward', () => {
+    const got = shapeOverlongRewards(tf.tensor1d([1, 1, 0]), tf.tensor1d([3, 5, 9]), {
+      maxLength: 8,
+      bufferLength: 4,
+    })
+    assert.deepEqual([...got.dataSync()], [1, 0.75, -1])
+  })
+
+  it('overlong - a buffer outside (0, L_max] is rejected', () => {
+    for (const bufferLength of [0, -1, 11, Number.NaN]) {
+      assert.throws(
+        () => computeOverlongPenalty(tf.tensor1d([1]), { maxLength: 10, bufferLength }),
+        (e: unknown) => e instanceof ConfigError && e.field === 'bufferLength',
+      )
+    }
+  })
+})
