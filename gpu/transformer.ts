@@ -1,0 +1,444 @@
+import * as tf from '@tensorflow/tfjs'
+import { ConfigError, ShapeError } from './errors.ts'
+import type { KvCache } from './kv-cache.ts'
+import { createRng } from './prng.ts'
+
+/**
+ * Decoder-only transformer: token embedding (tied with the output projection), `layers` pre-norm
+ * blocks of RMSNorm -> causal multi-head attention with rotary positions -> residual, RMSNorm ->
+ * SwiGLU MLP -> residual, then a final RMSNorm and the tied output projection.
+ *
+ * Sources: RMSNorm (Zhang & Sennrich 2019, eq. 4); rotary positions (Su et al. 2021, RoFormer,
+ * eq. 34, the "rotate half" layout of GPT-NeoX); SwiGLU (Shazeer 2020, eq. 6); tied embeddings
+ * (Press & Wolf 2017).
+ *
+ * Built for the wasm backend: the embedding gradient is a one-hot matmul (wasm lacks
+ * `UnsortedSegmentSum`, the gradient of `gather`), every weight matmul is 2-D (`[rows, width]`),
+ * and attention uses 3-D batched matmuls with equal batch sizes (no broadcasting).
+ */
+
+/** Size of a transformer. */
+export interface TransformerConfig {
+  /** Number of blocks. */
+  layers: number
+  /** Model width (embedding size); a multiple of `heads`, with an even head size. */
+  width: number
+  /** Attention heads. */
+  heads: number
+  /** Longest sequence, in tokens (size of the rotary table; the sampler's limit). */
+  contextLength: number
+  /** Number of token ids (the tokenizer's `vocabSize`). */
+  vocabSize: number
+  /** Hidden size of the gated MLP; default `8/3 * width` rounded up to a multiple of 64. */
+  mlpHidden?: number
+  /** Rotary base; default 10000. */
+  ropeTheta?: number
+  /** RMSNorm epsilon; default 1e-5. */
+  normEps?: number
+}
+
+/** A config with every default filled in (what `config.json` stores). */
+export type FullTransformerConfig = Required<TransformerConfig>
+
+/** A model: its config and its parameters as named tfjs variables. */
+export interface Transformer {
+  readonly config: FullTransformerConfig
+  /** Parameters by name, in `paramShapes` order; float32. */
+  readonly params: ReadonlyMap<string, tf.Variable>
+  /** Rotary cosine table `[contextLength, headDim]` float32 (constant). */
+  readonly ropeCos: tf.Tensor2D
+  /** Rotary sine table `[contextLength, headDim]` float32, sign of the rotate-half folded in. */
+  readonly ropeSin: tf.Tensor2D
+  /** Rotate-half permutation `[headDim, headDim]`: `x @ rotateHalf = [x2, x1]`. */
+  readonly rotateHalf: tf.Tensor2D
+}
+
+/** Fills in the defaults and checks a config. @throws ConfigError on a bad size. */
+export function fullConfig(config: TransformerConfig): FullTransformerConfig {
+  const positiveInt = (field: string, v: unknown) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+      throw new ConfigError(field, v, 'must be a positive integer')
+  }
+  for (const field of ['layers', 'width', 'heads', 'contextLength', 'vocabSize'] as const)
+    positiveInt(field, config[field])
+  if (config.width % config.heads !== 0)
+    throw new ConfigError('width', config.width, 'must be a multiple of heads')
+  if ((config.width / config.heads) % 2 !== 0)
+    throw new ConfigError(
+      'heads',
+      config.heads,
+      'width / heads (the head size) must be even for rotary positions',
+    )
+  const mlpHidden = config.mlpHidden ?? Math.ceil((8 * config.width) / 3 / 64) * 64
+  positiveInt('mlpHidden', mlpHidden)
+  const ropeTheta = config.ropeTheta ?? 10000
+  if (!(ropeTheta > 1)) throw new ConfigError('ropeTheta', ropeTheta, 'must be > 1')
+  const normEps = config.normEps ?? 1e-5
+  if (!(normEps > 0)) throw new ConfigError('normEps', normEps, 'must be > 0')
+  return {
+    layers: config.layers,
+    width: config.width,
+    heads: config.heads,
+    contextLength: config.contextLength,
+    vocabSize: config.vocabSize,
+    mlpHidden,
+    ropeTheta,
+    normEps,
+  }
+}
+
+/**
+ * Names and shapes of every parameter, in a fixed order:
+ * `embed` `[vocabSize, width]`; per layer `layers.<i>.attn_norm` `[width]`, `layers.<i>.qkv`
+ * `[width, 3*width]` (q, k, v side by side), `layers.<i>.attn_out` `[width, width]`,
+ * `layers.<i>.mlp_norm` `[width]`, `layers.<i>.gate_up` `[width, 2*mlpHidden]` (gate, up),
+ * `layers.<i>.down` `[mlpHidden, width]`; `final_norm` `[width]`. Weights multiply on the right
+ * (`x @ W`).
+ */
+export function paramShapes(config: FullTransformerConfig): [string, number[]][] {
+  const { width: d, mlpHidden: f, vocabSize: v } = config
+  const shapes: [string, number[]][] = [['embed', [v, d]]]
+  for (let i = 0; i < config.layers; i++) {
+    shapes.push(
+      [`layers.${i}.attn_norm`, [d]],
+      [`layers.${i}.qkv`, [d, 3 * d]],
+      [`layers.${i}.attn_out`, [d, d]],
+      [`layers.${i}.mlp_norm`, [d]],
+      [`layers.${i}.gate_up`, [d, 2 * f]],
+      [`layers.${i}.down`, [f, d]],
+    )
+  }
+  shapes.push(['final_norm', [d]])
+  return shapes
+}
+
+/** Number of parameters (tied embedding counted once). */
+export function parameterCount(config: TransformerConfig): number {
+  return paramShapes(fullConfig(config)).reduce((s, [, shape]) => s + shape.reduce((a, b) => a * b, 1), 0)
+}
+
+/**
+ * Initial weights as plain arrays, from a seed: norms 1, weights normal with std 0.02, residual
+ * output projections (`attn_out`, `down`) scaled by `1/sqrt(2*layers)` (GPT-2). Identical on every
+ * backend.
+ */
+export function initWeights(config: TransformerConfig, seed: number): Record<string, Float32Array> {
+  const full = fullConfig(config)
+  const rng = createRng(seed)
+  const out: Record<string, Float32Array> = {}
+  const residualStd = 0.02 / Math.sqrt(2 * full.layers)
+  for (const [name, shape] of paramShapes(full)) {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1))
+    if (shape.length === 1) data.fill(1)
+    else {
+      const std = name.endsWith('attn_out') || name.endsWith('down') ? residualStd : 0.02
+      for (let k = 0; k < data.length; k++) data[k] = rng.normal() * std
+    }
+    out[name] = data
+  }
+  return out
+}
+
+function ropeTables(config: FullTransformerConfig): {
+  cos: Float32Array
+  sin: Float32Array
+  rot: Float32Array
+} {
+  const hd = config.width / config.heads
+  const half = hd / 2
+  const cos = new Float32Array(config.contextLength * hd)
+  const sin = new Float32Array(config.contextLength * hd)
+  for (let p = 0; p < config.contextLength; p++) {
+    for (let j = 0; j < half; j++) {
+      const angle = p * config.ropeTheta ** ((-2 * j) / hd) // theta_j = base^(-2j/d), RoFormer eq. 15
+      const c = Math.cos(angle)
+      const s = Math.sin(angle)
+      cos[p * hd + j] = c
+      cos[p * hd + half + j] = c
+      sin[p * hd + j] = -s // rotate_half(x) = [-x2, x1]: the minus sits in the table
+      sin[p * hd + half + j] = s
+    }
+  }
+  // x @ rot = [x2, x1]
+  const rot = new Float32Array(hd * hd)
+  for (let j = 0; j < half; j++) {
+    rot[(half + j) * hd + j] = 1
+    rot[j * hd + half + j] = 1
+  }
+  return { cos, sin, rot }
+}
+
+/**
+ * A model from a config and a seed (or given weights).
+ * @param weights optional initial weights by name (see `paramShapes`); default `initWeights(config, seed)`.
+ * @throws ConfigError on a bad config; ShapeError when a given weight has the wrong size.
+ */
+export function createTransformer(
+  config: TransformerConfig,
+  options: { seed?: number; weights?: Record<string, Float32Array> } = {},
+): Transformer {
+  const full = fullConfig(config)
+  const weights = options.weights ?? initWeights(full, options.seed ?? 0)
+  const params = new Map<string, tf.Variable>()
+  for (const [name, shape] of paramShapes(full)) {
+    const data = weights[name]
+    const size = shape.reduce((a, b) => a * b, 1)
+    if (!data || data.length !== size) {
+      for (const p of params.values()) p.dispose()
+      throw new ShapeError(name, `${size} float32 values for [${shape.join(', ')}]`, [data?.length ?? 0])
+    }
+    params.set(name, tf.variable(tf.tensor(data, shape, 'float32'), true, undefined, 'float32'))
+  }
+  const hd = full.width / full.heads
+  const { cos, sin, rot } = ropeTables(full)
+  return {
+    config: full,
+    params,
+    ropeCos: tf.tensor2d(cos, [full.contextLength, hd]),
+    ropeSin: tf.tensor2d(sin, [full.contextLength, hd]),
+    rotateHalf: tf.tensor2d(rot, [hd, hd]),
+  }
+}
+
+/** Frees every tensor of a model. */
+export function disposeTransformer(model: Transformer): void {
+  for (const p of model.params.values()) p.dispose()
+  model.ropeCos.dispose()
+  model.ropeSin.dispose()
+  model.rotateHalf.dispose()
+}
+
+/**
+ * Embedding lookup whose gradient is a one-hot matmul (the wasm backend has no
+ * `UnsortedSegmentSum`, the gradient of `gather`).
+ * @param ids `[n]` int32. @returns `[n, width]`.
+ */
+function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
+  const vocab = embed.shape[0]!
+  type GradFn = (
+    e: tf.Tensor,
+    i: tf.Tensor,
+    save: tf.GradSaveFunc,
+  ) => {
+    value: tf.Tensor
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[]
+  }
+  const lookup: GradFn = (e, i, save) => {
+    save([i])
+    return {
+      value: tf.gather(e, i as tf.Tensor1D),
+      gradFunc: (dy, saved) => [
+        tf.matMul(tf.oneHot(saved[0] as tf.Tensor1D, vocab), dy as tf.Tensor2D, true, false), // dE = onehot(ids)^T dY
+        tf.zerosLike(saved[0]!),
+      ],
+    }
+  }
+  const f = tf.customGrad(lookup as unknown as Parameters<typeof tf.customGrad>[0])
+  return f(embed, ids) as tf.Tensor2D
+}
+
+/** RMSNorm over the last axis: `x / sqrt(mean(x^2) + eps) * g` (Zhang & Sennrich 2019, eq. 4). */
+function rmsNorm(x: tf.Tensor2D, g: tf.Tensor, eps: number): tf.Tensor2D {
+  const ms = tf.mean(tf.square(x), -1, true) // mean(x^2)
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), g) as tf.Tensor2D // x / RMS(x) * g
+}
+
+/** Inputs of one forward pass beyond the tokens (all built by the caller, inside its tidy). */
+interface ForwardContext {
+  batch: number
+  /** New tokens per sequence in this pass. */
+  steps: number
+  /** Rotary cos, sin `[batch*steps, 1, headDim]`. */
+  cos: tf.Tensor3D
+  sin: tf.Tensor3D
+  /** Additive attention mask `[batch or 1, 1, steps, keyLen]`: 0 allowed, -1e9 blocked. */
+  mask: tf.Tensor4D
+  cache?: KvCache
+}
+
+/** Rotary positions on `[n, heads, hd]` (RoFormer eq. 34, rotate-half form). */
+function rope(model: Transformer, x: tf.Tensor3D, ctx: ForwardContext): tf.Tensor3D {
+  const [n, h, hd] = x.shape
+  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, hd]), model.rotateHalf), [n, h, hd])
+  return tf.add(tf.mul(x, ctx.cos), tf.mul(rotated, ctx.sin)) as tf.Tensor3D // x*cos + rotate_half(x)*sin
+}
+
+/** `[b*t, h*hd]` -> `[b*h, t, hd]`. */
+function toHeads(x: tf.Tensor, b: number, t: number, h: number, hd: number): tf.Tensor3D {
+  return tf.reshape(tf.transpose(tf.reshape(x, [b, t, h, hd]), [0, 2, 1, 3]), [b * h, t, hd])
+}
+
+function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContext): tf.Tensor2D {
+  const { width: d, heads: h, normEps, mlpHidden: f } = model.config
+  const hd = d / h
+  const p = (name: string) => model.params.get(`layers.${i}.${name}`)!
+  const n = x.shape[0]
+  const { batch: b, steps: t } = ctx
+
+  // Attention: x + W_o softmax(q k^T / sqrt(hd) + mask) v
+  const a = rmsNorm(x, p('attn_norm'), normEps)
+  const qkv = tf.matMul(a, p('qkv') as tf.Tensor2D)
+  const [q2, k2, v2] = tf.split(qkv, 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
+  const q = rope(model, tf.reshape(tf.mul(q2, 1 / Math.sqrt(hd)), [n, h, hd]), ctx) // 1/sqrt(d_k) folded into q
+  const kNew = toHeads(rope(model, tf.reshape(k2, [n, h, hd]), ctx), b, t, h, hd)
+  const vNew = toHeads(v2, b, t, h, hd)
+  const [k, v] = ctx.cache ? ctx.cache.append(i, kNew, vNew) : [kNew, vNew]
+  const keyLen = k.shape[1]
+  const scores = tf.matMul(toHeads(q, b, t, h, hd), k, false, true) // [b*h, t, keyLen]
+  const masked = tf.add(tf.reshape(scores, [b, h, t, keyLen]), ctx.mask)
+  const probs = tf.reshape(tf.softmax(masked), [b * h, t, keyLen])
+  const attn = tf.matMul(probs, v) // [b*h, t, hd]
+  const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, d])
+  const x1 = tf.add(x, tf.matMul(merged, p('attn_out') as tf.Tensor2D)) as tf.Tensor2D
+
+  // Gated MLP: x + W_down (silu(x W_gate) * x W_up)   (Shazeer 2020, eq. 6)
+  const m = rmsNorm(x1, p('mlp_norm'), normEps)
+  const gu = tf.matMul(m, p('gate_up') as tf.Tensor2D)
+  const [gate, up] = tf.split(gu, [f, f], 1)
+  const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) // silu(g) * u
+  return tf.add(x1, tf.matMul(hidden as tf.Tensor2D, p('down') as tf.Tensor2D)) as tf.Tensor2D
+}
+
+/** Options of `forward`. */
+export interface ForwardOptions {
+  /**
+   * Position of each token `[batch, seqLen]` int32; default `0..seqLen-1` in every row (with a
+   * cache: continuing after the cached tokens).
+   */
+  positions?: tf.Tensor2D
+  /**
+   * Which tokens are real `[batch, seqLen]` (1) or padding (0) that no query may attend to; default
+   * all real. Needed for left-padded batches; right padding needs none (causality hides it).
+   */
+  attentionMask?: tf.Tensor2D
+  /** A KV cache to read and extend (see `kv-cache.ts`); the tokens follow the cached ones. */
+  cache?: KvCache
+  /** Return only the last position's logits, `[batch, vocabSize]`. */
+  lastOnly?: boolean
+}
+
+/** Causal additive mask `[1, 1, t, cached + t]`: query i sees keys j <= cached + i. */
+function causalMask(t: number, cached: number): tf.Tensor4D {
+  const data = new Float32Array(t * (cached + t))
+  for (let i = 0; i < t; i++)
+    for (let j = cached + i + 1; j < cached + t; j++) data[i * (cached + t) + j] = -1e9
+  return tf.tensor4d(data, [1, 1, t, cached + t])
+}
+
+/**
+ * Final hidden states `[batch*seqLen, width]` (after the final norm), or `[batch, width]` with
+ * `lastOnly`. Callers wrap it in `tf.tidy`.
+ */
+export function hiddenStates(
+  model: Transformer,
+  tokens: tf.Tensor2D,
+  options: ForwardOptions = {},
+): tf.Tensor2D {
+  const { contextLength, width, normEps } = model.config
+  if (tokens.rank !== 2) throw new ShapeError('tokens', '[batch, seqLen]', tokens.shape)
+  const [b, t] = tokens.shape
+  const cache = options.cache
+  const cached = cache?.length ?? 0
+  if (cached + t > contextLength)
+    throw new ShapeError(
+      'tokens',
+      `at most ${contextLength - cached} positions (contextLength)`,
+      tokens.shape,
+    )
+  if (cache && cache.batch !== b)
+    throw new ShapeError('tokens', `batch ${cache.batch} (the cache's)`, tokens.shape)
+  const hd = width / model.config.heads
+  const flatIds = tf.reshape(tokens.toInt(), [b * t]) as tf.Tensor1D
+  const positions =
+    options.positions ?? tf.tile(tf.reshape(tf.range(cached, cached + t, 1, 'int32'), [1, t]), [b, 1])
+  if (options.positions && (positions.shape[0] !== b || positions.shape[1] !== t))
+    throw new ShapeError('positions', `[${b}, ${t}]`, positions.shape)
+  const flatPos = tf.reshape(positions.toInt(), [b * t]) as tf.Tensor1D
+  const cos = tf.reshape(tf.gather(model.ropeCos, flatPos), [b * t, 1, hd]) as tf.Tensor3D
+  const sin = tf.reshape(tf.gather(model.ropeSin, flatPos), [b * t, 1, hd]) as tf.Tensor3D
+  let mask: tf.Tensor4D = causalMask(t, cached)
+  const keyMask = cache ? cache.extendKeyMask(options.attentionMask, t) : options.attentionMask
+  if (keyMask) {
+    if (keyMask.shape[0] !== b || keyMask.shape[1] !== cached + t)
+      throw new ShapeError('attentionMask', `[${b}, ${cached + t}]`, keyMask.shape)
+    // blocked keys get -1e9: (mask - 1) * 1e9
+    const pad = tf.reshape(tf.mul(tf.sub(keyMask.toFloat(), 1), 1e9), [b, 1, 1, cached + t])
+    mask = tf.add(mask, pad) as tf.Tensor4D
+  }
+  const ctx: ForwardContext = { batch: b, steps: t, cos, sin, mask, cache }
+  let x = embedLookup(model.params.get('embed')!, flatIds)
+  for (let i = 0; i < model.config.layers; i++) x = block(model, i, x, ctx)
+  if (cache) cache.advance(t)
+  if (options.lastOnly)
+    x = tf.reshape(tf.slice(tf.reshape(x, [b, t, width]), [0, t - 1, 0], [b, 1, width]), [b, width])
+  return rmsNorm(x, model.params.get('final_norm')!, normEps)
+}
+
+/**
+ * Logits `[batch, seqLen, vocabSize]` float32 of the next token at every position (or
+ * `[batch, vocabSize]` with `lastOnly`), from tokens `[batch, seqLen]` int32.
+ * @throws ShapeError when tokens do not fit the context or the cache.
+ */
+export function forward(model: Transformer, tokens: tf.Tensor2D, options: ForwardOptions = {}): tf.Tensor {
+  return tf.tidy(() => {
+    const [b, t] = tokens.shape
+    const h = hiddenStates(model, tokens, options)
+    const logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // tied: h E^T
+    return options.lastOnly ? logits : tf.reshape(logits, [b, t, model.config.vocabSize])
+  })
+}
+
+/** Options of `tokenLogprobs`. */
+export interface LogprobOptions {
+  /** Divide logits by this before the softmax (match the sampler's temperature); default 1. */
+  temperature?: number
+  /** As in `forward`. */
+  attentionMask?: tf.Tensor2D
+  /** As in `forward`. */
+  positions?: tf.Tensor2D
+}
+
+/**
+ * Log-probabilities of given next tokens: `out[b, i] = log softmax(logits[b, i] / T)[targets[b, i]]`.
+ * Differentiable (the learner's `logp_theta`); works on wasm (one-hot, no gather gradient).
+ * @param tokens `[batch, seqLen]` int32 inputs.
+ * @param targets `[batch, seqLen]` int32, usually the inputs shifted left by one.
+ * @returns `[batch, seqLen]` float32.
+ */
+export function tokenLogprobs(
+  model: Transformer,
+  tokens: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  options: LogprobOptions = {},
+): tf.Tensor2D {
+  if (targets.rank !== 2 || targets.shape[0] !== tokens.shape[0] || targets.shape[1] !== tokens.shape[1])
+    throw new ShapeError('targets', `[${tokens.shape.join(', ')}] like tokens`, targets.shape)
+  const temperature = options.temperature ?? 1
+  if (!(temperature > 0))
+    throw new ConfigError('temperature', temperature, 'must be > 0 for log-probabilities')
+  return tf.tidy(() => {
+    const [b, t] = tokens.shape
+    const h = hiddenStates(model, tokens, {
+      attentionMask: options.attentionMask,
+      positions: options.positions,
+    })
+    let logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // [b*t, V]
+    if (temperature !== 1) logits = tf.div(logits, temperature)
+    const lse = tf.logSumExp(logits, -1) // [b*t]
+    const picked = tf.sum(
+      tf.mul(logits, tf.oneHot(tf.reshape(targets.toInt(), [b * t]), model.config.vocabSize)),
+      -1,
+    )
+    return tf.reshape(tf.sub(picked, lse), [b, t]) // log p = z_y - logsumexp(z)
+  })
+}
+
+/**
+ * Model FLOPs of training on one token (forward and backward) at sequence length `seqLen`:
+ * `6 N + 12 layers width seqLen`, with N the parameter count (PaLM, Chowdhery et al. 2022,
+ * appendix B; the attention term counts the full, non-causal score matrix as PaLM does).
+ */
+export function trainingFlopsPerToken(config: TransformerConfig, seqLen: number): number {
+  const c = fullConfig(config)
+  return 6 * parameterCount(c) + 12 * c.layers * c.width * seqLen // 6N + 12 L H Q T
+}
