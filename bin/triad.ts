@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
+import { registerSandbox } from './commands/sandbox.ts'
 import { CliError, NotAvailableError } from './errors.ts'
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -41,6 +42,7 @@ program
   })
 
 registerBench(program)
+registerSandbox(program)
 
 try {
   await program.parseAsync(process.argv)

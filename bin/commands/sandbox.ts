@@ -1,0 +1,92 @@
+import type { Command } from 'commander'
+import {
+  BackendKind,
+  buildSandboxServer,
+  DEFAULT_LIMITS,
+  type SandboxBackend,
+  type SandboxLimits,
+} from '../../sandboxes/index.ts'
+import { CliError } from '../errors.ts'
+
+const int = (v: string) => {
+  const n = Number(v)
+  if (!Number.isInteger(n) || n <= 0) throw new CliError(`expected a positive integer, got '${v}'`)
+  return n
+}
+
+/** Makes and starts a backend of `kind` with `limits`. */
+export async function startBackend(
+  kind: string,
+  limits: SandboxLimits,
+  image?: string,
+): Promise<SandboxBackend> {
+  let backend: SandboxBackend
+  if (kind === BackendKind.Local) {
+    const { LocalBackend } = await import('../../sandboxes/index.ts')
+    backend = new LocalBackend({ limits })
+  } else if (kind === BackendKind.Docker) {
+    throw new CliError(`the docker backend is not available yet (image ${image ?? 'triad-sandbox:latest'})`)
+  } else throw new CliError(`unknown backend '${kind}'; known: ${Object.values(BackendKind).join(', ')}`)
+  await backend.start()
+  return backend
+}
+
+/** `triad sandbox serve` and `triad sandbox image build`. */
+export function registerSandbox(program: Command): void {
+  const sandbox = program.command('sandbox').description('the SandboxFusion-compatible code sandbox')
+  sandbox
+    .command('serve')
+    .description('serve POST /run_code and GET /health over HTTP')
+    .option('--port <port>', 'TCP port', int, 8080)
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--backend <kind>', 'docker | local', 'docker')
+    .option('--image <name>', 'docker image (default triad-sandbox:latest)')
+    .option(
+      '--concurrency <n>',
+      'jobs at once (warm containers / local slots)',
+      int,
+      DEFAULT_LIMITS.concurrency,
+    )
+    .option('--memory <mb>', 'memory limit of one job, MiB', int, DEFAULT_LIMITS.memoryMB)
+    .option('--pids <n>', 'process limit of one job', int, DEFAULT_LIMITS.pids)
+    .option('--output-bytes <n>', 'bytes kept of stdout and of stderr', int, DEFAULT_LIMITS.outputBytes)
+    .option(
+      '--recycle-after <n>',
+      'docker: runs per container before it is replaced',
+      int,
+      DEFAULT_LIMITS.recycleAfter,
+    )
+    .option('--log', 'log every request to stderr')
+    .action(async (o: Record<string, string | number | boolean>) => {
+      const limits: SandboxLimits = {
+        ...DEFAULT_LIMITS,
+        concurrency: o['concurrency'] as number,
+        memoryMB: o['memory'] as number,
+        pids: o['pids'] as number,
+        outputBytes: o['outputBytes'] as number,
+        recycleAfter: o['recycleAfter'] as number,
+      }
+      const backend = await startBackend(String(o['backend']), limits, o['image'] as string | undefined)
+      const app = buildSandboxServer({ backend, logger: Boolean(o['log']) })
+      const address = await app.listen({ port: o['port'] as number, host: String(o['host']) })
+      process.stderr.write(
+        `triad sandbox: ${backend.kind} backend (${backend.isolation} isolation), ${limits.concurrency} slots, listening on ${address}\n`,
+      )
+      const stop = async () => {
+        await app.close()
+        await backend.close()
+        process.exit(0)
+      }
+      process.once('SIGINT', stop)
+      process.once('SIGTERM', stop)
+    })
+
+  const image = sandbox.command('image').description('the docker image of the sandbox')
+  image
+    .command('build')
+    .description('build the sandbox image locally (no registry)')
+    .option('--image <name>', 'image name', 'triad-sandbox:latest')
+    .action(async (o: { image: string }) => {
+      throw new CliError(`image build is not available yet (${o.image})`)
+    })
+}

@@ -1,0 +1,199 @@
+import { readFileSync } from 'node:fs'
+import {
+  type Bytes,
+  type CommandRunResult,
+  CommandRunStatus,
+  type RunCodeRequest,
+  type RunCodeResponse,
+  RunStatus,
+  type Seconds,
+  statusOf,
+} from '../protocols/index.ts'
+import { SandboxRequestError } from './errors.ts'
+import { LANGUAGES } from './languages.ts'
+import type { SandboxLimits } from './limits.ts'
+
+/**
+ * The job runner that runs inside every sandbox (`runner.py`, Python standard library only): it
+ * writes the files, compiles, runs with a wall-clock limit and an output limit, kills every
+ * leftover process, reads the fetched files back and wipes the work dir. Started as
+ * `python3 -I -S -c RUNNER_SOURCE`, the job as JSON on stdin, the result as JSON on stdout.
+ */
+export const RUNNER_SOURCE: string = readFileSync(new URL('./runner.py', import.meta.url), 'utf8')
+
+/** The runner's command line inside a sandbox. */
+export const RUNNER_ARGV: readonly string[] = ['/usr/bin/python3', '-I', '-S', '-c', RUNNER_SOURCE]
+
+/** Environment of the user's program: nothing of the server's. */
+export const SANDBOX_ENV: Readonly<Record<string, string>> = {
+  PATH: '/usr/local/bin:/usr/bin:/bin',
+  HOME: '/tmp',
+  TMPDIR: '/tmp',
+  LANG: 'C.UTF-8',
+}
+
+/** One job as the runner reads it (see runner.py). */
+export interface RunnerJob {
+  workdir: string
+  uid: number
+  gid: number
+  source: string
+  code: string
+  stdin: string | null
+  files: Record<string, string | null>
+  fetch_files: string[]
+  compile: readonly string[] | null
+  run: readonly string[]
+  compile_timeout: Seconds
+  run_timeout: Seconds
+  output_limit: Bytes
+  fetch_limit: Bytes
+  rlimits: Record<string, number>
+  env: Record<string, string>
+  cleanup: string[]
+  /** How the runner finds leftover processes: `all` (own PID namespace), `uid` (the job's uid), `group`. */
+  kill_mode: 'all' | 'uid' | 'group'
+}
+
+/** Why a backend must not reuse its sandbox after a job (docker recycles the container). */
+export type Breach = 'time_limit' | 'output_limit' | 'signal' | 'leftover_processes' | 'cleanup_failed'
+
+/** What the runner writes back. */
+export type RunnerResult =
+  | {
+      compile: CommandRunResult | null
+      run: CommandRunResult | null
+      files: Record<string, string>
+      breaches: Breach[]
+      notes: string[]
+    }
+  | { error: string }
+
+/** The work dir of a job inside the sandbox. */
+export const WORKDIR = '/work'
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
+/**
+ * Checks a path of `files` / `fetch_files`: relative, inside the work dir.
+ * @throws SandboxRequestError (HTTP 422) for an absolute path, `..`, or an empty path.
+ */
+export function checkRelativePath(path: string, field: string): void {
+  const parts = path.split('/').filter((p) => p !== '' && p !== '.')
+  if (path.startsWith('/') || path.includes('\0') || parts.length === 0 || parts.includes('..'))
+    throw new SandboxRequestError(`${field}: path '${path}' must be relative and stay inside the work dir`)
+}
+
+/** Memory limit of a job, MiB: the request's ask clamped to the server's limit (-1 means the limit). */
+export function memoryOf(request: RunCodeRequest, limits: SandboxLimits): number {
+  return request.memory_limit_MB <= 0 ? limits.memoryMB : Math.min(request.memory_limit_MB, limits.memoryMB)
+}
+
+/**
+ * Builds the runner job of a request.
+ * @throws SandboxRequestError for bad file paths, bad base64, or files larger than the work dir.
+ */
+export function makeJob(
+  request: RunCodeRequest,
+  limits: SandboxLimits,
+  o: {
+    uid: number
+    gid: number
+    cleanup: string[]
+    workdir?: string
+    killMode?: RunnerJob['kill_mode']
+    rlimitAsBytes?: Bytes
+  },
+): RunnerJob {
+  const spec = LANGUAGES[request.language]
+  let total = Buffer.byteLength(request.code)
+  for (const [path, b64] of Object.entries(request.files)) {
+    checkRelativePath(path, 'files')
+    if (b64 !== null && !BASE64.test(b64)) throw new SandboxRequestError(`files: '${path}' is not base64`)
+    total += ((b64?.length ?? 0) * 3) / 4
+  }
+  for (const path of request.fetch_files) checkRelativePath(path, 'fetch_files')
+  if (total > limits.workdirBytes)
+    throw new SandboxRequestError(
+      `files and code take ${Math.round(total)} bytes, over the work dir size of ${limits.workdirBytes}`,
+      413,
+    )
+  const rlimits: Record<string, number> = {
+    nproc: limits.pids,
+    nofile: limits.openFiles,
+    fsize: limits.fileBytes,
+    core: 0,
+  }
+  if (o.rlimitAsBytes !== undefined) rlimits['as'] = o.rlimitAsBytes
+  return {
+    workdir: o.workdir ?? WORKDIR,
+    uid: o.uid,
+    gid: o.gid,
+    source: spec.source,
+    code: request.code,
+    stdin: request.stdin ?? null,
+    files: request.files,
+    fetch_files: request.fetch_files,
+    compile: spec.compile ?? null,
+    run: spec.run,
+    compile_timeout: Math.min(request.compile_timeout, limits.maxTimeout),
+    run_timeout: Math.min(request.run_timeout, limits.maxTimeout),
+    output_limit: limits.outputBytes,
+    fetch_limit: limits.fetchBytes,
+    rlimits,
+    env: { ...SANDBOX_ENV },
+    cleanup: o.cleanup,
+    kill_mode: o.killMode ?? 'all',
+  }
+}
+
+/**
+ * Parses the runner's stdout.
+ * @returns the result, or `{error}` when the runner wrote no valid result (it crashed or was killed).
+ */
+export function parseRunnerOutput(stdout: string, stderr: string): RunnerResult {
+  try {
+    const r = JSON.parse(stdout) as RunnerResult
+    if (r && typeof r === 'object') return r
+  } catch {
+    // falls through
+  }
+  return {
+    error: `the runner wrote no result (stdout ${stdout.length} chars; stderr: ${stderr.slice(-500)})`,
+  }
+}
+
+/** A command result for a command that the sandbox could not run. */
+export function errorResult(stderr: string): CommandRunResult {
+  return {
+    status: CommandRunStatus.Error,
+    execution_time: null,
+    return_code: null,
+    stdout: null,
+    stderr,
+  }
+}
+
+/** Builds the `/run_code` response of a runner result, applying the status rule. */
+export function responseOf(result: RunnerResult): RunCodeResponse {
+  if ('error' in result)
+    return {
+      status: RunStatus.SandboxError,
+      message: result.error,
+      compile_result: null,
+      run_result: errorResult(result.error),
+      files: {},
+    }
+  const notes = [...result.notes]
+  if (result.compile?.status === CommandRunStatus.TimeLimitExceeded) notes.push('compile time limit exceeded')
+  if (result.run?.status === CommandRunStatus.TimeLimitExceeded) notes.push('run time limit exceeded')
+  if (result.run && result.run.return_code === -9 && !result.breaches.includes('output_limit'))
+    notes.push('the program was killed by SIGKILL (memory limit or kill)')
+  return {
+    status: statusOf([result.compile, result.run]),
+    message: notes.join('; '),
+    compile_result: result.compile,
+    run_result: result.run,
+    files: result.files,
+  }
+}
