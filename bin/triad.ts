@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
+import { registerDemo } from './commands/demo.ts'
 import { registerSandbox } from './commands/sandbox.ts'
+import { registerStatus } from './commands/status.ts'
+import { registerWorker } from './commands/worker.ts'
 import { CliError, NotAvailableError } from './errors.ts'
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -23,26 +26,13 @@ program
     throw new NotAvailableError('triad run')
   })
 
-program
-  .command('worker')
-  .description('start one role of a run against a NATS server')
-  .requiredOption('--role <role>', 'learner | rollout | env | policy | reward | sandbox')
-  .option('--nats <url>', 'NATS server URL', 'nats://127.0.0.1:4222')
-  .action(() => {
-    throw new NotAvailableError('triad worker')
-  })
+registerWorker(program)
 
-program
-  .command('status')
-  .description('list the live triad services and the NATS server state')
-  .option('--nats <url>', 'NATS server URL', 'nats://127.0.0.1:4222')
-  .option('--monitor <url>', "the server's monitoring URL (http://127.0.0.1:8222)")
-  .action(() => {
-    throw new NotAvailableError('triad status')
-  })
+registerStatus(program)
 
 registerBench(program)
 registerSandbox(program)
+registerDemo(program)
 
 try {
   await program.parseAsync(process.argv)

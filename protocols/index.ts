@@ -1,5 +1,6 @@
 export * from './chat.ts'
 export * from './codec.ts'
+export * from './echo-api.ts'
 export * from './env-api.ts'
 export * from './errors.ts'
 export * from './message.ts'

@@ -57,6 +57,8 @@ export const Subjects = {
   metrics: (run: string, role: string) => subject(run, 'metrics', checkToken(role, 'role')),
   /** Code sandbox over NATS: `sandbox.run_code`. */
   sandbox: (run: string) => subject(run, 'sandbox', 'run_code'),
+  /** Echo probes (`echo.ping`), queue group `echo`. */
+  echo: (run: string) => subject(run, 'echo', 'ping'),
   /** Env adapter: difficulty updates. */
   difficulty: (run: string) => subject(run, 'env', 'difficulty'),
 } as const
@@ -68,5 +70,6 @@ export const QueueGroups = {
   reward: 'reward',
   sandbox: 'sandbox',
   envController: 'env.controller',
+  echo: 'echo',
 } as const
 export type QueueGroup = (typeof QueueGroups)[keyof typeof QueueGroups]

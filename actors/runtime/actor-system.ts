@@ -89,15 +89,20 @@ export interface Escalation {
   error: unknown
 }
 
+/** A message waiting in an actor's mailbox, with the callbacks of its `ask`. */
 type Letter = {
-  message?: Envelope
+  message: Envelope
   resolve?: (reply: Envelope | undefined) => void
   reject?: (err: unknown) => void
-  /** An error from a concurrent handler, re-thrown inside the actor so nact's onCrash sees it. */
-  crash?: unknown
-  /** Makes the actor initialize its state now. */
-  init?: true
 }
+
+/**
+ * What nact's mailbox carries: only crashes. Letters are handled by the actor's own loop (nact
+ * spends one event-loop turn per message, which halves request/reply throughput over NATS);
+ * a crash is dispatched to nact and thrown inside its actor, so nact's `onCrash` (our supervision
+ * adapter) decides: reset after backoff, stop, or escalate.
+ */
+type Signal = { crash: unknown }
 
 type Holder<S> = { state?: S; initializing?: Promise<S> }
 
@@ -159,12 +164,20 @@ export class ActorSystem {
     const stopped = new Promise<void>((r) => {
       markStopped = r
     })
+    /** The state holder of the current incarnation; nact's reset makes a new one. */
     let current: Holder<S> = {}
+    const mailbox: Letter[] = []
+    /** Rejections of asks not yet answered, run if the actor stops first. */
+    const pendingAsks = new Set<() => void>()
+    /** True while the drain loop runs; false when idle. */
+    let running = false
+    /** True from a crash until the supervisor has restarted (or stopped) the actor. */
+    let suspended = false
     let inFlight = 0
     const slotWaiters: (() => void)[] = []
     let actor: NactRef
-
     let ref: ActorRef
+
     const ctx: ActorContext = {
       name,
       path,
@@ -183,81 +196,117 @@ export class ActorSystem {
       return holder.initializing
     }
 
-    const releaseSlot = () => {
-      inFlight--
-      slotWaiters.shift()?.()
+    /** Hands a failure to nact, whose onCrash runs the supervision policy. */
+    const crash = (err: unknown) => {
+      if (stoppedFlag || suspended) return
+      suspended = true
+      nact.dispatch(actor, { crash: err } satisfies Signal)
     }
 
-    const run = async (holder: Holder<S>, letter: Letter) => {
-      if (letter.crash !== undefined) throw letter.crash
-      const state = await ensureState(holder)
-      if (!letter.message) return holder
-      if (concurrency === 1) {
-        let reply: Envelope | undefined
-        try {
-          reply = await behaviour.receive(state, letter.message, ctx)
-        } catch (err) {
-          stats.errors++
-          letter.reject?.(new ActorCrashedError(path, letter.message.type, err))
-          throw err
-        }
-        stats.handled++
-        letter.resolve?.(reply)
-        return holder
-      }
-      while (inFlight >= concurrency) await new Promise<void>((r) => slotWaiters.push(r))
-      inFlight++
-      const message = letter.message
-      Promise.resolve()
-        .then(() => behaviour.receive(state, message, ctx))
-        .then(
-          (reply) => {
+    const drain = async () => {
+      try {
+        const state = await ensureState(current)
+        while (mailbox.length > 0 && !suspended && !stoppedFlag) {
+          const letter = mailbox.shift()!
+          if (concurrency === 1) {
+            let reply: Envelope | undefined
+            try {
+              reply = await behaviour.receive(state, letter.message, ctx)
+            } catch (err) {
+              stats.errors++
+              letter.reject?.(new ActorCrashedError(path, letter.message.type, err))
+              crash(err)
+              break
+            }
             stats.handled++
             letter.resolve?.(reply)
-          },
-          (err) => {
-            stats.errors++
-            letter.reject?.(new ActorCrashedError(path, message.type, err))
-            if (!stoppedFlag) nact.dispatch(actor, { crash: err } satisfies Letter)
-          },
-        )
-        .finally(releaseSlot)
-      return holder
+            continue
+          }
+          while (inFlight >= concurrency) await new Promise<void>((r) => slotWaiters.push(r))
+          inFlight++
+          const message = letter.message
+          Promise.resolve()
+            .then(() => behaviour.receive(state, message, ctx))
+            .then(
+              (reply) => {
+                stats.handled++
+                letter.resolve?.(reply)
+              },
+              (err) => {
+                stats.errors++
+                letter.reject?.(new ActorCrashedError(path, message.type, err))
+                crash(err)
+              },
+            )
+            .finally(() => {
+              inFlight--
+              slotWaiters.shift()?.()
+            })
+        }
+      } catch (err) {
+        // `init` failed: a crash like any other.
+        crash(err)
+      } finally {
+        running = false
+      }
+      if (mailbox.length > 0) scheduleDrain()
     }
 
-    const finish = async (mailbox: { message: Letter }[]) => {
+    const scheduleDrain = () => {
+      if (running || suspended || stoppedFlag) return
+      running = true
+      queueMicrotask(() => void drain())
+    }
+
+    const post = (letter: Letter) => {
+      mailbox.push(letter)
+      scheduleDrain()
+    }
+
+    const finish = async () => {
       stoppedFlag = true
-      for (const m of mailbox) m.message.reject?.(new ActorStoppedError(path, 'stopped before handling'))
+      for (const onStop of pendingAsks) onStop()
+      pendingAsks.clear()
+      for (const letter of mailbox.splice(0))
+        letter.reject?.(new ActorStoppedError(path, 'stopped before handling'))
       const s = current.state
       if (s !== undefined) await behaviour.stop?.(s)
       if (this.refs.get(name) === ref) this.refs.delete(name)
       markStopped()
     }
 
-    actor = nact.spawn(this.node, (holder: Holder<S>, letter: Letter) => run(holder, letter), name, {
-      initialStateFunc: () => {
-        current = {}
-        return current
+    actor = nact.spawn(
+      this.node,
+      (_holder: Holder<S>, signal: Signal): Holder<S> => {
+        throw signal.crash
       },
-      // biome-ignore lint/suspicious/noExplicitAny: nact's supervision context is untyped.
-      onCrash: async (_msg: unknown, _error: unknown, nctx: any) => {
-        const decision = tracker.onCrash(clock.now())
-        if (decision.action === 'restart') {
-          const old = current.state
-          if (old !== undefined) await Promise.resolve(behaviour.stop?.(old)).catch(() => undefined)
-          await sleep(clock, decision.delayMs)
-          stats.restarts++
-          // After nact's reset (which runs when this returns), make the new state eagerly.
-          setImmediate(() => {
-            if (!stoppedFlag) nact.dispatch(actor, { init: true } satisfies Letter)
-          })
-          return nctx.reset
-        }
-        return decision.action === OnLimit.Escalate ? nctx.escalate : nctx.stop
+      name,
+      {
+        initialStateFunc: () => {
+          current = {}
+          return current
+        },
+        // biome-ignore lint/suspicious/noExplicitAny: nact's supervision context is untyped.
+        onCrash: async (_msg: unknown, _error: unknown, nctx: any) => {
+          const decision = tracker.onCrash(clock.now())
+          if (decision.action === 'restart') {
+            const old = current.state
+            if (old !== undefined) await Promise.resolve(behaviour.stop?.(old)).catch(() => undefined)
+            await sleep(clock, decision.delayMs)
+            stats.restarts++
+            // nact's reset runs when this returns and makes a new holder; then make the new state
+            // and go on with the letters that waited.
+            setImmediate(() => {
+              suspended = false
+              scheduleDrain()
+            })
+            return nctx.reset
+          }
+          return decision.action === OnLimit.Escalate ? nctx.escalate : nctx.stop
+        },
+        afterStop: () => finish(),
       },
-      // biome-ignore lint/suspicious/noExplicitAny: nact's stop context is untyped.
-      afterStop: (_state: unknown, sctx: any) => finish(sctx.mailbox ?? []),
-    })
+    )
 
     ref = {
       name,
@@ -267,19 +316,22 @@ export class ActorSystem {
       isStopped: () => stoppedFlag,
       tell: (message) => {
         if (stoppedFlag) throw new ActorStoppedError(path)
-        nact.dispatch(actor, { message } satisfies Letter)
+        post({ message })
       },
       ask: (message, timeoutMs) =>
         new Promise<Envelope>((resolve, reject) => {
           if (stoppedFlag) return reject(new ActorStoppedError(path))
-          const timer = clock.setTimeout(
-            () => reject(new ActorTimeoutError(path, message.type, timeoutMs)),
-            timeoutMs,
-          )
-          const done = () => clock.clearTimeout(timer)
+          const timer = clock.setTimeout(() => {
+            pendingAsks.delete(onStop)
+            reject(new ActorTimeoutError(path, message.type, timeoutMs))
+          }, timeoutMs)
           const onStop = () => reject(new ActorStoppedError(path, 'stopped before answering'))
-          stopped.then(onStop)
-          nact.dispatch(actor, {
+          pendingAsks.add(onStop)
+          const done = () => {
+            clock.clearTimeout(timer)
+            pendingAsks.delete(onStop)
+          }
+          post({
             message,
             resolve: (reply) => {
               done()
@@ -290,7 +342,7 @@ export class ActorSystem {
               done()
               reject(err)
             },
-          } satisfies Letter)
+          })
         }),
       stop: async () => {
         if (!stoppedFlag) nact.stop(actor)
@@ -298,7 +350,7 @@ export class ActorSystem {
       },
     }
     this.refs.set(name, ref)
-    nact.dispatch(actor, { init: true } satisfies Letter)
+    scheduleDrain()
     return ref
   }
 

@@ -8,7 +8,9 @@ import { CliError } from '../errors.ts'
 type BenchModule = { run(options: Record<string, unknown>): Promise<unknown> }
 
 /** Registered benchmarks, by name. Loaded lazily so `triad --help` stays fast. */
-const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {}
+const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
+  messaging: () => import('../bench/messaging.ts'),
+}
 
 export function registerBench(program: Command): void {
   program

@@ -1,0 +1,77 @@
+import { hostname } from 'node:os'
+import type { Command } from 'commander'
+import {
+  type ActorSystem,
+  connectNats,
+  type NatsTransport,
+  startActorSystem,
+  startEcho,
+} from '../../actors/index.ts'
+import { CliError } from '../errors.ts'
+
+/** What a role needs to start: the process's actor system and NATS transport. */
+export interface RoleContext {
+  system: ActorSystem
+  transport: NatsTransport
+  run: string
+  id: string
+  options: Record<string, unknown>
+}
+
+/** A started role; `stop` undoes what the role started. */
+export interface RoleHandle {
+  stop(): Promise<void>
+}
+
+/** The roles a `triad worker` process can take. A failed lookup lists them. */
+export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = {
+  echo: async ({ system, transport, run, id }) => startEcho(system, transport, run, id),
+}
+
+/**
+ * Runs one role in this process until SIGTERM/SIGINT: connects to NATS as
+ * `triad:<run>:<role>:<id>`, starts the role, prints one JSON line `{"event":"ready",...}` on
+ * stdout, then serves.
+ */
+export async function runWorker(
+  role: string,
+  options: { nats: string; run: string; id?: string },
+): Promise<void> {
+  const start = workerRoles[role]
+  if (!start)
+    throw new CliError(`unknown role '${role}'; known roles: ${Object.keys(workerRoles).join(', ')}`)
+  const id = options.id ?? `${hostname()}-${process.pid}`
+  const transport = await connectNats({ servers: options.nats, run: options.run, role, id }).catch(
+    (err: Error) => {
+      throw new CliError(err.message, { cause: err })
+    },
+  )
+  const system = startActorSystem({ name: `${role}-${id}` })
+  system.onEscalate((e) =>
+    process.stderr.write(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}\n`),
+  )
+  const handle = await start({ system, transport, run: options.run, id, options })
+  process.stdout.write(
+    `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
+  )
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve)
+    process.once('SIGINT', resolve)
+  })
+  await handle.stop()
+  await system.stop()
+  await transport.close()
+}
+
+export function registerWorker(program: Command): void {
+  program
+    .command('worker')
+    .description('start one role of a run against a NATS server')
+    .requiredOption('--role <role>', `one of: ${Object.keys(workerRoles).join(', ')}`)
+    .option('--nats <url>', 'NATS server URL(s), comma separated', 'nats://127.0.0.1:4222')
+    .option('--run <id>', 'run id (subjects are triad.<run>.*)', 'default')
+    .option('--id <id>', 'this worker id (default: host-pid)')
+    .action(async (options: { role: string; nats: string; run: string; id?: string }) => {
+      await runWorker(options.role, options)
+    })
+}

@@ -1,0 +1,87 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
+
+/** A `triad` CLI child process started by a test. */
+export interface TriadProcess {
+  child: ChildProcess
+  /** Lines printed on stdout so far. */
+  stdout: string[]
+  /** Everything printed on stderr so far. */
+  stderr(): string
+  /** Resolves with the first stdout line that parses as JSON and satisfies `match`, or rejects at the deadline or exit. */
+  waitForLine(match: (json: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>
+  /** Resolves with the exit code (or signal) once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  kill(signal?: NodeJS.Signals): Promise<void>
+}
+
+/** Starts `triad ...args` with Node and tsx, as a user would run it. */
+export function startTriad(args: string[], env: NodeJS.ProcessEnv = {}): TriadProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', triadBin, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  })
+  const stdout: string[] = []
+  let err = ''
+  const waiters = new Set<(line: string) => void>()
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString()
+  })
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    stdout.push(line)
+    for (const w of waiters) w(line)
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
+  return {
+    child,
+    stdout,
+    stderr: () => err,
+    exited,
+    waitForLine: (match, timeoutMs = 30_000) =>
+      new Promise((resolve, reject) => {
+        const check = (line: string) => {
+          try {
+            const json = JSON.parse(line) as Record<string, unknown>
+            if (json && typeof json === 'object' && match(json)) {
+              done()
+              resolve(json)
+            }
+          } catch {}
+        }
+        const timer = setTimeout(() => {
+          done()
+          reject(new Error(`no matching line from triad ${args.join(' ')} within ${timeoutMs} ms; stderr:\n${err}`))
+        }, timeoutMs)
+        const onExit = () => {
+          done()
+          reject(new Error(`triad ${args.join(' ')} exited before printing the line; stderr:\n${err}`))
+        }
+        const done = () => {
+          clearTimeout(timer)
+          waiters.delete(check)
+          child.off('exit', onExit)
+        }
+        waiters.add(check)
+        child.once('exit', onExit)
+        for (const line of stdout) check(line)
+      }),
+    kill: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal)
+        await exited
+      }
+    },
+  }
+}
+
+/** Runs `triad ...args` to completion and returns its output. */
+export async function runTriad(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = startTriad(args)
+  const { code } = await p.exited
+  return { code, stdout: p.stdout.join('\n'), stderr: p.stderr() }
+}
