@@ -12,7 +12,10 @@ export interface TriadProcess {
   /** Everything printed on stderr so far. */
   stderr(): string
   /** Resolves with the first stdout line that parses as JSON and satisfies `match`, or rejects at the deadline or exit. */
-  waitForLine(match: (json: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>
+  waitForLine(
+    match: (json: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>
   /** Resolves with the exit code (or signal) once the process has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   kill(signal?: NodeJS.Signals): Promise<void>
@@ -55,7 +58,11 @@ export function startTriad(args: string[], env: NodeJS.ProcessEnv = {}): TriadPr
         }
         const timer = setTimeout(() => {
           done()
-          reject(new Error(`no matching line from triad ${args.join(' ')} within ${timeoutMs} ms; stderr:\n${err}`))
+          reject(
+            new Error(
+              `no matching line from triad ${args.join(' ')} within ${timeoutMs} ms; stderr:\n${err}`,
+            ),
+          )
         }, timeoutMs)
         const onExit = () => {
           done()
@@ -80,7 +87,9 @@ export function startTriad(args: string[], env: NodeJS.ProcessEnv = {}): TriadPr
 }
 
 /** Runs `triad ...args` to completion and returns its output. */
-export async function runTriad(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runTriad(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const p = startTriad(args)
   const { code } = await p.exited
   return { code, stdout: p.stdout.join('\n'), stderr: p.stderr() }

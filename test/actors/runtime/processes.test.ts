@@ -5,18 +5,18 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   type Behaviour,
+  connectNats,
+  echoReplies,
   type NatsServer,
   type NatsTransport,
   NoRespondersError,
   RequestTimeoutError,
-  connectNats,
-  echoReplies,
   remoteActor,
   startActorSystem,
   startNatsServer,
 } from '../../../actors/index.ts'
 import { EchoPing, Subjects } from '../../../protocols/index.ts'
-import { type TriadProcess, runTriad, startTriad } from '../../support/triad-process.ts'
+import { runTriad, startTriad, type TriadProcess } from '../../support/triad-process.ts'
 
 describe('actors/runtime - actors in separate OS processes over a real NATS server', () => {
   let nats: NatsServer
@@ -26,7 +26,9 @@ describe('actors/runtime - actors in separate OS processes over a real NATS serv
 
   before(async () => {
     nats = await startNatsServer({ storeDir: mkdtempSync(join(tmpdir(), 'triad-nats-')) })
-    workers = ['w1', 'w2'].map((id) => startTriad(['worker', '--role', 'echo', '--nats', nats.url, '--run', run, '--id', id]))
+    workers = ['w1', 'w2'].map((id) =>
+      startTriad(['worker', '--role', 'echo', '--nats', nats.url, '--run', run, '--id', id]),
+    )
     await Promise.all(workers.map((w) => w.waitForLine((j) => j.event === 'ready')))
     client = await connectNats({ servers: nats.url, run, role: 'tester', id: '0' })
   })
@@ -57,7 +59,11 @@ describe('actors/runtime - actors in separate OS processes over a real NATS serv
     assert.equal(r.code, 0, r.stderr)
     const report = JSON.parse(r.stdout) as {
       services: { name: string; metadata: Record<string, string>; data: Record<string, number> }[]
-      server: { healthy: boolean; connectionsByRole: Record<string, number>; subscriptionsBySubject: Record<string, number> }
+      server: {
+        healthy: boolean
+        connectionsByRole: Record<string, number>
+        subscriptionsBySubject: Record<string, number>
+      }
     }
     const echoes = report.services.filter((s) => s.name === 'triad-echo')
     assert.deepEqual(echoes.map((s) => s.metadata.by).sort(), ['w1', 'w2'])
