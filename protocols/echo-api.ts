@@ -6,7 +6,10 @@ import { defineMessage } from './message.ts'
  */
 
 /** `echo.ping`: asks for the same `data` back. `sentAt` is the sender's clock, ms. */
-export const EchoPing = defineMessage('echo.ping', z.object({ seq: z.number().int(), sentAt: z.number(), data: z.unknown() }))
+export const EchoPing = defineMessage(
+  'echo.ping',
+  z.object({ seq: z.number().int(), sentAt: z.number(), data: z.unknown() }),
+)
 
 /** Reply to `echo.ping`: the same fields plus who answered. */
 export const EchoPong = defineMessage(

@@ -1,0 +1,53 @@
+import { z } from 'zod'
+import { SessionStatusSchema } from './env-api.ts'
+import { defineMessage } from './message.ts'
+
+/**
+ * Trajectories, as the rollout side publishes them to the JetStream stream (subject
+ * `Subjects.trajectory(run, task)`) and the learner consumes them. One message is one group: the G
+ * samples of one task instance, so the learner always takes whole groups (GRPO needs them).
+ */
+
+/** One sampled trajectory: the whole token sequence of a multi-turn episode. */
+export const TrajectorySchema = z.object({
+  /** Every token of the episode `[T]` int32: prompt, generated turns, tool results. */
+  tokens: z.instanceof(Int32Array),
+  /** `[T]` uint8: 1 on tokens the policy generated (the loss counts them), 0 elsewhere. */
+  loss_mask: z.instanceof(Uint8Array),
+  /** `[T]` float32: behavior log-probability of each generated token (0 where the mask is 0). */
+  logprobs: z.instanceof(Float32Array),
+  /** `[T]` int32: weight version that generated each token (-1 where the mask is 0). */
+  versions: z.instanceof(Int32Array),
+  /** Start offsets of each assistant turn in `tokens` `[turns]` int32 (for step-wise rewards). */
+  turn_starts: z.instanceof(Int32Array),
+  /** Outcome reward O of the episode (task reward, before shaping). */
+  reward: z.number(),
+  /** Final session status. */
+  status: SessionStatusSchema,
+  /** Number of assistant turns. */
+  turns: z.number().int().nonnegative(),
+  /** Task metrics of the final step, plus per-turn ground-truth labels `step_good/<j>` where the task gives them. */
+  metrics: z.record(z.string(), z.number()),
+  /** Number of turns served by a stale engine. */
+  stale_turns: z.number().int().nonnegative(),
+})
+export type Trajectory = z.infer<typeof TrajectorySchema>
+
+/** `trajectory.group`: the G samples of one task instance. */
+export const TrajectoryGroup = defineMessage(
+  'trajectory.group',
+  z.object({
+    /** Unique id of the group (`<rollout id>-<counter>`). */
+    group_id: z.string(),
+    task: z.string(),
+    /** Instance index and seed, so the instance can be replayed. */
+    index: z.number().int().nonnegative(),
+    seed: z.number().int(),
+    difficulty: z.number().int(),
+    /** The learner version when the group started. */
+    started_version: z.number().int().nonnegative(),
+    samples: z.array(TrajectorySchema).min(1),
+  }),
+)
+
+export const trajectoryMessages = [TrajectoryGroup] as const
