@@ -1,0 +1,338 @@
+import * as tf from '@tensorflow/tfjs'
+import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } from './advantage.ts'
+import { getAggregator } from './aggregation.ts'
+import { ConfigError, ShapeError } from './errors.ts'
+import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
+import { getKlEstimator, type KlEstimatorName } from './kl.ts'
+import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
+import { forward, type Transformer } from './transformer.ts'
+
+/**
+ * One batch of trajectories for an RL update. Every `[batch, seqLen]` array is row-major and
+ * right-padded; position t of every per-token array belongs to token `tokens[i, t]`.
+ */
+export interface RlBatch {
+  /** Number of trajectories. */
+  batch: number
+  /** Tokens per (padded) trajectory. */
+  seqLen: number
+  /** Token ids `[batch, seqLen]` int32: prompt, responses, tool outputs, padding. */
+  tokens: Int32Array
+  /**
+   * `[batch, seqLen]` float32: 1 for a token the policy generated and the loss trains on; 0 for
+   * prompt, tool output and padding. Column 0 must be 0 (the first token has no context).
+   */
+  lossMask: Float32Array
+  /** `[batch, seqLen]` float32: log-probability of each token under the engine that sampled it (0 where unmasked). */
+  behaviorLogprobs: Float32Array
+  /** `[batch, seqLen]` int32: weight version of the engine that produced each token (any value where unmasked). */
+  weightVersions: Int32Array
+  /** Task name of each trajectory: length `batch`. */
+  tasks: readonly string[]
+  /** Group of each trajectory (the G samples of one task instance share one): length `batch`. */
+  groupIds: readonly string[]
+  /** Outcome reward of each trajectory: `[batch]` float32. */
+  rewards: Float32Array
+  /**
+   * Optional step-wise advantages `[batch, seqLen]` float32 (RLAnything: the step reward already
+   * holds the outcome, z-scored per step index). When given they replace the group advantages,
+   * then task normalization applies.
+   */
+  stepAdvantages?: Float32Array
+}
+
+/** Settings of one RL step. */
+export interface RlStepConfig {
+  /** Policy loss settings (clip range, dual clip, aggregation); DemyAgent GRPO-TCR defaults. */
+  loss: GrpoTcrConfig
+  /** Group advantage estimator (`grpo` or `grpo-no-std`). */
+  advantageEstimator: string
+  /** Task advantage normalization over loss-masked tokens per task (AgentRL). */
+  taskNormalization: boolean
+  /** KL-to-reference coefficient beta; 0 turns it off (the default, as DemyAgent). Needs a reference model. */
+  klCoef: number
+  /** KL estimator for the reference term (`k3` by default). */
+  klEstimator: KlEstimatorName
+  /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy`; default 0. */
+  entropyCoef: number
+  /** Global gradient-norm clip; default 1.0. */
+  maxGradNorm: number
+  /** Sampling temperature the behavior log-probabilities were taken at; logits are divided by it. */
+  temperature: number
+  /** Overlong reward shaping on the trained-token count of each trajectory; off when absent. */
+  overlong?: OverlongConfig
+}
+
+/** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
+export const RL_STEP_DEFAULTS: Readonly<RlStepConfig> = Object.freeze({
+  loss: GRPO_TCR_DEFAULTS,
+  advantageEstimator: 'grpo',
+  taskNormalization: true,
+  klCoef: 0,
+  klEstimator: 'k3',
+  entropyCoef: 0,
+  maxGradNorm: 1,
+  temperature: 1,
+})
+
+/**
+ * An optimizer that applies gradients keyed by variable name (`tf.variableGrads`' keys). A
+ * `tf.train.Optimizer` fits, and so does the AdamW of `adamw.ts`.
+ */
+export interface GradientOptimizer {
+  /** Applies one update; called with a record of gradients keyed by variable name. */
+  applyGradients(grads: tf.NamedTensorMap | { name: string; tensor: tf.Tensor }[]): void
+}
+
+/** What an RL step updates and reads. */
+export interface RlStepState {
+  /** The policy being trained. */
+  model: Transformer
+  /** Updates `model`'s parameters. */
+  optimizer: GradientOptimizer
+  /** Frozen reference policy for the KL term (needed when `klCoef > 0`). */
+  reference?: Transformer
+  /** The learner's weight version before this step (staleness = version - token's weightVersion). */
+  version: number
+  /** Clock in ms, injected for tests; default `performance.now`. */
+  now?: () => number
+}
+
+/**
+ * Metric keys of one RL step (besides the `policy/*` keys of `PolicyMetric`):
+ * - `loss/total`: the minimised loss (policy + beta KL - entropyCoef entropy);
+ * - `actor/entropy`: mean entropy (nats) of the policy over trained tokens;
+ * - `actor/kl_ref`: mean KL estimate to the reference (only with a reference model);
+ * - `optim/grad_norm`: global gradient norm before clipping; `optim/skipped`: 1 when a
+ *   non-finite norm skipped the update;
+ * - `adv/mean/<task>`, `adv/std/<task>`: final advantages over the task's trained tokens;
+ * - `reward/mean/<task>`: mean outcome reward (before shaping); `reward/mean`: over the batch;
+ *   `reward/overlong_penalty`: mean shaping penalty (with `overlong`);
+ * - `staleness/mean`, `staleness/max`: learner version minus the token's weight version, over trained tokens;
+ * - `batch/trajectories`, `batch/trained_tokens`;
+ * - `perf/step_ms`, `perf/tokens_per_s`: trained tokens per second of the whole step.
+ */
+export type RlStepMetrics = Record<string, number>
+
+function checkBatch(b: RlBatch): void {
+  const cells = b.batch * b.seqLen
+  if (!Number.isInteger(b.batch) || b.batch < 1)
+    throw new ConfigError('batch', b.batch, 'must be an integer >= 1')
+  if (!Number.isInteger(b.seqLen) || b.seqLen < 2)
+    throw new ConfigError('seqLen', b.seqLen, 'must be an integer >= 2')
+  const perToken = {
+    tokens: b.tokens,
+    lossMask: b.lossMask,
+    behaviorLogprobs: b.behaviorLogprobs,
+    weightVersions: b.weightVersions,
+    stepAdvantages: b.stepAdvantages,
+  }
+  for (const [name, arr] of Object.entries(perToken)) {
+    if (arr !== undefined && arr.length !== cells)
+      throw new ShapeError(name, `[${b.batch}, ${b.seqLen}] (${cells} values)`, [arr.length])
+  }
+  const perSeq = { tasks: b.tasks, groupIds: b.groupIds, rewards: b.rewards }
+  for (const [name, arr] of Object.entries(perSeq)) {
+    if (arr.length !== b.batch) throw new ShapeError(name, `[${b.batch}]`, [arr.length])
+  }
+  for (let i = 0; i < b.batch; i++) {
+    if (b.lossMask[i * b.seqLen] !== 0)
+      throw new ShapeError('lossMask', 'column 0 all 0 (the first token has no context)', [b.batch, b.seqLen])
+    if (!Number.isFinite(b.rewards[i]!))
+      throw new ConfigError(`rewards[${i}]`, b.rewards[i], 'must be finite')
+  }
+}
+
+function checkConfig(c: RlStepConfig, state: RlStepState): void {
+  if (!(c.maxGradNorm > 0)) throw new ConfigError('maxGradNorm', c.maxGradNorm, 'must be > 0')
+  if (!(c.temperature > 0)) throw new ConfigError('temperature', c.temperature, 'must be > 0')
+  if (!(c.klCoef >= 0)) throw new ConfigError('klCoef', c.klCoef, 'must be >= 0')
+  if (c.klCoef > 0 && !state.reference) throw new ConfigError('klCoef', c.klCoef, 'needs a reference model')
+  if (!Number.isFinite(c.entropyCoef)) throw new ConfigError('entropyCoef', c.entropyCoef, 'must be finite')
+}
+
+/**
+ * Final token advantages of a batch: outcome rewards (+ overlong penalty) -> group advantages
+ * broadcast to trained tokens (or the given step advantages) -> task normalization.
+ * @returns `advantages` `[batch, seqLen]` float32 (caller disposes) and the per-trajectory
+ *   overlong `penalty` (zeros without shaping).
+ * @throws ShapeError / ConfigError on an inconsistent batch; UnknownVariantError on an unknown estimator.
+ */
+export function computeBatchAdvantages(
+  batch: RlBatch,
+  config: RlStepConfig = RL_STEP_DEFAULTS,
+): { advantages: tf.Tensor2D; penalty: Float32Array } {
+  checkBatch(batch)
+  const estimator = getAdvantageEstimator(config.advantageEstimator)
+  return tf.tidy(() => {
+    const mask = tf.tensor2d(batch.lossMask, [batch.batch, batch.seqLen])
+    let rewards = tf.tensor1d(batch.rewards)
+    let penalty = tf.zeros([batch.batch]) as tf.Tensor1D
+    if (config.overlong) {
+      penalty = computeOverlongPenalty(mask.sum(1) as tf.Tensor1D, config.overlong) // |y| = trained tokens
+      rewards = rewards.add(penalty)
+    }
+    let adv = batch.stepAdvantages
+      ? (tf.tensor2d(batch.stepAdvantages, [batch.batch, batch.seqLen]).mul(mask) as tf.Tensor2D)
+      : broadcastToTokens(estimator({ rewards, groupIds: batch.groupIds }), mask)
+    if (config.taskNormalization)
+      adv = normalizeTaskAdvantages({ advantages: adv, mask, taskIds: batch.tasks })
+    return { advantages: adv, penalty: penalty.dataSync() as Float32Array }
+  })
+}
+
+/** Per-token log-probabilities `[batch, seqLen]` (column 0 is 0) and entropies of `tokens` under `model`. */
+function tokenStats(
+  model: Transformer,
+  tokens: tf.Tensor2D,
+  temperature: number,
+): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
+  const [b, t] = tokens.shape
+  const inputs = tokens.slice([0, 0], [b, t - 1])
+  const targets = tokens.slice([0, 1], [b, t - 1])
+  let logits = forward(model, inputs) as tf.Tensor3D // [b, t-1, V]
+  if (temperature !== 1) logits = logits.div(temperature)
+  const logSm = logits.logSoftmax()
+  const picked = logSm
+    .mul(tf.oneHot(targets.reshape([-1]), model.config.vocabSize).reshape(logSm.shape))
+    .sum(-1) // log p(y_t | y_<t)
+  const entropy = logSm.exp().mul(logSm).sum(-1).neg() // H = -sum p log p
+  const pad = tf.zeros([b, 1])
+  return {
+    logp: tf.concat([pad, picked], 1) as tf.Tensor2D,
+    entropy: tf.concat([pad, entropy], 1) as tf.Tensor2D,
+  }
+}
+
+function perTaskStats(values: Float32Array, mask: Float32Array, batch: RlBatch): Record<string, number> {
+  const sums = new Map<string, { n: number; s: number; ss: number }>()
+  for (let i = 0; i < batch.batch; i++) {
+    const acc = sums.get(batch.tasks[i]!) ?? { n: 0, s: 0, ss: 0 }
+    for (let t = 0; t < batch.seqLen; t++) {
+      const k = i * batch.seqLen + t
+      if (mask[k] === 0) continue
+      acc.n++
+      acc.s += values[k]!
+      acc.ss += values[k]! ** 2
+    }
+    sums.set(batch.tasks[i]!, acc)
+  }
+  const out: Record<string, number> = {}
+  for (const [task, { n, s, ss }] of sums) {
+    const mean = n ? s / n : 0
+    out[`adv/mean/${task}`] = mean
+    out[`adv/std/${task}`] = n ? Math.sqrt(Math.max(0, ss / n - mean * mean)) : 0
+  }
+  return out
+}
+
+/**
+ * One GRPO-TCR update (DemyAgent arXiv 2510.11701; task normalization AgentRL arXiv 2510.04206):
+ * advantages from `computeBatchAdvantages`, `logp_theta` recomputed by `model` (teacher forcing),
+ * the policy loss of `computePolicyLossGrpoTcr` against the recorded behavior log-probabilities,
+ * `+ klCoef * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
+ * then the gradient clipped to global norm `maxGradNorm` and one optimizer step. A non-finite
+ * gradient norm skips the update (`optim/skipped` 1).
+ * @returns the step's metrics (see `RlStepMetrics`).
+ * @throws ShapeError / ConfigError on a bad batch or config (before any update).
+ */
+export function rlStep(
+  state: RlStepState,
+  batch: RlBatch,
+  config: RlStepConfig = RL_STEP_DEFAULTS,
+): RlStepMetrics {
+  checkBatch(batch)
+  checkConfig(config, state)
+  if (batch.seqLen > state.model.config.contextLength + 1) {
+    throw new ShapeError('tokens', `at most ${state.model.config.contextLength + 1} positions`, [
+      batch.batch,
+      batch.seqLen,
+    ])
+  }
+  const now = state.now ?? (() => performance.now())
+  const start = now()
+  const aggregate = getAggregator(config.loss.aggregation)
+  const kl = getKlEstimator(config.klEstimator)
+  const { advantages, penalty } = computeBatchAdvantages(batch, config)
+  const shape: [number, number] = [batch.batch, batch.seqLen]
+  const tokens = tf.tensor2d(batch.tokens, shape, 'int32')
+  const mask = tf.tensor2d(batch.lossMask, shape)
+  const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
+  const refLogp =
+    config.klCoef > 0 && state.reference
+      ? tf.tidy(() => tokenStats(state.reference!, tokens, config.temperature).logp)
+      : undefined
+  const kept: Record<string, tf.Scalar> = {}
+  const variables = [...state.model.params.values()]
+  const { value, grads } = tf.variableGrads(() => {
+    const { logp, entropy } = tokenStats(state.model, tokens, config.temperature)
+    const { loss, metrics } = computePolicyLossGrpoTcr(
+      { logProbs: logp, behaviorLogProbs: behavior, advantages, mask },
+      config.loss,
+    )
+    const meanEntropy = aggregate(entropy, mask)
+    let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
+    Object.assign(kept, metrics, { 'actor/entropy': meanEntropy })
+    if (refLogp) {
+      const klRef = aggregate(kl(logp, refLogp), mask)
+      total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
+      kept['actor/kl_ref'] = klRef
+    }
+    for (const t of Object.values(kept)) tf.keep(t)
+    return total as tf.Scalar
+  }, variables)
+  const gradNorm = tf.tidy(
+    () =>
+      tf
+        .addN(Object.values(grads).map((g) => g.square().sum()))
+        .sqrt()
+        .dataSync()[0]!,
+  ) // ||g||_2 over every parameter
+  const skipped = !Number.isFinite(gradNorm)
+  if (!skipped) {
+    const scale = Math.min(1, config.maxGradNorm / (gradNorm + 1e-6)) // g <- g * min(1, max_norm / ||g||)
+    const clipped = tf.tidy(() => {
+      const out: Record<string, tf.Tensor> = {}
+      for (const [name, g] of Object.entries(grads)) out[name] = scale < 1 ? g.mul(scale) : g.clone()
+      return out
+    })
+    state.optimizer.applyGradients(clipped)
+    tf.dispose(Object.values(clipped))
+  }
+  const metrics: RlStepMetrics = {}
+  for (const [k, t] of Object.entries(kept)) metrics[k] = t.dataSync()[0]!
+  metrics['loss/total'] = value.dataSync()[0]!
+  metrics['optim/grad_norm'] = gradNorm
+  metrics['optim/skipped'] = skipped ? 1 : 0
+  Object.assign(metrics, perTaskStats(advantages.dataSync() as Float32Array, batch.lossMask, batch))
+  const rewardSums = new Map<string, { n: number; s: number }>()
+  batch.tasks.forEach((task, i) => {
+    const acc = rewardSums.get(task) ?? { n: 0, s: 0 }
+    acc.n++
+    acc.s += batch.rewards[i]!
+    rewardSums.set(task, acc)
+  })
+  for (const [task, { n, s }] of rewardSums) metrics[`reward/mean/${task}`] = s / n
+  metrics['reward/mean'] = batch.rewards.reduce((s, r) => s + r, 0) / batch.batch
+  if (config.overlong) metrics['reward/overlong_penalty'] = penalty.reduce((s, p) => s + p, 0) / batch.batch
+  let trained = 0
+  let staleSum = 0
+  let staleMax = 0
+  batch.lossMask.forEach((m, k) => {
+    if (m === 0) return
+    const stale = state.version - batch.weightVersions[k]!
+    trained++
+    staleSum += stale
+    staleMax = Math.max(staleMax, stale)
+  })
+  metrics['staleness/mean'] = trained ? staleSum / trained : 0
+  metrics['staleness/max'] = staleMax
+  metrics['batch/trajectories'] = batch.batch
+  metrics['batch/trained_tokens'] = trained
+  tf.dispose([value, ...Object.values(grads), ...Object.values(kept), advantages, tokens, mask, behavior])
+  if (refLogp) refLogp.dispose()
+  const elapsed = now() - start
+  metrics['perf/step_ms'] = elapsed
+  metrics['perf/tokens_per_s'] = elapsed > 0 ? (trained / elapsed) * 1000 : 0
+  return metrics
+}

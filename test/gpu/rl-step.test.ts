@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import * as tf from '@tensorflow/tfjs'
+import { ConfigError, ShapeError } from '../../gpu/errors.ts'
+import { computeBatchAdvantages, RL_STEP_DEFAULTS, type RlBatch, rlStep } from '../../gpu/rl-step.ts'
+import { createTransformer, disposeTransformer, forward, type Transformer } from '../../gpu/transformer.ts'
+
+const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, mlpHidden: 32 }
+
+/** Log-probabilities `[batch, seqLen]` of each token given the ones before (column 0 is 0). */
+function logprobsOf(model: Transformer, tokens: number[][]): number[][] {
+  return tf.tidy(() => {
+    const t = tf.tensor2d(tokens, undefined, 'int32')
+    const [b, n] = t.shape
+    const logits = forward(model, t.slice([0, 0], [b, n - 1]) as tf.Tensor2D) as tf.Tensor3D
+    const logSm = logits.logSoftmax().arraySync()
+    return tokens.map((row, i) => row.map((tok, j) => (j === 0 ? 0 : logSm[i]![j - 1]![tok]!)))
+  })
+}
+
+/** A batch from token rows; the last `response` tokens of each row are trained. */
+function makeBatch(
+  model: Transformer,
+  rows: number[][],
+  response: number,
+  rewards: number[],
+  extra: Partial<RlBatch> = {},
+): RlBatch {
+  const seqLen = rows[0]!.length
+  const lp = logprobsOf(model, rows)
+  return {
+    batch: rows.length,
+    seqLen,
+    tokens: Int32Array.from(rows.flat()),
+    lossMask: Float32Array.from(rows.flatMap((r) => r.map((_, j) => (j >= seqLen - response ? 1 : 0)))),
+    behaviorLogprobs: Float32Array.from(lp.flat()),
+    weightVersions: new Int32Array(rows.length * seqLen),
+    tasks: rows.map(() => 'toy'),
+    groupIds: rows.map(() => 'g0'),
+    rewards: Float32Array.from(rewards),
+    ...extra,
+  }
+}
+
+/** Seeded uniform [0, 1) (mulberry32). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let t = s
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+describe('gpu/rl-step', () => {
+  it('rl-step - one step raises the log-probability of positive-advantage tokens and lowers negative ones', () => {
+    const model = createTransformer(tiny, { seed: 1 })
+    const rows = [
+      [1, 2, 3, 4, 5, 6],
+      [1, 2, 3, 7, 8, 9],
+      [1, 2, 3, 4, 5, 6],
+      [1, 2, 3, 7, 8, 9],
+    ]
+    const batch = makeBatch(model, rows, 3, [1, 0, 1, 0])
+    const before = logprobsOf(model, rows)
+    const metrics = rlStep({ model, optimizer: tf.train.adam(1e-2), version: 0 }, batch)
+    const after = logprobsOf(model, rows)
+    const responseLogp = (lp: number[][], i: number) => lp[i]!.slice(3).reduce((s, v) => s + v, 0)
+    assert.ok(responseLogp(after, 0) > responseLogp(before, 0) + 0.01, 'positive response went up')
+    assert.ok(responseLogp(after, 1) < responseLogp(before, 1) - 0.01, 'negative response went down')
+    assert.ok(Math.abs(metrics['policy/ratio_mean']! - 1) < 1e-5, 'on-policy ratio is 1')
+    assert.equal(metrics['policy/clip_frac_high'], 0)
+    assert.ok(metrics['optim/grad_norm']! > 0)
+    assert.equal(metrics['reward/mean/toy'], 0.5)
+    assert.equal(metrics['batch/trained_tokens'], 12)
+    disposeTransformer(model)
+  })
+
+  it('rl-step - metrics: staleness, reward and advantage per task, KL to an identical reference is 0', () => {
+    const model = createTransformer(tiny, { seed: 2 })
+    const reference = createTransformer(tiny, { seed: 2 })
+    const rows = [
+      [1, 2, 3, 4],
+      [1, 2, 5, 6],
+      [7, 8, 3, 4],
+      [7, 8, 9, 9],
+    ]
+    const batch = makeBatch(model, rows, 2, [1, 0, 10, 30], {
+      tasks: ['a', 'a', 'b', 'b'],
+      groupIds: ['a0', 'a0', 'b0', 'b0'],
+      weightVersions: Int32Array.from([0, 0, 5, 5, 0, 0, 4, 3, 0, 0, 5, 5, 0, 0, 2, 2]),
+    })
+    let clock = 1000
+    const metrics = rlStep(
+      { model, reference, optimizer: tf.train.adam(1e-3), version: 5, now: () => (clock += 250) },
+      batch,
+      { ...RL_STEP_DEFAULTS, klCoef: 0.1 },
+    )
+    // trained-token staleness: 0, 0, 1, 2, 0, 0, 3, 3 -> mean 9 / 8, max 3
+    assert.equal(metrics['staleness/mean'], 9 / 8)
+    assert.equal(metrics['staleness/max'], 3)
+    assert.equal(metrics['reward/mean/a'], 0.5)
+    assert.equal(metrics['reward/mean/b'], 20)
+    for (const task of ['a', 'b']) {
+      assert.ok(Math.abs(metrics[`adv/mean/${task}`]!) < 1e-6)
+      assert.ok(Math.abs(metrics[`adv/std/${task}`]! - 1) < 1e-5)
+    }
+    assert.equal(metrics['actor/kl_ref'], 0)
+    assert.equal(metrics['perf/step_ms'], 250)
+    assert.equal(metrics['perf/tokens_per_s'], 8 / 0.25)
+    disposeTransformer(model)
+    disposeTransformer(reference)
+  })
+
+  it('rl-step - the whole step frees every tensor it makes', () => {
+    const model = createTransformer(tiny, { seed: 3 })
+    const optimizer = tf.train.adam(1e-3)
+    const batch = makeBatch(
+      model,
+      [
+        [1, 2, 3, 4],
+        [1, 2, 3, 5],
+      ],
+      2,
+      [1, 0],
+    )
+    rlStep({ model, optimizer, version: 0 }, batch) // creates the optimizer's slots
+    const before = tf.memory().numTensors
+    rlStep({ model, optimizer, version: 1 }, batch)
+    assert.equal(tf.memory().numTensors, before)
+    disposeTransformer(model)
+  })
+
+  it('rl-step - bad batches and configs are rejected before any update', () => {
+    const model = createTransformer(tiny, { seed: 4 })
+    const good = makeBatch(
+      model,
+      [
+        [1, 2, 3, 4],
+        [1, 2, 3, 5],
+      ],
+      2,
+      [1, 0],
+    )
+    const state = { model, optimizer: tf.train.adam(1e-3), version: 0 }
+    assert.throws(
+      () => rlStep(state, { ...good, rewards: new Float32Array(3) }),
+      (e: unknown) => e instanceof ShapeError && e.argument === 'rewards',
+    )
+    assert.throws(
+      () => rlStep(state, { ...good, lossMask: Float32Array.from([1, 0, 1, 1, 0, 0, 1, 1]) }),
+      (e: unknown) => e instanceof ShapeError && e.argument === 'lossMask',
+    )
+    assert.throws(
+      () => rlStep(state, { ...good, tokens: new Int32Array(7) }),
+      (e: unknown) => e instanceof ShapeError && e.argument === 'tokens',
+    )
+    assert.throws(
+      () => rlStep(state, good, { ...RL_STEP_DEFAULTS, klCoef: 0.1 }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'klCoef',
+    )
+    assert.throws(
+      () => rlStep(state, { ...good, rewards: Float32Array.from([Number.NaN, 0]) }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'rewards[0]',
+    )
+    disposeTransformer(model)
+  })
+
+  it('rl-step - batch advantages: overlong penalty and step advantages', () => {
+    const base: RlBatch = {
+      batch: 2,
+      seqLen: 5,
+      tokens: new Int32Array(10),
+      lossMask: Float32Array.from([0, 1, 1, 0, 0, 0, 1, 1, 1, 1]),
+      behaviorLogprobs: new Float32Array(10),
+      weightVersions: new Int32Array(10),
+      tasks: ['t', 't'],
+      groupIds: ['g', 'g'],
+      rewards: Float32Array.from([1, 1]),
+    }
+    // equal rewards, but the second trajectory (4 tokens) is past L_max 3: rewards 1 and 0
+    const cfg = { ...RL_STEP_DEFAULTS, taskNormalization: false, overlong: { maxLength: 3, bufferLength: 1 } }
+    const { advantages, penalty } = computeBatchAdvantages(base, cfg)
+    assert.deepEqual([...penalty], [0, -1])
+    const a = 0.5 / (Math.SQRT1_2 + 1e-6) // (R - mean) / (unbiased std + eps)
+    const got = advantages.dataSync()
+    const want = [0, a, a, 0, 0, 0, -a, -a, -a, -a]
+    for (const [k, w] of want.entries()) assert.ok(Math.abs(got[k]! - w) < 1e-5, `${k}: ${got[k]} vs ${w}`)
+    const step = computeBatchAdvantages(
+      { ...base, stepAdvantages: Float32Array.from([9, 2, 3, 9, 9, 9, 1, 1, 1, 1]) },
+      { ...RL_STEP_DEFAULTS, taskNormalization: false },
+    )
+    assert.deepEqual(
+      [...step.advantages.dataSync()].map((v) => v + 0),
+      [0, 2, 3, 0, 0, 0, 1, 1, 1, 1],
+    )
+  })
+
+  it('rl-step - a seeded GRPO run on "answer with the target string" reaches mean reward 0.8 within 60 steps', () => {
+    // Prompt token 0, three sampled tokens; reward = share of positions equal to the target 5 2 7.
+    const target = [5, 2, 7]
+    const model = createTransformer({ ...tiny, vocabSize: 8 }, { seed: 1 })
+    const optimizer = tf.train.adam(1e-2)
+    const random = rng(1)
+    const groupSize = 32
+    const rewardsPerStep: number[] = []
+    const movingMean = () => rewardsPerStep.slice(-5).reduce((s, r) => s + r, 0) / 5
+    for (let step = 0; step < 60 && !(rewardsPerStep.length >= 5 && movingMean() >= 0.8); step++) {
+      const rows = Array.from({ length: groupSize }, () => [0])
+      const behavior = Array.from({ length: groupSize }, () => [0])
+      for (let t = 0; t < target.length; t++) {
+        const probs = tf.tidy(() => {
+          const logits = forward(model, tf.tensor2d(rows, undefined, 'int32')) as tf.Tensor3D
+          return logits
+            .slice([0, t, 0], [groupSize, 1, 8])
+            .reshape([groupSize, 8])
+            .softmax()
+            .arraySync() as number[][]
+        })
+        probs.forEach((p, i) => {
+          let u = random()
+          let tok = 0
+          while (tok < p.length - 1 && u >= p[tok]!) u -= p[tok++]!
+          rows[i]!.push(tok)
+          behavior[i]!.push(Math.log(p[tok]!))
+        })
+      }
+      const rewards = rows.map((r) => r.slice(1).filter((tok, j) => tok === target[j]).length / target.length)
+      rewardsPerStep.push(rewards.reduce((s, r) => s + r, 0) / groupSize)
+      const batch: RlBatch = {
+        batch: groupSize,
+        seqLen: 4,
+        tokens: Int32Array.from(rows.flat()),
+        lossMask: Float32Array.from(rows.flatMap(() => [0, 1, 1, 1])),
+        behaviorLogprobs: Float32Array.from(behavior.flat()),
+        weightVersions: new Int32Array(groupSize * 4).fill(step),
+        tasks: rows.map(() => 'echo'),
+        groupIds: rows.map(() => `s${step}`),
+        rewards: Float32Array.from(rewards),
+      }
+      rlStep({ model, optimizer, version: step }, batch)
+    }
+    const first = rewardsPerStep.slice(0, 5).reduce((s, r) => s + r, 0) / 5
+    const trace = rewardsPerStep.map((r) => r.toFixed(2)).join(' ')
+    assert.ok(first < 0.3, `initial reward ${first}: the task must start hard`)
+    assert.ok(
+      movingMean() >= 0.8,
+      `5-step mean reward ${movingMean()} after ${rewardsPerStep.length} steps: ${trace}`,
+    )
+    disposeTransformer(model)
+  })
+})
