@@ -25,7 +25,8 @@ export async function startBackend(
     const { LocalBackend } = await import('../../sandboxes/index.ts')
     backend = new LocalBackend({ limits })
   } else if (kind === BackendKind.Docker) {
-    throw new CliError(`the docker backend is not available yet (image ${image ?? 'triad-sandbox:latest'})`)
+    const { DockerBackend } = await import('../../sandboxes/index.ts')
+    backend = new DockerBackend({ limits, image })
   } else throw new CliError(`unknown backend '${kind}'; known: ${Object.values(BackendKind).join(', ')}`)
   await backend.start()
   return backend
@@ -87,6 +88,8 @@ export function registerSandbox(program: Command): void {
     .description('build the sandbox image locally (no registry)')
     .option('--image <name>', 'image name', 'triad-sandbox:latest')
     .action(async (o: { image: string }) => {
-      throw new CliError(`image build is not available yet (${o.image})`)
+      const { buildSandboxImage } = await import('../../sandboxes/index.ts')
+      const built = await buildSandboxImage({ image: o.image })
+      process.stdout.write(`${JSON.stringify(built, null, 2)}\n`)
     })
 }

@@ -1,0 +1,105 @@
+import { spawn } from 'node:child_process'
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Docker from 'dockerode'
+import { SandboxImageError } from './errors.ts'
+
+/** The default image name. */
+export const DEFAULT_IMAGE = 'triad-sandbox:latest'
+/** uid and gid of the user the code runs as inside a container. */
+export const SANDBOX_UID = 10001
+/** Image label: comma-separated read-only bind mounts (`host:container:ro`) the image needs. */
+export const BINDS_LABEL = 'triad.sandbox.binds'
+/** Image label: layout version; a backend refuses an image of another layout. */
+export const LAYOUT_LABEL = 'triad.sandbox.layout'
+/** Current layout version of the image. */
+export const LAYOUT_VERSION = '2'
+
+/** What `buildSandboxImage` made. */
+export interface BuiltImage {
+  image: string
+  id: string
+  /** Host folders bind-mounted read-only into every container (they bring python3, node, bash, g++). */
+  binds: string[]
+}
+
+/**
+ * Builds the sandbox image locally, without a registry: a tiny root filesystem (mount points,
+ * `/etc/passwd` with the `sandbox` user, symlinks mirroring the host's merged /usr) imported with
+ * `docker import`. The interpreters come from the host's /usr (and /lib, /lib64 when they are not
+ * symlinks), bind-mounted read-only into each container; the binds are recorded in a label.
+ * @throws SandboxImageError when docker is not reachable or the import fails.
+ */
+export async function buildSandboxImage(o: { image?: string; docker?: Docker } = {}): Promise<BuiltImage> {
+  const image = o.image ?? DEFAULT_IMAGE
+  const docker = o.docker ?? new Docker()
+  const root = mkdtempSync(join(tmpdir(), 'triad-sandbox-rootfs-'))
+  try {
+    const binds: string[] = ['/usr:/usr:ro']
+    for (const d of ['usr', 'etc', 'work', 'tmp', 'proc', 'dev', 'sys', 'sbin', 'root'])
+      mkdirSync(join(root, d))
+    // docker copies the mode of the image's directory onto a tmpfs mounted there (`mode=` is ignored)
+    for (const d of ['work', 'tmp']) chmodSync(join(root, d), 0o1777)
+    for (const top of ['bin', 'lib', 'lib64', 'lib32', 'libx32']) {
+      let st: ReturnType<typeof lstatSync> | undefined
+      try {
+        st = lstatSync(`/${top}`)
+      } catch {
+        continue
+      }
+      if (st.isSymbolicLink()) symlinkSync(readlinkSync(`/${top}`), join(root, top))
+      else if (st.isDirectory()) {
+        mkdirSync(join(root, top))
+        binds.push(`/${top}:/${top}:ro`)
+      }
+    }
+    writeFileSync(
+      join(root, 'etc/passwd'),
+      `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n`,
+    )
+    writeFileSync(join(root, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`)
+    writeFileSync(join(root, 'etc/hosts'), '127.0.0.1 localhost\n')
+    writeFileSync(join(root, 'etc/nsswitch.conf'), 'passwd: files\ngroup: files\nhosts: files\n')
+    const tar = spawn('tar', ['-C', root, '--numeric-owner', '--owner=0', '--group=0', '-c', '.'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const [repo, tag] = image.includes(':') ? image.split(/:(?=[^:]+$)/) : [image, 'latest']
+    let stream: NodeJS.ReadableStream
+    try {
+      stream = await docker.importImage(tar.stdout, {
+        repo,
+        tag,
+        changes: [
+          `LABEL ${BINDS_LABEL}=${binds.join(',')}`,
+          `LABEL ${LAYOUT_LABEL}=${LAYOUT_VERSION}`,
+          `USER ${SANDBOX_UID}:${SANDBOX_UID}`,
+          'WORKDIR /work',
+          'CMD ["/usr/bin/sleep", "infinity"]',
+        ],
+      } as Record<string, unknown>)
+    } catch (cause) {
+      throw new SandboxImageError(image, `docker import failed: ${(cause as Error).message}`, { cause })
+    }
+    const events = await new Promise<{ status?: string; error?: string }[]>((resolve, reject) =>
+      docker.modem.followProgress(stream, (err: Error | null, out: { status?: string; error?: string }[]) =>
+        err ? reject(err) : resolve(out),
+      ),
+    )
+    const failed = events.find((e) => e.error)
+    if (failed) throw new SandboxImageError(image, `docker import failed: ${failed.error}`)
+    const info = await docker.getImage(image).inspect()
+    return { image, id: info.Id, binds }
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}
