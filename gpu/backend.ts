@@ -84,7 +84,10 @@ async function activate(name: BackendName, cudaVisible: () => boolean): Promise<
       return 'wasm'
     }
     case BackendName.Cpu:
-      if (!(await tf.setBackend('cpu'))) throw new Error('cpu backend failed to initialise')
+      if (!(await tf.setBackend('cpu')))
+        throw new Error('cpu backend failed to initialise')
+        // Silence its one-time "install tfjs-node" banner: the choice is printed by us.
+      ;(tf.backend() as unknown as { firstUse?: boolean }).firstUse = false
       return 'cpu'
   }
 }

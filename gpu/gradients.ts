@@ -1,0 +1,24 @@
+import * as tf from '@tensorflow/tfjs'
+import type { Transformer } from './transformer.ts'
+
+/** A scalar loss and its gradients by parameter name. The caller disposes `grads` (`tf.dispose`). */
+export interface LossAndGrads {
+  /** The loss value (synchronised from the device). */
+  loss: number
+  /** Gradient of the loss for every parameter, by the names of `model.params`; float32, same shapes. */
+  grads: Record<string, tf.Tensor>
+}
+
+/**
+ * Evaluates `lossFn` (which must return a scalar built from the model's parameters) and its
+ * gradients with respect to every parameter. Intermediate tensors are freed.
+ */
+export async function lossAndGrads(model: Transformer, lossFn: () => tf.Scalar): Promise<LossAndGrads> {
+  const names = new Map([...model.params].map(([name, variable]) => [variable.name, name]))
+  const { value, grads } = tf.variableGrads(lossFn, [...model.params.values()])
+  const loss = (await value.data())[0]!
+  value.dispose()
+  const byName: Record<string, tf.Tensor> = {}
+  for (const [varName, g] of Object.entries(grads)) byName[names.get(varName)!] = g
+  return { loss, grads: byName }
+}

@@ -1,0 +1,259 @@
+import * as tf from '@tensorflow/tfjs'
+import cliProgress from 'cli-progress'
+import type { AdamW } from './adamw.ts'
+import type { RenderedChat } from './chat-template.ts'
+import { ConfigError, ShapeError } from './errors.ts'
+import { lossAndGrads } from './gradients.ts'
+import type { LrSchedule } from './lr-schedule.ts'
+import { createRng, shuffle } from './prng.ts'
+import { type Transformer, tokenLogprobs } from './transformer.ts'
+
+/**
+ * Supervised fine-tuning (the cold start of DemyAgent): cross-entropy on the loss-masked tokens of
+ * rendered chat trajectories, with length-bucketed batches.
+ */
+
+/** A padded training batch. Inputs are `ids[:-1]`, targets `ids[1:]`, mask `lossMask[1:]`. */
+export interface SftBatch {
+  /** Sequences in the batch. */
+  batch: number
+  /** Padded input length (tokens per row). */
+  seqLen: number
+  /** Input ids `[batch, seqLen]` int32, row-major; right-padded with `padId`. */
+  inputs: Int32Array
+  /** Target ids `[batch, seqLen]` int32: the next token of every input position. */
+  targets: Int32Array
+  /** Loss mask `[batch, seqLen]` float32: 1 where the target is an assistant token. */
+  mask: Float32Array
+  /** Number of loss-masked target tokens (the sum of `mask`). */
+  lossTokens: number
+  /** Indices of the examples it holds. */
+  examples: number[]
+}
+
+/** Settings of `makeBatches`. */
+export interface BatchingConfig {
+  /** Most padded input tokens per batch (`batch * seqLen`). */
+  batchTokens: number
+  /** Longest input (the model's `contextLength`); longer examples are cut to `contextLength + 1` ids. */
+  contextLength: number
+  /** Id used for padding (masked out). */
+  padId: number
+  /** Most sequences per batch; default unlimited. */
+  maxBatchSize?: number
+}
+
+/**
+ * Length bucketing: examples sorted by length and packed greedily into batches of at most
+ * `batchTokens` padded input tokens, so padding stays small. Examples without a loss-masked target
+ * are dropped. Deterministic (stable sort by length, then index).
+ * @throws ConfigError when `batchTokens` cannot hold one sequence of `contextLength`.
+ */
+export function makeBatches(examples: readonly RenderedChat[], config: BatchingConfig): SftBatch[] {
+  const { batchTokens, contextLength, padId } = config
+  const maxBatch = config.maxBatchSize ?? Number.POSITIVE_INFINITY
+  if (!(batchTokens >= contextLength))
+    throw new ConfigError('batchTokens', batchTokens, `must be at least contextLength (${contextLength})`)
+  const usable = examples
+    .map((ex, index) => ({ index, len: Math.min(ex.ids.length, contextLength + 1) }))
+    .filter(({ index, len }) => {
+      const ex = examples[index]!
+      if (ex.ids.length !== ex.lossMask.length)
+        throw new ShapeError(`examples[${index}].lossMask`, 'ids length', [ex.lossMask.length])
+      return len >= 2 && ex.lossMask.subarray(1, len).some((m) => m === 1)
+    })
+    .sort((a, b) => a.len - b.len || a.index - b.index)
+  const groups: { index: number; len: number }[][] = []
+  let current: { index: number; len: number }[] = []
+  for (const item of usable) {
+    const seqLen = item.len - 1
+    if (current.length && ((current.length + 1) * seqLen > batchTokens || current.length >= maxBatch)) {
+      groups.push(current)
+      current = []
+    }
+    current.push(item)
+  }
+  if (current.length) groups.push(current)
+  return groups.map((group) => {
+    const seqLen = group[group.length - 1]!.len - 1
+    const batch = group.length
+    const inputs = new Int32Array(batch * seqLen).fill(padId)
+    const targets = new Int32Array(batch * seqLen).fill(padId)
+    const mask = new Float32Array(batch * seqLen)
+    let lossTokens = 0
+    group.forEach(({ index, len }, row) => {
+      const ex = examples[index]!
+      for (let t = 0; t < len - 1; t++) {
+        inputs[row * seqLen + t] = ex.ids[t]!
+        targets[row * seqLen + t] = ex.ids[t + 1]!
+        mask[row * seqLen + t] = ex.lossMask[t + 1]!
+        lossTokens += ex.lossMask[t + 1]!
+      }
+    })
+    return { batch, seqLen, inputs, targets, mask, lossTokens, examples: group.map((g) => g.index) }
+  })
+}
+
+/**
+ * Masked token-mean cross-entropy of a batch: `-sum(mask * log p(target)) / sum(mask)`.
+ * @returns a scalar; differentiable with respect to the model's parameters.
+ */
+export function sftLoss(model: Transformer, batch: SftBatch): tf.Scalar {
+  return tf.tidy(() => {
+    const shape: [number, number] = [batch.batch, batch.seqLen]
+    const lp = tokenLogprobs(
+      model,
+      tf.tensor2d(batch.inputs, shape, 'int32'),
+      tf.tensor2d(batch.targets, shape, 'int32'),
+    )
+    const mask = tf.tensor2d(batch.mask, shape)
+    return tf.div(tf.neg(tf.sum(tf.mul(lp, mask))), Math.max(1, batch.lossTokens)) as tf.Scalar // -sum(m log p)/sum(m)
+  })
+}
+
+/** One logged SFT step (a line of the loss curve, JSONL-ready). */
+export interface SftLogRecord {
+  /** Optimizer step, from 1. */
+  step: number
+  /** Epoch, from 0. */
+  epoch: number
+  /** Masked token-mean cross-entropy (nats per token) of the batch, before the update. */
+  loss: number
+  /** Learning rate used. */
+  lr: number
+  /** Global gradient norm before clipping. */
+  gradNorm: number
+  /** Loss-masked tokens in the batch. */
+  lossTokens: number
+  /** Padded input tokens in the batch (`batch * seqLen`). */
+  tokens: number
+  /** Wall time of the step, ms (from the injected clock). */
+  ms: number
+}
+
+/**
+ * One SFT step: loss, gradients, an AdamW update at `lr`.
+ * @returns the step's log record (with `epoch` 0; `trainSft` fills it in).
+ */
+export async function sftStep(
+  model: Transformer,
+  optimizer: AdamW,
+  batch: SftBatch,
+  lr: number,
+  now: () => number = () => performance.now(),
+): Promise<SftLogRecord> {
+  const start = now()
+  const { loss, grads } = await lossAndGrads(model, () => sftLoss(model, batch))
+  try {
+    const info = await optimizer.step(grads, lr)
+    return {
+      step: info.step,
+      epoch: 0,
+      loss,
+      lr,
+      gradNorm: info.gradNorm,
+      lossTokens: batch.lossTokens,
+      tokens: batch.batch * batch.seqLen,
+      ms: now() - start,
+    }
+  } finally {
+    tf.dispose(grads)
+  }
+}
+
+/** Settings of `trainSft`. */
+export interface SftConfig {
+  /** Passes over the data; default 1. */
+  epochs?: number
+  /** Most padded input tokens per batch; default 4096. */
+  batchTokens?: number
+  /** Most sequences per batch; default unlimited. */
+  maxBatchSize?: number
+  /** Learning rate per step (see `warmupCosine`). */
+  schedule: LrSchedule
+  /** Seed of the batch order; default 0. */
+  seed?: number
+  /** Stop after this many steps; default all. */
+  maxSteps?: number
+  /** Id used for padding; default 0 (masked out, any id works). */
+  padId?: number
+  /** Called with every step's record (write it as a JSONL line). */
+  onLog?: (record: SftLogRecord) => void
+  /** Show a progress bar on stderr; default: only when stderr is a TTY. */
+  progress?: boolean
+  /** Clock in ms; default `performance.now`. */
+  now?: () => number
+}
+
+/** Number of optimizer steps `trainSft` takes for these examples and settings (for a schedule). */
+export function sftStepCount(
+  examples: readonly RenderedChat[],
+  model: Transformer,
+  config: Omit<SftConfig, 'schedule'>,
+): number {
+  const batches = makeBatches(examples, {
+    batchTokens: config.batchTokens ?? 4096,
+    contextLength: model.config.contextLength,
+    padId: config.padId ?? 0,
+    maxBatchSize: config.maxBatchSize,
+  })
+  return Math.min(batches.length * (config.epochs ?? 1), config.maxSteps ?? Number.POSITIVE_INFINITY)
+}
+
+/**
+ * Trains on rendered trajectories: each epoch shuffles the length buckets (seeded) and takes one
+ * AdamW step per batch.
+ * @returns the loss curve, one record per step.
+ */
+export async function trainSft(
+  model: Transformer,
+  optimizer: AdamW,
+  examples: readonly RenderedChat[],
+  config: SftConfig,
+): Promise<SftLogRecord[]> {
+  const epochs = config.epochs ?? 1
+  if (!Number.isInteger(epochs) || epochs < 1)
+    throw new ConfigError('epochs', epochs, 'must be a positive integer')
+  const batches = makeBatches(examples, {
+    batchTokens: config.batchTokens ?? 4096,
+    contextLength: model.config.contextLength,
+    padId: config.padId ?? 0,
+    maxBatchSize: config.maxBatchSize,
+  })
+  const total = Math.min(batches.length * epochs, config.maxSteps ?? Number.POSITIVE_INFINITY)
+  const rng = createRng(config.seed ?? 0)
+  const showBar = config.progress ?? process.stderr.isTTY === true
+  const bar = showBar
+    ? new cliProgress.SingleBar(
+        {
+          stream: process.stderr,
+          format: 'sft [{bar}] {value}/{total} steps | loss {loss}',
+          hideCursor: true,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined
+  bar?.start(total, 0, { loss: '-' })
+  const records: SftLogRecord[] = []
+  try {
+    for (let epoch = 0; epoch < epochs && records.length < total; epoch++) {
+      for (const batch of shuffle([...batches], rng)) {
+        if (records.length >= total) break
+        const record = await sftStep(
+          model,
+          optimizer,
+          batch,
+          config.schedule(optimizer.stepCount),
+          config.now,
+        )
+        record.epoch = epoch
+        records.push(record)
+        config.onLog?.(record)
+        bar?.update(records.length, { loss: record.loss.toFixed(4) })
+      }
+    }
+  } finally {
+    bar?.stop()
+  }
+  return records
+}
