@@ -103,3 +103,11 @@ export class UnknownVariantError extends Error {
     this.valid = valid
   }
 }
+
+/** A request to a continuous batcher that was closed before (or while) serving it. */
+export class BatcherClosedError extends Error {
+  override name = 'BatcherClosedError'
+  constructor(options?: { cause?: unknown }) {
+    super('the continuous batcher is closed', options)
+  }
+}

@@ -48,8 +48,14 @@ export interface Generation {
   finishReason: FinishReason
 }
 
-/** Picks one token from a row of logits and returns it with its log-probability. */
-function pick(row: Float32Array, temperature: number, topP: number, rng: Rng): [number, number] {
+/**
+ * Picks one token from a row of logits `[vocabSize]` float32 and returns `[token, logprob]`: greedy
+ * at temperature 0 (logprob under the temperature-1 distribution), else a draw from
+ * softmax(logits / T) restricted to the top-p nucleus (logprob under that renormalised
+ * distribution). Uses `rng.next()` once when temperature > 0. Shared by `generate` and the
+ * continuous batcher so both define behavior log-probabilities identically.
+ */
+export function pick(row: Float32Array, temperature: number, topP: number, rng: Rng): [number, number] {
   const v = row.length
   if (temperature === 0) {
     let best = 0

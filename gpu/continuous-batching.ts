@@ -1,0 +1,581 @@
+import * as tf from '@tensorflow/tfjs'
+import { BatcherClosedError, ConfigError, ShapeError } from './errors.ts'
+import { KvCache } from './kv-cache.ts'
+import { createRng, type Rng } from './prng.ts'
+import { FinishReason, type Generation, pick } from './sampler.ts'
+import { forward, type Transformer } from './transformer.ts'
+
+/**
+ * Continuous batching (Yu et al. 2022, Orca, "iteration-level scheduling"): many callers submit
+ * prompts at any time; one loop advances every running sequence by one token per batched forward
+ * pass, admits waiting requests between passes (a batched prefill whose KV cache is merged into the
+ * running batch's) and retires finished ones at once, so the batch never waits for its longest
+ * member.
+ *
+ * The running batch's cache is ragged: sequences of different lengths share one tensor per layer,
+ * right-aligned (left padding), with a key mask that hides the padding and per-row rotary positions
+ * counted from each sequence's first real token. So each sequence sees exactly what it would see
+ * alone (`generate` with one prompt): same tokens at temperature 0, same log-probabilities.
+ *
+ * Weight versions: `setModel` starts a new cohort. Requests admitted from then on run on the new
+ * model; sequences already running finish on the model they started with (one forward pass per
+ * live cohort per step), and each result reports its version. A model whose cohort has emptied is
+ * handed to `onModelRetired` (to dispose it).
+ */
+
+/** Per-request sampling settings (as `SampleOptions` of `generate`, without `useCache`). */
+export interface BatchRequestOptions {
+  /** Most tokens to generate. */
+  maxNewTokens: number
+  /** Softmax temperature; 0 means greedy (argmax). Default 1. */
+  temperature?: number
+  /** Nucleus mass in (0, 1]. Default 1. */
+  topP?: number
+  /** Token ids that end the sequence (kept as its last token). */
+  stopTokens?: readonly number[]
+  /** Seed of this request's own random source; default 0. */
+  seed?: number
+}
+
+/** One request's output: `Generation` plus the weight version that produced every token. */
+export interface BatchedGeneration extends Generation {
+  /** Version of the model the sequence ran on from its prefill to its last token. */
+  version: number
+}
+
+/** Options of `ContinuousBatcher`. */
+export interface ContinuousBatcherOptions {
+  /** Most sequences decoded together (running + admitted); the rest wait. Default 64. */
+  maxBatch?: number
+  /** Version of the first model; default 0. */
+  version?: number
+  /** Called with a replaced model once no sequence runs on it any more (for example to dispose it). */
+  onModelRetired?: (model: Transformer, version: number) => void
+  /**
+   * Awaited before every iteration of the loop (tests use it to hold the loop at a known point).
+   */
+  stepGate?: () => Promise<void> | void
+}
+
+/** Counters since the batcher was made. */
+export interface BatcherStats {
+  /** Requests submitted (valid ones). */
+  submitted: number
+  /** Requests completed. */
+  completed: number
+  /** Tokens generated (prefill picks included), over all requests. */
+  tokens: number
+  /** Batched decode forward passes (one per live cohort per step). */
+  decodeSteps: number
+  /** Sum over decode passes of the sequences in the pass (`batchRows / decodeSteps` = mean batch). */
+  batchRows: number
+  /** Batched prefill forward passes. */
+  prefills: number
+  /** Sequences running now. */
+  active: number
+  /** Requests waiting for a slot now. */
+  waiting: number
+  /** Version new requests start on. */
+  version: number
+}
+
+/** A submitted request before its prefill. */
+interface Waiting {
+  prompt: Int32Array
+  maxNewTokens: number
+  temperature: number
+  topP: number
+  stop: Set<number>
+  rng: Rng
+  resolve: (g: BatchedGeneration) => void
+  reject: (err: unknown) => void
+}
+
+/** A running sequence: one row of its cohort's cache. */
+interface Row {
+  request: Waiting
+  tokens: number[]
+  logprobs: number[]
+  /** Prompt plus generated tokens. */
+  total: number
+}
+
+/**
+ * Ragged KV storage of one cohort: per layer keys and values `[rows*heads, length, headDim]`
+ * float32, right-aligned, and the key mask `[rows, length]` (1 real, 0 padding). Owned tensors are
+ * kept out of `tf.tidy` scopes and freed when replaced.
+ */
+class RaggedStore {
+  length = 0
+  keys: (tf.Tensor3D | undefined)[]
+  values: (tf.Tensor3D | undefined)[]
+  mask: tf.Tensor2D | undefined
+
+  constructor(
+    readonly layers: number,
+    readonly heads: number,
+  ) {
+    this.keys = new Array(layers).fill(undefined)
+    this.values = new Array(layers).fill(undefined)
+  }
+
+  /** Frees every tensor. */
+  dispose(): void {
+    for (const t of [...this.keys, ...this.values, this.mask]) t?.dispose()
+    this.keys.fill(undefined)
+    this.values.fill(undefined)
+    this.mask = undefined
+    this.length = 0
+  }
+
+  private replace(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): void {
+    this.keys[layer]?.dispose()
+    this.values[layer]?.dispose()
+    this.keys[layer] = tf.keep(k)
+    this.values[layer] = tf.keep(v)
+  }
+
+  private replaceMask(m: tf.Tensor2D): void {
+    this.mask?.dispose()
+    this.mask = tf.keep(m)
+  }
+
+  /** A `KvCache` view for one forward pass over `rows` sequences (what `forward` reads and extends). */
+  view(rows: number): KvCache {
+    return new StoreView(this, rows)
+  }
+
+  /** Keeps only rows `keep` (ascending), then drops leading columns that are padding in every row. */
+  select(keep: readonly number[], rows: number, longest: number): void {
+    const drop = this.length - longest
+    const h = this.heads
+    tf.tidy(() => {
+      const idx = tf.tensor1d(Int32Array.from(keep), 'int32')
+      for (let l = 0; l < this.layers; l++) {
+        const pick = (t: tf.Tensor3D) => {
+          const [, len, hd] = t.shape
+          const g = tf.gather(tf.reshape(t, [rows, h, len, hd]), idx, 0)
+          const s = drop > 0 ? tf.slice(g, [0, 0, drop, 0], [keep.length, h, len - drop, hd]) : g
+          return tf.reshape(s, [keep.length * h, len - drop, hd]) as tf.Tensor3D
+        }
+        this.replace(l, pick(this.keys[l]!), pick(this.values[l]!))
+      }
+      const m = tf.gather(this.mask!, idx, 0)
+      this.replaceMask(
+        (drop > 0 ? tf.slice(m, [0, drop], [keep.length, this.length - drop]) : m) as tf.Tensor2D,
+      )
+    })
+    this.length -= drop
+  }
+
+  /** Appends the rows of `other` (left-padding whichever is shorter); frees `other`. */
+  merge(other: RaggedStore): void {
+    if (this.keys[0] === undefined) {
+      this.keys = other.keys
+      this.values = other.values
+      this.mask = other.mask
+      this.length = other.length
+      other.keys = new Array(this.layers).fill(undefined)
+      other.values = new Array(this.layers).fill(undefined)
+      other.mask = undefined
+      other.length = 0
+      return
+    }
+    const len = Math.max(this.length, other.length)
+    const padA = len - this.length
+    const padB = len - other.length
+    tf.tidy(() => {
+      const pad3 = (t: tf.Tensor3D, n: number) =>
+        n > 0
+          ? tf.pad(t, [
+              [0, 0],
+              [n, 0],
+              [0, 0],
+            ])
+          : t
+      const pad2 = (t: tf.Tensor2D, n: number) =>
+        n > 0
+          ? tf.pad(t, [
+              [0, 0],
+              [n, 0],
+            ])
+          : t
+      for (let l = 0; l < this.layers; l++) {
+        const k = tf.concat([pad3(this.keys[l]!, padA), pad3(other.keys[l]!, padB)], 0) as tf.Tensor3D
+        const v = tf.concat([pad3(this.values[l]!, padA), pad3(other.values[l]!, padB)], 0) as tf.Tensor3D
+        this.replace(l, k, v)
+      }
+      this.replaceMask(tf.concat([pad2(this.mask!, padA), pad2(other.mask!, padB)], 0) as tf.Tensor2D)
+    })
+    this.length = len
+    other.dispose()
+  }
+
+  /** As `KvCache.append`, on the stored tensors. */
+  append(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): [tf.Tensor3D, tf.Tensor3D] {
+    const oldK = this.keys[layer]
+    const oldV = this.values[layer]
+    this.replace(
+      layer,
+      oldK ? (tf.concat([oldK, k], 1) as tf.Tensor3D) : k.clone(),
+      oldV ? (tf.concat([oldV, v], 1) as tf.Tensor3D) : v.clone(),
+    )
+    return [this.keys[layer]!, this.values[layer]!]
+  }
+
+  /** As `KvCache.extendKeyMask`, but always materialised (padding is the normal case here). */
+  extendKeyMask(next: tf.Tensor2D | undefined, rows: number, steps: number): tf.Tensor2D {
+    const add = next ? next.toFloat() : tf.ones([rows, steps], 'float32')
+    this.replaceMask(
+      this.mask ? (tf.concat([this.mask, add], 1) as tf.Tensor2D) : (add.clone() as tf.Tensor2D),
+    )
+    return this.mask!
+  }
+}
+
+/**
+ * The `KvCache` that `forward` sees for one pass: it delegates to a `RaggedStore`, whose row count
+ * changes between passes (a `KvCache`'s `batch` is fixed), so a fresh view is made per pass.
+ */
+class StoreView extends KvCache {
+  constructor(
+    private readonly store: RaggedStore,
+    rows: number,
+  ) {
+    super(0, rows)
+    this.length = store.length
+  }
+  override append(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): [tf.Tensor3D, tf.Tensor3D] {
+    return this.store.append(layer, k, v)
+  }
+  override extendKeyMask(next: tf.Tensor2D | undefined, steps: number): tf.Tensor2D {
+    return this.store.extendKeyMask(next, this.batch, steps)
+  }
+  override advance(steps: number): void {
+    this.length += steps
+    this.store.length += steps
+  }
+  override dispose(): void {}
+}
+
+/** The sequences running on one model version. */
+interface Cohort {
+  model: Transformer
+  version: number
+  store: RaggedStore
+  rows: Row[]
+  /** True while a prefill for this cohort is in flight (it must not be retired meanwhile). */
+  admitting: boolean
+}
+
+/**
+ * Shares forward passes among concurrent generation requests (see the file comment).
+ *
+ * @example
+ * const batcher = new ContinuousBatcher(model, { maxBatch: 64 })
+ * const [a, b] = await Promise.all([
+ *   batcher.submit(Int32Array.of(1, 2, 3), { maxNewTokens: 8, temperature: 0 }),
+ *   batcher.submit(Int32Array.of(4), { maxNewTokens: 20, seed: 7 }),
+ * ])
+ * await batcher.close()
+ */
+export class ContinuousBatcher {
+  private readonly maxBatch: number
+  private readonly waiting: Waiting[] = []
+  private readonly cohorts: Cohort[] = []
+  private current: Cohort
+  private running = false
+  private closed = false
+  private idle: Promise<void> = Promise.resolve()
+  private readonly counters = {
+    submitted: 0,
+    completed: 0,
+    tokens: 0,
+    decodeSteps: 0,
+    batchRows: 0,
+    prefills: 0,
+  }
+
+  constructor(
+    model: Transformer,
+    private readonly options: ContinuousBatcherOptions = {},
+  ) {
+    const maxBatch = options.maxBatch ?? 64
+    if (!Number.isInteger(maxBatch) || maxBatch < 1)
+      throw new ConfigError('maxBatch', maxBatch, 'must be a positive integer')
+    this.maxBatch = maxBatch
+    this.current = this.cohortOf(model, options.version ?? 0)
+  }
+
+  private cohortOf(model: Transformer, version: number): Cohort {
+    const store = new RaggedStore(model.config.layers, model.config.heads)
+    const cohort: Cohort = { model, version, store, rows: [], admitting: false }
+    this.cohorts.push(cohort)
+    return cohort
+  }
+
+  /** Version that newly admitted requests run on. */
+  get version(): number {
+    return this.current.version
+  }
+
+  /** The model newly admitted requests run on. */
+  get model(): Transformer {
+    return this.current.model
+  }
+
+  /**
+   * Switches to new weights: requests admitted from now on run on `model`; running sequences
+   * finish on their own model. The replaced model goes to `onModelRetired` once unused.
+   * @throws BatcherClosedError after `close`.
+   */
+  setModel(model: Transformer, version: number): void {
+    if (this.closed) throw new BatcherClosedError()
+    this.current = this.cohortOf(model, version)
+    this.retireEmptyCohorts()
+  }
+
+  /** Counters (see `BatcherStats`). */
+  stats(): BatcherStats {
+    return {
+      ...this.counters,
+      active: this.cohorts.reduce((s, c) => s + c.rows.length, 0),
+      waiting: this.waiting.length,
+      version: this.current.version,
+    }
+  }
+
+  /**
+   * Queues a prompt and resolves with its generation.
+   * @param prompt token ids `[promptLen]` int32, 1 <= promptLen < contextLength.
+   * @throws (rejects) ConfigError on bad settings; ShapeError on an empty prompt, an id outside the
+   *   vocabulary or a prompt that leaves no room in the context; BatcherClosedError after `close`.
+   */
+  submit(prompt: ArrayLike<number>, options: BatchRequestOptions): Promise<BatchedGeneration> {
+    return new Promise<BatchedGeneration>((resolve, reject) => {
+      if (this.closed) return reject(new BatcherClosedError())
+      const { contextLength, vocabSize } = this.current.model.config
+      const temperature = options.temperature ?? 1
+      const topP = options.topP ?? 1
+      if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 1)
+        return reject(new ConfigError('maxNewTokens', options.maxNewTokens, 'must be a positive integer'))
+      if (!(temperature >= 0) || !Number.isFinite(temperature))
+        return reject(new ConfigError('temperature', temperature, 'must be >= 0'))
+      if (!(topP > 0 && topP <= 1)) return reject(new ConfigError('topP', topP, 'must be in (0, 1]'))
+      if (prompt.length === 0) return reject(new ShapeError('prompt', 'at least one token', [0]))
+      if (prompt.length >= contextLength)
+        return reject(
+          new ShapeError('prompt', `length below contextLength ${contextLength}`, [prompt.length]),
+        )
+      for (let k = 0; k < prompt.length; k++)
+        if (!(Number.isInteger(prompt[k]) && prompt[k]! >= 0 && prompt[k]! < vocabSize))
+          return reject(new ShapeError('prompt', `ids in [0, ${vocabSize})`, [prompt.length]))
+      this.counters.submitted++
+      this.waiting.push({
+        prompt: Int32Array.from(prompt),
+        maxNewTokens: options.maxNewTokens,
+        temperature,
+        topP,
+        stop: new Set(options.stopTokens ?? []),
+        rng: createRng(options.seed ?? 0),
+        resolve,
+        reject,
+      })
+      this.kick()
+    })
+  }
+
+  /**
+   * Stops the loop: waiting and running requests reject with BatcherClosedError; cache tensors are
+   * freed. Models are not disposed (the caller owns them; retired ones went to `onModelRetired`).
+   */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.idle
+    const err = new BatcherClosedError()
+    for (const w of this.waiting.splice(0)) w.reject(err)
+    for (const c of this.cohorts) {
+      for (const r of c.rows) r.request.reject(err)
+      c.rows = []
+      c.store.dispose()
+    }
+  }
+
+  private kick(): void {
+    if (this.running || this.closed) return
+    this.running = true
+    this.idle = this.loop().finally(() => {
+      this.running = false
+    })
+  }
+
+  private hasWork(): boolean {
+    return this.waiting.length > 0 || this.cohorts.some((c) => c.rows.length > 0)
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closed && this.hasWork()) {
+      await this.options.stepGate?.()
+      if (this.closed) break
+      const cohort = this.current
+      cohort.admitting = true
+      try {
+        await this.admit(cohort)
+      } catch (err) {
+        this.fail(cohort, err)
+      } finally {
+        cohort.admitting = false
+      }
+      for (const c of [...this.cohorts]) {
+        if (c.rows.length === 0 || this.closed) continue
+        try {
+          await this.decode(c)
+        } catch (err) {
+          this.fail(c, err)
+        }
+      }
+      this.retireEmptyCohorts()
+      // Let I/O callbacks (new requests, weight announcements) run between passes.
+      await new Promise<void>((r) => setImmediate(r))
+    }
+  }
+
+  /** Rejects every request of a cohort after an unexpected failure and clears its cache. */
+  private fail(cohort: Cohort, err: unknown): void {
+    for (const r of cohort.rows) r.request.reject(err)
+    cohort.rows = []
+    cohort.store.dispose()
+  }
+
+  private retireEmptyCohorts(): void {
+    for (let i = this.cohorts.length - 1; i >= 0; i--) {
+      const c = this.cohorts[i]!
+      if (c === this.current || c.rows.length > 0 || c.admitting) continue
+      this.cohorts.splice(i, 1)
+      c.store.dispose()
+      this.options.onModelRetired?.(c.model, c.version)
+    }
+  }
+
+  /**
+   * Prefills up to the free slots of waiting requests together (left-padded, like `generate`),
+   * picks each one's first token and merges their cache into the cohort's.
+   */
+  private async admit(cohort: Cohort): Promise<void> {
+    const running = this.cohorts.reduce((s, c) => s + c.rows.length, 0)
+    const free = this.maxBatch - running
+    if (free <= 0 || this.waiting.length === 0) return
+    const batch = this.waiting.splice(0, free)
+    const n = batch.length
+    const width = Math.max(...batch.map((w) => w.prompt.length))
+    const ids = new Int32Array(n * width)
+    const pos = new Int32Array(n * width)
+    const real = new Float32Array(n * width)
+    batch.forEach((w, i) => {
+      const off = width - w.prompt.length
+      ids.set(w.prompt, i * width + off)
+      for (let k = 0; k < w.prompt.length; k++) {
+        pos[i * width + off + k] = k
+        real[i * width + off + k] = 1
+      }
+    })
+    const store = new RaggedStore(cohort.store.layers, cohort.store.heads)
+    let data: Float32Array
+    try {
+      const logits = tf.tidy(() =>
+        forward(cohort.model, tf.tensor2d(ids, [n, width], 'int32'), {
+          positions: tf.tensor2d(pos, [n, width], 'int32'),
+          attentionMask: tf.tensor2d(real, [n, width], 'float32'),
+          cache: store.view(n),
+          lastOnly: true,
+        }),
+      )
+      data = (await logits.data()) as Float32Array
+      logits.dispose()
+    } catch (err) {
+      store.dispose()
+      for (const w of batch) w.reject(err)
+      return
+    }
+    this.counters.prefills++
+    const rows = batch.map((request) => ({ request, tokens: [], logprobs: [], total: request.prompt.length }))
+    const keep = this.sample(rows, data, cohort)
+    if (keep.length < n) store.select(keep, n, Math.max(0, ...keep.map((i) => rows[i]!.total - 1)))
+    if (keep.length === 0) {
+      store.dispose()
+      return
+    }
+    cohort.store.merge(store)
+    for (const i of keep) cohort.rows.push(rows[i]!)
+  }
+
+  /** One batched forward pass feeding every row's last token; picks and retires. */
+  private async decode(cohort: Cohort): Promise<void> {
+    const rows = cohort.rows
+    const b = rows.length
+    const ids = new Int32Array(b)
+    const pos = new Int32Array(b)
+    rows.forEach((r, i) => {
+      ids[i] = r.tokens[r.tokens.length - 1]!
+      pos[i] = r.total - 1 // index of the fed token in its own sequence
+    })
+    const logits = tf.tidy(() =>
+      forward(cohort.model, tf.tensor2d(ids, [b, 1], 'int32'), {
+        positions: tf.tensor2d(pos, [b, 1], 'int32'),
+        cache: cohort.store.view(b),
+        lastOnly: true,
+      }),
+    )
+    const data = (await logits.data()) as Float32Array
+    logits.dispose()
+    this.counters.decodeSteps++
+    this.counters.batchRows += b
+    const keep = this.sample(rows, data, cohort)
+    if (keep.length === b) return
+    cohort.rows = keep.map((i) => rows[i]!)
+    if (keep.length === 0) {
+      cohort.store.dispose()
+      return
+    }
+    // Cached tokens of a row: all but its last pick.
+    cohort.store.select(keep, b, Math.max(...cohort.rows.map((r) => r.total - 1)))
+  }
+
+  /**
+   * Picks the next token of every row from `logits` `[rows, vocabSize]`; resolves finished rows.
+   * @returns indices of the rows that go on.
+   */
+  private sample(rows: Row[], logits: Float32Array, cohort: Cohort): number[] {
+    const { vocabSize, contextLength } = cohort.model.config
+    const keep: number[] = []
+    rows.forEach((r, i) => {
+      const q = r.request
+      const [token, logprob] = pick(
+        logits.subarray(i * vocabSize, (i + 1) * vocabSize),
+        q.temperature,
+        q.topP,
+        q.rng,
+      )
+      r.tokens.push(token)
+      r.logprobs.push(logprob)
+      r.total++
+      this.counters.tokens++
+      let finish: FinishReason | undefined
+      if (q.stop.has(token)) finish = FinishReason.Stop
+      else if (r.tokens.length >= q.maxNewTokens || r.total >= contextLength) finish = FinishReason.Length
+      if (finish === undefined) {
+        keep.push(i)
+        return
+      }
+      this.counters.completed++
+      q.resolve({
+        tokens: Int32Array.from(r.tokens),
+        logprobs: Float32Array.from(r.logprobs),
+        finishReason: finish,
+        version: cohort.version,
+      })
+    })
+    return keep
+  }
+}
