@@ -10,6 +10,7 @@ type BenchModule = { run(options: Record<string, unknown>): Promise<unknown> }
 /** Registered benchmarks, by name. Loaded lazily so `triad --help` stays fast. */
 const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   messaging: () => import('../bench/messaging.ts'),
+  sandbox: () => import('../bench/sandbox.ts'),
 }
 
 export function registerBench(program: Command): void {
@@ -19,6 +20,7 @@ export function registerBench(program: Command): void {
     .argument('<name>', 'benchmark name')
     .option('--nats <url>', 'NATS server URL (benchmarks that need one start their own otherwise)')
     .option('--quick', 'a short run, for smoke tests')
+    .option('--soak <seconds>', 'sandbox: also run 128 callers for this many seconds per backend')
     .allowUnknownOption(false)
     .action(async (name: string, options: Record<string, unknown>) => {
       const load = benches[name]

@@ -1,10 +1,14 @@
 import type { Command } from 'commander'
+import { type ActorSystem, type Exposed, exposeActor, type Transport } from '../../actors/index.ts'
+import { QueueGroups, Subjects } from '../../protocols/index.ts'
 import {
   BackendKind,
   buildSandboxServer,
   DEFAULT_LIMITS,
   type SandboxBackend,
   type SandboxLimits,
+  sandboxAccepts,
+  sandboxBehaviour,
 } from '../../sandboxes/index.ts'
 import { CliError } from '../errors.ts'
 
@@ -32,6 +36,46 @@ export async function startBackend(
   return backend
 }
 
+/**
+ * Puts the sandbox on NATS as an actor: `sandbox.run_code` requests on `triad.<run>.sandbox.run_code`
+ * (queue group `sandbox`, so several sandboxes share the load), answered `sandbox.code_result`,
+ * with a NATS service `triad-sandbox` when the transport is NATS. Replies must fit the server's
+ * `max_payload` (1 MiB by default): serve with an output limit well under it.
+ */
+export async function exposeSandbox(
+  system: ActorSystem,
+  transport: Transport,
+  run: string,
+  backend: SandboxBackend,
+  limits: SandboxLimits,
+): Promise<Exposed & { stopActor(): Promise<void> }> {
+  const ref = system.spawn('sandbox', sandboxBehaviour(backend), {
+    concurrency: limits.concurrency + limits.maxQueue,
+  })
+  const exposed = await exposeActor(transport, ref, {
+    subject: Subjects.sandbox(run),
+    queue: QueueGroups.sandbox,
+    accepts: sandboxAccepts,
+    askTimeoutMs: (2 * limits.maxTimeout + 60) * 1000,
+    service: { name: 'triad-sandbox', description: `code sandbox (${backend.kind}, ${backend.isolation})` },
+  })
+  return { ...exposed, stats: () => exposed.stats(), stopActor: () => ref.stop() }
+}
+
+/** `triad worker --role sandbox`: a sandbox on NATS only (backend from TRIAD_SANDBOX_BACKEND, default docker). */
+export async function startSandboxRole(ctx: { system: ActorSystem; transport: Transport; run: string }) {
+  const limits: SandboxLimits = { ...DEFAULT_LIMITS, outputBytes: 256 * 1024, fetchBytes: 256 * 1024 }
+  const backend = await startBackend(process.env['TRIAD_SANDBOX_BACKEND'] ?? BackendKind.Docker, limits)
+  const exposed = await exposeSandbox(ctx.system, ctx.transport, ctx.run, backend, limits)
+  return {
+    stop: async () => {
+      await exposed.stop()
+      await exposed.stopActor()
+      await backend.close()
+    },
+  }
+}
+
 /** `triad sandbox serve` and `triad sandbox image build`. */
 export function registerSandbox(program: Command): void {
   const sandbox = program.command('sandbox').description('the SandboxFusion-compatible code sandbox')
@@ -57,6 +101,8 @@ export function registerSandbox(program: Command): void {
       int,
       DEFAULT_LIMITS.recycleAfter,
     )
+    .option('--nats <url>', 'also serve sandbox.run_code over NATS at this server')
+    .option('--run <id>', 'run id of the NATS subjects (triad.<run>.sandbox.run_code)', 'default')
     .option('--log', 'log every request to stderr')
     .action(async (o: Record<string, string | number | boolean>) => {
       const limits: SandboxLimits = {
@@ -73,7 +119,31 @@ export function registerSandbox(program: Command): void {
       process.stderr.write(
         `triad sandbox: ${backend.kind} backend (${backend.isolation} isolation), ${limits.concurrency} slots, listening on ${address}\n`,
       )
+      let nats: { stop(): Promise<void> } | undefined
+      if (o['nats']) {
+        const { connectNats, startActorSystem } = await import('../../actors/index.ts')
+        const run = String(o['run'])
+        const transport = await connectNats({
+          servers: String(o['nats']),
+          run,
+          role: 'sandbox',
+          id: `${process.pid}`,
+        }).catch((err: Error) => {
+          throw new CliError(err.message, { cause: err })
+        })
+        const system = startActorSystem({ name: `sandbox-${process.pid}` })
+        const exposed = await exposeSandbox(system, transport, run, backend, limits)
+        process.stderr.write(`triad sandbox: also on NATS ${o['nats']} as ${exposed.subject}\n`)
+        nats = {
+          stop: async () => {
+            await exposed.stop()
+            await system.stop()
+            await transport.close()
+          },
+        }
+      }
       const stop = async () => {
+        await nats?.stop()
         await app.close()
         await backend.close()
         process.exit(0)

@@ -26,6 +26,7 @@ export interface RoleHandle {
 /** The roles a `triad worker` process can take. A failed lookup lists them. */
 export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = {
   echo: async ({ system, transport, run, id }) => startEcho(system, transport, run, id),
+  sandbox: async (ctx) => (await import('./sandbox.ts')).startSandboxRole(ctx),
 }
 
 /**
