@@ -1,3 +1,5 @@
 export * from './diagnostics/index.ts'
+export * from './env-adapter/index.ts'
 export * from './launcher/index.ts'
+export * from './reward/index.ts'
 export * from './runtime/index.ts'

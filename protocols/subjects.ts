@@ -61,6 +61,8 @@ export const Subjects = {
   echo: (run: string) => subject(run, 'echo', 'ping'),
   /** Env adapter: difficulty updates. */
   difficulty: (run: string) => subject(run, 'env', 'difficulty'),
+  /** Env adapter: `env.difficulty_get` requests (answered with `env.difficulty`). */
+  difficultyGet: (run: string) => subject(run, 'env', 'difficulty', 'get'),
 } as const
 
 /** Queue group names: engines of one kind share one group so requests spread over them. */

@@ -1,0 +1,3 @@
+export * from './difficulty-adapter.ts'
+export * from './env-adapter-actor.ts'
+export * from './errors.ts'

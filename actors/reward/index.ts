@@ -1,0 +1,2 @@
+export * from './errors.ts'
+export * from './triad-switches.ts'

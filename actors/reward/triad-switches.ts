@@ -1,0 +1,73 @@
+import { z } from 'zod'
+import { TriadConfigError } from './errors.ts'
+
+/**
+ * The recipe switches of the dynamic triad (RLAnything, arXiv 2602.02488): each turns one part off so
+ * that ablations run from one recipe. Consumed by the env adapter (`adaptiveTasks`), the step-reward
+ * path of the learner (`stepReward`) and the reward-model trainer (`trainRewardModel`).
+ */
+export interface TriadSwitches {
+  /** Env adapter changes task difficulty from measured accuracy. Off: every task stays at its default level. */
+  adaptiveTasks: boolean
+  stepReward: {
+    /** The policy reward adds the reward model's step judgements. Off: `R_j = O` (no judge calls). */
+    enabled: boolean
+    /** Weight of the mean judgement in `R_j = O + lambda * mean_l S_jl`. */
+    lambda: number
+    /** Judgements per step. */
+    m: number
+  }
+  /** The learner trains the reward model by its consistency reward. Off: the reward model stays frozen. */
+  trainRewardModel: boolean
+}
+
+/** Everything on, lambda 1, m 4. */
+export const TRIAD_SWITCHES_DEFAULTS: Readonly<TriadSwitches> = Object.freeze({
+  adaptiveTasks: true,
+  stepReward: Object.freeze({ enabled: true, lambda: 1, m: 4 }),
+  trainRewardModel: true,
+})
+
+/** Every part off: plain outcome-reward GRPO on fixed tasks. */
+export const TRIAD_SWITCHES_OFF: Readonly<TriadSwitches> = Object.freeze({
+  adaptiveTasks: false,
+  stepReward: Object.freeze({ enabled: false, lambda: 1, m: 4 }),
+  trainRewardModel: false,
+})
+
+const SwitchesSchema = z.object({
+  adaptiveTasks: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.adaptiveTasks),
+  stepReward: z
+    .object({
+      enabled: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.stepReward.enabled),
+      lambda: z.number().nonnegative().finite().default(TRIAD_SWITCHES_DEFAULTS.stepReward.lambda),
+      m: z.number().int().positive().max(64).default(TRIAD_SWITCHES_DEFAULTS.stepReward.m),
+    })
+    .default({ ...TRIAD_SWITCHES_DEFAULTS.stepReward }),
+  trainRewardModel: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.trainRewardModel),
+})
+
+/**
+ * Reads switches from a recipe value, filling defaults.
+ * @throws TriadConfigError listing each bad field.
+ */
+export function parseTriadSwitches(value: unknown = {}): TriadSwitches {
+  const parsed = SwitchesSchema.safeParse(value)
+  if (!parsed.success)
+    throw new TriadConfigError(
+      parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
+    )
+  return parsed.data
+}
+
+/**
+ * The switches as metric values (`triad/switch/<name>`: 1 on, 0 off), so every metrics file records
+ * which parts ran.
+ */
+export function switchMetrics(s: TriadSwitches): Record<string, number> {
+  return {
+    'triad/switch/adaptive_tasks': s.adaptiveTasks ? 1 : 0,
+    'triad/switch/step_reward': s.stepReward.enabled ? 1 : 0,
+    'triad/switch/train_reward_model': s.trainRewardModel ? 1 : 0,
+  }
+}
