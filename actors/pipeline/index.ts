@@ -1,2 +1,3 @@
 export * from './errors.ts'
+export * from './learner-loop.ts'
 export * from './trajectory-stream.ts'

@@ -209,6 +209,7 @@ export class NatsTransport implements Transport {
         return readReply(subject, reply.data, options.replies)
       } catch (err) {
         if (isNoResponders(err)) {
+          if (options.retryNoResponders === false) throw new NoRespondersError(subject)
           await sleep(this.clock, Math.min(pause, Math.max(1, deadline - this.clock.now())))
           pause = Math.min(pause * 2, 250)
           continue

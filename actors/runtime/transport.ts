@@ -53,6 +53,11 @@ export interface RequestOptions {
   timeoutMs: Millis
   /** When given, the reply is validated against these types. */
   replies?: MessageRegistry
+  /**
+   * Retry "no responders" until the deadline (default true: after a reconnect, servers take a
+   * moment to subscribe again). False fails at once, for callers with a fallback.
+   */
+  retryNoResponders?: boolean
 }
 
 /** Options of `Transport.subscribe`. */

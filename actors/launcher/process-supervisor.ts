@@ -1,0 +1,146 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { createWriteStream, type WriteStream } from 'node:fs'
+import { createInterface } from 'node:readline'
+import type { Millis } from '../../protocols/index.ts'
+import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
+
+/** One supervised child process: a `triad worker` role, for example. */
+export interface ProcessSpec {
+  /** Name in logs and events (`learner`, `rollout`). */
+  name: string
+  command: string
+  args: string[]
+  env?: NodeJS.ProcessEnv
+  /** Appends the child's stdout and stderr here when given. */
+  logFile?: string
+}
+
+/** What happened to a child. */
+export type ProcessEvent =
+  | { type: 'started'; name: string; pid: number; restarts: number }
+  | { type: 'ready'; name: string; pid: number }
+  | { type: 'exited'; name: string; pid: number; code: number | null; signal: NodeJS.Signals | null }
+  | { type: 'gave-up'; name: string; restarts: number }
+
+/** A supervised child as the supervisor tracks it. */
+export interface SupervisedProcess {
+  readonly name: string
+  pid(): number | undefined
+  restarts(): number
+  /** Resolves when the child has printed its `{"event":"ready"}` line (after the latest start). */
+  ready(): Promise<void>
+}
+
+/**
+ * A one-for-one supervisor of OS processes (the parent of every node's actor tree): a child that
+ * exits while the supervisor runs is started again after an exponential backoff; past the
+ * policy's limit it is given up and reported. `stop` sends SIGTERM to every child and waits.
+ */
+export class ProcessSupervisor {
+  private readonly children = new Map<
+    string,
+    {
+      spec: ProcessSpec
+      child?: ChildProcess
+      tracker: RestartTracker
+      ready: Promise<void>
+      restarts: number
+      log?: WriteStream
+    }
+  >()
+  private stopping = false
+  private readonly listeners: ((e: ProcessEvent) => void)[] = []
+
+  constructor(
+    private readonly policy: SupervisionPolicy = {
+      maxRestarts: 5,
+      withinMs: 60_000,
+      backoff: { initialMs: 200, maxMs: 5_000, factor: 2 },
+      onLimit: 'stop',
+    },
+  ) {}
+
+  on(listener: (e: ProcessEvent) => void): void {
+    this.listeners.push(listener)
+  }
+
+  private emit(e: ProcessEvent): void {
+    for (const l of this.listeners) l(e)
+  }
+
+  /** Starts a child under supervision. @throws Error on a duplicate name. */
+  start(spec: ProcessSpec): SupervisedProcess {
+    if (this.children.has(spec.name)) throw new Error(`a process named '${spec.name}' is already supervised`)
+    const entry = {
+      spec,
+      tracker: new RestartTracker(this.policy),
+      ready: Promise.resolve(),
+      restarts: 0,
+      log: spec.logFile ? createWriteStream(spec.logFile, { flags: 'a' }) : undefined,
+      child: undefined as ChildProcess | undefined,
+    }
+    this.children.set(spec.name, entry)
+    this.launch(spec.name)
+    return {
+      name: spec.name,
+      pid: () => entry.child?.pid,
+      restarts: () => entry.restarts,
+      ready: () => entry.ready,
+    }
+  }
+
+  private launch(name: string): void {
+    const entry = this.children.get(name)!
+    const { spec } = entry
+    const child = spawn(spec.command, spec.args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...spec.env },
+    })
+    entry.child = child
+    entry.ready = new Promise<void>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        entry.log?.write(`${line}\n`)
+        if (line.startsWith('{') && line.includes('"event":"ready"')) {
+          this.emit({ type: 'ready', name, pid: child.pid! })
+          resolve()
+        }
+      })
+      child.once('exit', () => reject(new Error(`${name} exited before it was ready`)))
+    })
+    entry.ready.catch(() => undefined)
+    child.stderr!.on('data', (d: Buffer) => entry.log?.write(d))
+    this.emit({ type: 'started', name, pid: child.pid!, restarts: entry.restarts })
+    child.once('exit', (code, signal) => {
+      this.emit({ type: 'exited', name, pid: child.pid!, code, signal })
+      if (this.stopping) return
+      const decision = entry.tracker.onCrash(Date.now())
+      if (decision.action !== 'restart') {
+        this.emit({ type: 'gave-up', name, restarts: entry.restarts })
+        return
+      }
+      setTimeout(() => {
+        if (this.stopping) return
+        entry.restarts++
+        this.launch(name)
+      }, decision.delayMs)
+    })
+  }
+
+  /** Sends SIGTERM to every child and waits for them (SIGKILL after `graceMs`). */
+  async stop(graceMs: Millis = 10_000): Promise<void> {
+    this.stopping = true
+    await Promise.all(
+      [...this.children.values()].map(async (e) => {
+        const c = e.child
+        if (c && c.exitCode === null && c.signalCode === null) {
+          const exited = new Promise<void>((r) => c.once('exit', () => r()))
+          c.kill('SIGTERM')
+          const t = setTimeout(() => c.kill('SIGKILL'), graceMs)
+          await exited
+          clearTimeout(t)
+        }
+        e.log?.end()
+      }),
+    )
+  }
+}

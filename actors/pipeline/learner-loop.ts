@@ -1,0 +1,174 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Millis } from '../../protocols/index.ts'
+import type { TakenGroup, TrajectoryConsumer, TrajectoryGroupPayload } from './trajectory-stream.ts'
+
+/**
+ * What the learner loop needs from the learner: one update on whole groups, its weights, and
+ * checkpoints. The step math lives in `gpu/` (GRPO-TCR); this loop only moves data.
+ */
+export interface LearnerCore {
+  /** Learner steps taken so far (the version of the current weights). */
+  readonly version: number
+  /** One RL update on these groups; returns its metrics. Increments `version`. */
+  step(groups: readonly TrajectoryGroupPayload[]): Promise<Record<string, number>>
+  /** The current weights by parameter name. */
+  weights(): Promise<Record<string, Float32Array>>
+  /** Writes a checkpoint of the current weights (and optimizer state) into `dir`. */
+  saveCheckpoint(dir: string): Promise<void>
+}
+
+/** Settings of the learner loop (AgentRL's asynchronous pipeline, or the synchronous baseline). */
+export interface LearnerLoopSettings {
+  /** Least groups per step: the learner waits until this many are ready. */
+  minGroups: number
+  /** Most groups per step (everything ready up to this). */
+  maxGroups: number
+  /** Groups whose oldest token is more than this many versions behind are dropped and counted. */
+  stalenessBound: number
+  /** Checkpoint (and acknowledge the groups used since the last one) every this many steps. */
+  checkpointEvery: number
+  /** Directory of the learner's checkpoints (`step-<n>/` plus `latest.json`). */
+  checkpointDir: string
+  /** How long one wait for groups may last before the loop reports and waits again, ms. */
+  waitMs: Millis
+}
+
+/** What the loop records next to each checkpoint: which stream messages its weights include. */
+export interface PipelineCheckpoint {
+  version: number
+  /** Stream sequence numbers of the groups acknowledged with this checkpoint. */
+  usedSeqs: number[]
+  /** Directory of the model checkpoint. */
+  dir: string
+}
+
+/** Reads `latest.json` of a checkpoint directory, if any. */
+export function readLatestCheckpoint(checkpointDir: string): PipelineCheckpoint | undefined {
+  const f = join(checkpointDir, 'latest.json')
+  if (!existsSync(f)) return undefined
+  return JSON.parse(readFileSync(f, 'utf8')) as PipelineCheckpoint
+}
+
+/** Oldest weight version among the generated tokens of a group (its staleness reference). */
+export function oldestVersion(group: TrajectoryGroupPayload): number {
+  let oldest = Number.POSITIVE_INFINITY
+  for (const s of group.samples)
+    for (let i = 0; i < s.versions.length; i++)
+      if (s.loss_mask[i] && s.versions[i]! < oldest) oldest = s.versions[i]!
+  return Number.isFinite(oldest) ? oldest : group.started_version
+}
+
+/**
+ * The learner's loop: take every ready group once at least `minGroups` are ready, drop those
+ * staler than the bound, step, publish the new weights, and acknowledge the groups only after a
+ * checkpoint holds the step that used them. A learner restarted from that checkpoint therefore
+ * sees again exactly the groups whose effect it lost; groups acknowledged are never used twice
+ * (a group redelivered because an ack was lost after its checkpoint is recognised by its stream
+ * sequence and skipped).
+ */
+export class LearnerLoop {
+  /** Groups used in steps since the last checkpoint (not yet acknowledged). */
+  private held: TakenGroup[] = []
+  private readonly skipSeqs: Set<number>
+  private stopping = false
+  /** Counters since start. */
+  readonly counts = {
+    steps: 0,
+    groups: 0,
+    droppedStale: 0,
+    duplicatesSkipped: 0,
+    busyMs: 0,
+    startedAt: performance.now(),
+  }
+
+  constructor(
+    private readonly core: LearnerCore,
+    private readonly consumer: TrajectoryConsumer,
+    private readonly settings: LearnerLoopSettings,
+    private readonly publishWeights: (
+      version: number,
+      weights: Record<string, Float32Array>,
+    ) => Promise<void>,
+    private readonly report: (values: Record<string, number>, version: number) => void,
+    resumedFrom?: PipelineCheckpoint,
+  ) {
+    this.skipSeqs = new Set(resumedFrom?.usedSeqs ?? [])
+    mkdirSync(settings.checkpointDir, { recursive: true })
+  }
+
+  /** Takes ready groups and runs one step; returns false when no group came within `waitMs`. */
+  async runOnce(): Promise<boolean> {
+    const taken = await this.consumer.take(
+      this.settings.minGroups,
+      this.settings.maxGroups,
+      this.settings.waitMs,
+    )
+    this.consumer.keepAlive(this.held)
+    const use: TakenGroup[] = []
+    const discard: TakenGroup[] = []
+    for (const t of taken) {
+      if (this.skipSeqs.has(t.seq)) {
+        this.counts.duplicatesSkipped++
+        discard.push(t)
+      } else if (this.core.version - oldestVersion(t.group) > this.settings.stalenessBound) {
+        this.counts.droppedStale++
+        discard.push(t)
+      } else use.push(t)
+    }
+    if (discard.length) await this.consumer.ack(discard)
+    if (use.length === 0) return false
+    const t0 = performance.now()
+    const stalenessValues = use.map((t) => this.core.version - oldestVersion(t.group))
+    const metrics = await this.core.step(use.map((t) => t.group))
+    const weights = await this.core.weights()
+    await this.publishWeights(this.core.version, weights)
+    this.held.push(...use)
+    this.counts.steps++
+    this.counts.groups += use.length
+    if (this.core.version % this.settings.checkpointEvery === 0) await this.checkpoint()
+    this.counts.busyMs += performance.now() - t0
+    const wall = performance.now() - this.counts.startedAt
+    this.report(
+      {
+        ...metrics,
+        'pipeline/groups_per_step': use.length,
+        'pipeline/staleness_max': Math.max(...stalenessValues),
+        'pipeline/staleness_mean': stalenessValues.reduce((a, b) => a + b, 0) / stalenessValues.length,
+        'pipeline/dropped_stale': this.counts.droppedStale,
+        'pipeline/duplicates_skipped': this.counts.duplicatesSkipped,
+        'pipeline/learner_busy_frac': wall > 0 ? this.counts.busyMs / wall : 0,
+        'pipeline/invalid_groups': this.consumer.invalid,
+      },
+      this.core.version,
+    )
+    return true
+  }
+
+  /** Saves a checkpoint, records the groups it includes, then acknowledges them. */
+  async checkpoint(): Promise<PipelineCheckpoint> {
+    const dir = join(this.settings.checkpointDir, `step-${this.core.version}`)
+    await this.core.saveCheckpoint(dir)
+    const record: PipelineCheckpoint = {
+      version: this.core.version,
+      usedSeqs: this.held.map((t) => t.seq),
+      dir,
+    }
+    const tmp = join(this.settings.checkpointDir, 'latest.json.tmp')
+    writeFileSync(tmp, JSON.stringify(record))
+    renameSync(tmp, join(this.settings.checkpointDir, 'latest.json'))
+    await this.consumer.ack(this.held)
+    for (const t of this.held) this.skipSeqs.add(t.seq)
+    this.held = []
+    return record
+  }
+
+  /** Runs steps until `stop()` or `maxSteps` steps. */
+  async run(maxSteps = Number.POSITIVE_INFINITY): Promise<void> {
+    while (!this.stopping && this.counts.steps < maxSteps) await this.runOnce()
+  }
+
+  stop(): void {
+    this.stopping = true
+  }
+}

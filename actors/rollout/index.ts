@@ -1,0 +1,6 @@
+export * from './agent-loop.ts'
+export * from './env-client.ts'
+export * from './errors.ts'
+export * from './policy-router.ts'
+export * from './rollout.ts'
+export * from './trajectory-builder.ts'

@@ -1,0 +1,228 @@
+import type { Trajectory } from '../../protocols/index.ts'
+import type { TrajectoryGroupPayload } from '../pipeline/trajectory-stream.ts'
+import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
+import { EpisodeError } from './errors.ts'
+import { mulberry32, type Uniform } from './policy-router.ts'
+
+/** One task of the mix. */
+export interface TaskMixEntry {
+  name: string
+  /** Relative sampling weight (> 0). */
+  weight: number
+  /** Difficulty level; the env adapter may change it while the run goes. */
+  difficulty?: number
+}
+
+/** Settings of the rollout side. */
+export interface RolloutSettings {
+  tasks: readonly TaskMixEntry[]
+  /** Samples per task instance (G of GRPO). */
+  groupSize: number
+  /** Most episodes in flight at once (agent loops). Groups in flight = ceil(concurrency / groupSize). */
+  concurrency: number
+  /** Attempts of a failed episode before it is counted failed (1 = no retry). */
+  attempts: number
+  /** Seed of task choice, instance seeds and sampling. */
+  seed: number
+  episode: EpisodeSettings
+  /** The data split episodes come from. */
+  split?: 'train' | 'eval'
+}
+
+/** Where finished groups go (the JetStream publisher, or a collector in sync mode). */
+export type GroupSink = (group: TrajectoryGroupPayload) => Promise<void>
+
+/** Counters of the rollout side since start. */
+export interface RolloutStats {
+  episodes: number
+  groups: number
+  /** Episodes that failed after their retries, by cause. */
+  failed: Record<string, number>
+  /** Episode attempts that were retried. */
+  retried: number
+  generatedTokens: number
+  /** Per task: finished episodes, successes, summed outcome reward. */
+  perTask: Record<string, { episodes: number; successes: number; reward: number }>
+  /** Turns made by stale engines / all turns. */
+  staleTurns: number
+  turns: number
+}
+
+/**
+ * The rollout actor's engine: keeps `concurrency` agent loops busy, one coroutine per
+ * trajectory, grouped G per task instance; each finished group goes to the sink.
+ */
+export class RolloutDriver {
+  readonly stats: RolloutStats = {
+    episodes: 0,
+    groups: 0,
+    failed: {},
+    retried: 0,
+    generatedTokens: 0,
+    perTask: {},
+    staleTurns: 0,
+    turns: 0,
+  }
+  private readonly rng: Uniform
+  private counter = 0
+  private stopping = false
+  private readonly difficulty = new Map<string, number>()
+
+  constructor(
+    private readonly id: string,
+    private readonly deps: EpisodeDeps,
+    private readonly settings: RolloutSettings,
+    private readonly sink: GroupSink,
+    /** The learner version now (recorded as the group's `started_version`). */
+    private readonly version: () => number,
+  ) {
+    if (settings.tasks.length === 0) throw new Error('the task mix is empty')
+    for (const t of settings.tasks) {
+      if (!(t.weight > 0)) throw new Error(`task ${t.name}: weight must be > 0`)
+      if (t.difficulty !== undefined) this.difficulty.set(t.name, t.difficulty)
+    }
+    if (settings.groupSize < 1) throw new Error('groupSize must be >= 1')
+    this.rng = mulberry32(settings.seed)
+  }
+
+  /** Sets a task's difficulty for the groups started from now on (the env adapter calls this). */
+  setDifficulty(task: string, level: number): void {
+    this.difficulty.set(task, level)
+  }
+
+  private pickTask(): TaskMixEntry {
+    const total = this.settings.tasks.reduce((s, t) => s + t.weight, 0)
+    let u = this.rng.next() * total
+    for (const t of this.settings.tasks) {
+      u -= t.weight
+      if (u < 0) return t
+    }
+    return this.settings.tasks[this.settings.tasks.length - 1]!
+  }
+
+  /** Runs one group of G episodes of one task instance and hands it to the sink. */
+  async runGroup(): Promise<TrajectoryGroupPayload | undefined> {
+    const task = this.pickTask()
+    const n = this.counter++
+    const seed = (this.settings.seed * 1_000_003 + n) | 0
+    const difficulty = this.difficulty.get(task.name)
+    const startedVersion = this.version()
+    const results = await Promise.all(
+      Array.from({ length: this.settings.groupSize }, (_, i) =>
+        this.episodeWithRetry(task.name, seed, difficulty, n * 64 + i),
+      ),
+    )
+    const samples = results.filter((r): r is Trajectory => r !== undefined)
+    if (samples.length === 0) return undefined
+    const group: TrajectoryGroupPayload = {
+      group_id: `${this.id}-${n}`,
+      task: task.name,
+      index: Math.abs(seed) % 1_000_000,
+      seed,
+      difficulty: difficulty ?? 0,
+      started_version: startedVersion,
+      samples,
+    }
+    await this.sink(group)
+    this.stats.groups++
+    return group
+  }
+
+  private async episodeWithRetry(
+    task: string,
+    seed: number,
+    difficulty: number | undefined,
+    samplingSeed: number,
+  ): Promise<Trajectory | undefined> {
+    let lastError: unknown
+    for (let attempt = 0; attempt < Math.max(1, this.settings.attempts); attempt++) {
+      if (attempt > 0) this.stats.retried++
+      try {
+        const ep = await runEpisode(
+          this.deps,
+          { task, seed, difficulty, split: this.settings.split ?? 'train' },
+          this.settings.episode,
+          samplingSeed + attempt * 7919,
+        )
+        const t = ep.trajectory
+        this.stats.episodes++
+        this.stats.generatedTokens += ep.generatedTokens
+        this.stats.turns += t.turns
+        this.stats.staleTurns += t.stale_turns
+        this.stats.perTask[task] ??= { episodes: 0, successes: 0, reward: 0 }
+        const pt = this.stats.perTask[task]
+        pt.episodes++
+        pt.successes += t.metrics.success ?? 0
+        pt.reward += t.reward
+        return t
+      } catch (err) {
+        lastError = err
+      }
+    }
+    const cause = lastError instanceof EpisodeError ? lastError.failure : 'error'
+    this.stats.failed[cause] = (this.stats.failed[cause] ?? 0) + 1
+    return undefined
+  }
+
+  /**
+   * Keeps ceil(concurrency / groupSize) groups in flight until `stop()` (asynchronous mode).
+   * Resolves when stopped and every group in flight has finished.
+   */
+  async runForever(onError: (err: unknown) => void = () => {}): Promise<void> {
+    const lanes = Math.max(1, Math.ceil(this.settings.concurrency / this.settings.groupSize))
+    const lane = async () => {
+      while (!this.stopping) {
+        try {
+          await this.runGroup()
+        } catch (err) {
+          onError(err)
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: lanes }, lane))
+  }
+
+  /** Runs exactly `groups` groups with the same concurrency bound (synchronous mode's batch). */
+  async runBatch(groups: number): Promise<TrajectoryGroupPayload[]> {
+    const lanes = Math.max(1, Math.ceil(this.settings.concurrency / this.settings.groupSize))
+    const out: TrajectoryGroupPayload[] = []
+    let left = groups
+    const lane = async () => {
+      while (left > 0 && !this.stopping) {
+        left--
+        const g = await this.runGroup()
+        if (g) out.push(g)
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(lanes, groups) }, lane))
+    return out
+  }
+
+  /** Asks the loops to stop after their current group. */
+  stop(): void {
+    this.stopping = true
+  }
+
+  /**
+   * Metric values of the rollout side (namespaced `rollout/...`). Counters are totals since
+   * start; per-task success and reward are over the episodes since the previous call.
+   */
+  metrics(): Record<string, number> {
+    const s = this.stats
+    const out: Record<string, number> = {
+      'rollout/episodes': s.episodes,
+      'rollout/groups': s.groups,
+      'rollout/retried': s.retried,
+      'rollout/generated_tokens': s.generatedTokens,
+      'rollout/stale_turn_frac': s.turns ? s.staleTurns / s.turns : 0,
+    }
+    for (const [cause, n] of Object.entries(s.failed)) out[`rollout/failed/${cause}`] = n
+    for (const [task, t] of Object.entries(s.perTask)) {
+      out[`rollout/success/${task}`] = t.episodes ? t.successes / t.episodes : 0
+      out[`rollout/reward/${task}`] = t.episodes ? t.reward / t.episodes : 0
+      out[`rollout/episodes/${task}`] = t.episodes
+    }
+    s.perTask = {}
+    return out
+  }
+}
