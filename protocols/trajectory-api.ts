@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { SessionStatusSchema } from './env-api.ts'
-import { defineMessage } from './message.ts'
+import { defineMessage, type PayloadOf } from './message.ts'
 
 /**
  * Trajectories, as the rollout side publishes them to the JetStream stream (subject
@@ -49,5 +49,8 @@ export const TrajectoryGroup = defineMessage(
     samples: z.array(TrajectorySchema).min(1),
   }),
 )
+
+/** The payload of a `trajectory.group` message. */
+export type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
 
 export const trajectoryMessages = [TrajectoryGroup] as const

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Millis } from '../../protocols/index.ts'
-import type { TakenGroup, TrajectoryConsumer, TrajectoryGroupPayload } from './trajectory-stream.ts'
+import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import type { TakenGroup, TrajectoryConsumer } from './trajectory-stream.ts'
 
 /**
  * What the learner loop needs from the learner: one update on whole groups, its weights, and

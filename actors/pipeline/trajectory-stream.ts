@@ -16,14 +16,11 @@ import {
   encodeEnvelope,
   MessageRegistry,
   type Millis,
-  type PayloadOf,
   TrajectoryGroup,
+  type TrajectoryGroupPayload,
 } from '../../protocols/index.ts'
 import { type Clock, sleep, systemClock } from '../runtime/clock.ts'
 import { BufferFullError } from './errors.ts'
-
-/** A group of trajectories as the learner receives it. */
-export type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
 
 /** The JetStream stream of a run's trajectory groups. */
 export const trajectoryStreamName = (run: string) =>

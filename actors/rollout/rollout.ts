@@ -1,5 +1,4 @@
-import type { Trajectory } from '../../protocols/index.ts'
-import type { TrajectoryGroupPayload } from '../pipeline/trajectory-stream.ts'
+import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import { EpisodeError } from './errors.ts'
 import { mulberry32, type Uniform } from './policy-router.ts'

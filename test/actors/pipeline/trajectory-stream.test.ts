@@ -11,9 +11,9 @@ import {
   type NatsTransport,
   startNatsServer,
   TrajectoryConsumer,
-  type TrajectoryGroupPayload,
   TrajectoryPublisher,
 } from '../../../actors/index.ts'
+import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 export function fakeGroup(id: string, task = 'calc', samples = 2, version = 0): TrajectoryGroupPayload {
   return {
