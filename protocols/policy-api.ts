@@ -3,7 +3,7 @@ import { defineMessage } from './message.ts'
 
 /**
  * The policy engines' API. Fresh engines serve `Subjects.policyFresh(run)` in queue group
- * `policy.fresh`, stale engines `Subjects.policyStale(run)` in `policy.stale`; both speak
+ * `policy-fresh`, stale engines `Subjects.policyStale(run)` in `policy-stale`; both speak
  * `policy.generate`. Prompts are token ids: the rollout side renders the chat, so a trajectory
  * keeps exactly the tokens the policy saw.
  */

@@ -41,9 +41,9 @@ export const Subjects = {
   envAdmin: (run: string) => subject(run, 'env', 'admin'),
   /** One environment worker's own subject: sticky `interact` and `cancel` for its sessions. */
   envWorker: (run: string, workerId: string) => subject(run, 'env', 'worker', workerId),
-  /** Fresh policy engines (queue group `policy.fresh`): `policy.generate`. */
+  /** Fresh policy engines (queue group `policy-fresh`): `policy.generate`. */
   policyFresh: (run: string) => subject(run, 'policy', 'fresh'),
-  /** Stale policy engines (queue group `policy.stale`): `policy.generate`. */
+  /** Stale policy engines (queue group `policy-stale`): `policy.generate`. */
   policyStale: (run: string) => subject(run, 'policy', 'stale'),
   /** Reward model: `reward.judge` requests. */
   rewardJudge: (run: string) => subject(run, 'reward', 'judge'),
@@ -65,10 +65,13 @@ export const Subjects = {
   difficultyGet: (run: string) => subject(run, 'env', 'difficulty', 'get'),
 } as const
 
-/** Queue group names: engines of one kind share one group so requests spread over them. */
+/**
+ * Queue group names: engines of one kind share one group so requests spread over them. No dots:
+ * a NATS service endpoint (`@nats-io/services`) rejects queue names that contain one.
+ */
 export const QueueGroups = {
-  policyFresh: 'policy.fresh',
-  policyStale: 'policy.stale',
+  policyFresh: 'policy-fresh',
+  policyStale: 'policy-stale',
   reward: 'reward',
   sandbox: 'sandbox',
   envController: 'env.controller',

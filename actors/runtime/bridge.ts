@@ -13,7 +13,14 @@ export interface ExposeOptions {
   /** Deadline for the actor's reply to one request, ms (default 60,000). */
   askTimeoutMs?: Millis
   /** NATS service identity (registered when the transport is NATS). */
-  service: { name: string; description: string; version?: string; metadata?: Record<string, string> }
+  service: {
+    name: string
+    description: string
+    version?: string
+    metadata?: Record<string, string>
+    /** Extra numbers for the service's `$SRV.STATS` data (for example tokens generated). */
+    stats?: () => Record<string, number>
+  }
 }
 
 /** An actor on a subject; `stats` adds the actor's counters to the boundary's. */
@@ -40,7 +47,11 @@ export async function exposeActor(
     handler: (message) => ref.ask(message, timeout),
     service: {
       ...options.service,
-      stats: () => ({ restarts: ref.stats().restarts, actorErrors: ref.stats().errors }),
+      stats: () => ({
+        ...(options.service.stats?.() ?? {}),
+        restarts: ref.stats().restarts,
+        actorErrors: ref.stats().errors,
+      }),
     },
   })
   return {

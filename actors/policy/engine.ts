@@ -1,0 +1,386 @@
+import {
+  type BatcherStats,
+  ConfigError,
+  ContinuousBatcher,
+  type ContinuousBatcherOptions,
+  createTransformer,
+  disposeTransformer,
+  fullConfig,
+  ShapeError,
+  type Transformer,
+  type TransformerConfig,
+} from '../../gpu/index.ts'
+import {
+  type Envelope,
+  ErrorCode,
+  errorReply,
+  MessageRegistry,
+  MetricsReport,
+  type Millis,
+  type PayloadOf,
+  PolicyGenerate,
+  PolicyGenerated,
+  QueueGroups,
+  Subjects,
+  WeightsPublished,
+} from '../../protocols/index.ts'
+import {
+  type ActorRef,
+  type ActorSystem,
+  type Behaviour,
+  type Clock,
+  type Exposed,
+  exposeActor,
+  type Served,
+  systemClock,
+  type Transport,
+} from '../runtime/index.ts'
+import { type WeightMap, WeightStore, type WeightsAnnouncement } from '../weights/index.ts'
+import { PolicyEngineConfigError } from './errors.ts'
+import { acceptsVersion } from './version-policy.ts'
+
+/** Where an engine reads announced weights from (a `WeightStore`, or a stand-in in tests). */
+export interface WeightSource {
+  /** The weights an announcement names. */
+  load(announcement: WeightsAnnouncement): Promise<WeightMap>
+  /** The newest stored version `accept` takes (an engine starting up loads it). */
+  latest?(model: string, accept: (version: number) => boolean): Promise<WeightsAnnouncement | undefined>
+}
+
+/** Options of `startPolicyEngine`. */
+export interface PolicyEngineOptions {
+  /** Run id (subjects `triad.<run>.*`). */
+  run: string
+  /** This engine's id (a single subject token); reported in every reply as `engine`. */
+  id: string
+  /** A stale engine serves `Subjects.policyStale` and takes new weights only every `staleEvery` versions. */
+  stale?: boolean
+  /** Stale engines take version v only when `v % staleEvery === 0` (or it is the first one seen). Default 25 (AgentRL). */
+  staleEvery?: number
+  /** Model size; must match the announced weights. */
+  modelConfig: TransformerConfig
+  /** Initial weights (version 0 until an announcement is taken); default `initWeights(modelConfig, seed)`. */
+  weights?: WeightMap
+  /** Seed of the default initial weights; default 0. */
+  seed?: number
+  /** Model name in `weights.published` (`Subjects.weights(run, model)`); default `policy`. */
+  model?: string
+  /** Weights source; default `WeightStore.open` on the transport's NATS connection (NATS transport only). */
+  weightSource?: WeightSource
+  /** At start, load the newest stored version the engine would take (default true). */
+  loadLatest?: boolean
+  /** Most sequences decoded together (default 64). */
+  maxBatch?: number
+  /** Requests the actor holds at once (default 1024); more wait in its mailbox. */
+  concurrency?: number
+  /** Interval of `metrics.report`, ms (default 5,000; 0 for none). */
+  metricsIntervalMs?: Millis
+  clock?: Clock
+  /** Passed to the batcher (tests hold the loop with it). */
+  stepGate?: ContinuousBatcherOptions['stepGate']
+  /** Where load failures are reported; default one line on stderr. */
+  log?: (line: string) => void
+}
+
+/** Counters of a policy engine. */
+export interface PolicyEngineStats extends BatcherStats {
+  /** Versions taken since start, in order (the initial one first). */
+  loaded: number[]
+  /** Announcements not taken (stale rule or not newer). */
+  skipped: number
+  /** Announced versions that failed to load. */
+  loadFailures: number
+}
+
+/** A running policy engine. */
+export interface PolicyEngine {
+  readonly ref: ActorRef
+  readonly exposed: Exposed
+  /** The version new requests run on. */
+  version(): number
+  stats(): PolicyEngineStats
+  /** Resolves once the engine runs on `version` or newer. */
+  whenVersion(version: number): Promise<void>
+  stop(): Promise<void>
+}
+
+/** Messages a policy engine accepts on its subject. */
+export const policyAccepts = new MessageRegistry([PolicyGenerate])
+/** Replies of a policy engine. */
+export const policyReplies = new MessageRegistry([PolicyGenerated])
+const weightsAccepts = new MessageRegistry([WeightsPublished])
+
+/** The mutable state of one engine incarnation. */
+interface EngineState {
+  batcher: ContinuousBatcher
+  /** Whether the current weights came from an announcement (or the store) rather than the seed. */
+  announced: boolean
+  /** Newest version accepted so far (loaded or loading). */
+  target: number
+  /** Serialises weight loads. */
+  loading: Promise<void>
+  loaded: number[]
+  skipped: number
+  loadFailures: number
+}
+
+/**
+ * Spawns a policy engine actor and exposes it: `policy.generate` on `Subjects.policyFresh(run)`
+ * (queue group `policy.fresh`, NATS service `triad-policy`) or, when `stale`, on
+ * `Subjects.policyStale(run)` (`policy.stale`, `triad-policy-stale`).
+ *
+ * Requests never wait for each other in the mailbox: the actor runs with `concurrency` and hands
+ * each request to a `ContinuousBatcher`, which shares forward passes among all of them. The engine
+ * subscribes to `weights.published` and swaps weights without dropping requests: a generation in
+ * flight finishes on the weights it started with and reports that version. Every
+ * `metricsIntervalMs` it publishes `metrics.report` with `engine/tokens_per_s`,
+ * `engine/batch_size_mean` and `engine/version` on `Subjects.metrics(run, role)` (role `policy` or
+ * `policy-stale`).
+ *
+ * @throws PolicyEngineConfigError on bad options (bad `staleEvery`, no weight source on a non-NATS
+ *   transport); ConfigError/ShapeError from gpu/ for a bad model config or initial weights.
+ */
+export async function startPolicyEngine(
+  system: ActorSystem,
+  transport: Transport,
+  options: PolicyEngineOptions,
+): Promise<PolicyEngine> {
+  const stale = options.stale ?? false
+  const staleEvery = options.staleEvery ?? 25
+  if (!Number.isInteger(staleEvery) || staleEvery < 1)
+    throw new PolicyEngineConfigError('staleEvery', staleEvery, 'must be a positive integer')
+  fullConfig(options.modelConfig) // throws ConfigError on a bad size, before anything starts
+  const modelName = options.model ?? 'policy'
+  const role = stale ? 'policy-stale' : 'policy'
+  const clock = options.clock ?? systemClock
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
+  const source = options.weightSource ?? (await defaultSource(transport, options.run))
+  let live: EngineState | undefined
+  let versionWaiters: { version: number; resolve: () => void }[] = []
+  const notifyVersion = (version: number) => {
+    const ready = versionWaiters.filter((w) => version >= w.version)
+    versionWaiters = versionWaiters.filter((w) => version < w.version)
+    for (const w of ready) w.resolve()
+  }
+
+  const makeModel = (weights: WeightMap | undefined) =>
+    createTransformer(options.modelConfig, weights ? { weights } : { seed: options.seed ?? 0 })
+
+  /** Whether this engine takes `version` now. */
+  const takes = (state: EngineState, version: number) =>
+    acceptsVersion({ stale, staleEvery, current: state.target, announced: state.announced }, version)
+
+  const swapTo = async (state: EngineState, a: WeightsAnnouncement) => {
+    if (a.version < state.target) return // a newer one was accepted meanwhile
+    let model: Transformer
+    try {
+      model = makeModel(await source.load(a))
+    } catch (err) {
+      state.loadFailures++
+      log(
+        `policy engine ${options.id}: cannot load ${a.model} version ${a.version}: ${(err as Error).message}`,
+      )
+      return
+    }
+    if (state !== live || a.version < state.target) {
+      disposeTransformer(model)
+      return
+    }
+    state.batcher.setModel(model, a.version)
+    state.loaded.push(a.version)
+    notifyVersion(a.version)
+  }
+
+  const behaviour: Behaviour<EngineState> = {
+    init: async () => {
+      let initial: WeightsAnnouncement | undefined
+      if ((options.loadLatest ?? true) && source.latest)
+        initial = await source.latest(modelName, (v) => !stale || v % staleEvery === 0).catch(() => undefined)
+      const weights = initial ? await source.load(initial).catch(() => undefined) : undefined
+      if (!weights) initial = undefined
+      let model: Transformer
+      try {
+        model = makeModel(weights ?? options.weights)
+      } catch (err) {
+        if (!weights) throw err
+        log(
+          `policy engine ${options.id}: stored version ${initial?.version} does not fit: ${(err as Error).message}`,
+        )
+        initial = undefined
+        model = makeModel(options.weights)
+      }
+      const version = initial?.version ?? 0
+      const state: EngineState = {
+        batcher: new ContinuousBatcher(model, {
+          maxBatch: options.maxBatch,
+          version,
+          onModelRetired: (m) => disposeTransformer(m),
+          stepGate: options.stepGate,
+        }),
+        announced: initial !== undefined,
+        target: version,
+        loading: Promise.resolve(),
+        loaded: [version],
+        skipped: 0,
+        loadFailures: 0,
+      }
+      live = state
+      notifyVersion(version)
+      return state
+    },
+    receive: async (state, message) => {
+      if (message.type === WeightsPublished.type) {
+        const a = message.payload as WeightsAnnouncement
+        if (a.model !== modelName || !takes(state, a.version)) {
+          state.skipped++
+          return undefined
+        }
+        state.announced = true
+        state.target = a.version
+        state.loading = state.loading.then(() => swapTo(state, a))
+        await state.loading
+        return undefined
+      }
+      const p = message.payload as PayloadOf<typeof PolicyGenerate>
+      try {
+        const g = await state.batcher.submit(p.prompt, {
+          maxNewTokens: p.max_new_tokens,
+          temperature: p.temperature,
+          topP: p.top_p,
+          stopTokens: p.stop_tokens,
+          seed: p.seed,
+        })
+        return PolicyGenerated.make({
+          tokens: g.tokens as Int32Array<ArrayBuffer>,
+          logprobs: g.logprobs as Float32Array<ArrayBuffer>,
+          version: g.version,
+          finish_reason: g.finishReason,
+          engine: options.id,
+          stale,
+        })
+      } catch (err) {
+        // Bad input is a reply, not a crash (the boundary's schema cannot know the vocabulary).
+        if (err instanceof ShapeError || err instanceof ConfigError)
+          return errorReply({ code: ErrorCode.InvalidMessage, message: err.message })
+        throw err
+      }
+    },
+    stop: async (state) => {
+      const model = state.batcher.model
+      await state.batcher.close()
+      disposeTransformer(model)
+      if (live === state) live = undefined
+    },
+  }
+
+  const name = `${role}-${options.id}`
+  const ref = system.spawn(name, behaviour, { concurrency: options.concurrency ?? 1024 })
+  const weightsSub: Served = transport.subscribe(Subjects.weights(options.run, modelName), {
+    accepts: weightsAccepts,
+    handler: (m: Envelope) => {
+      if (!ref.isStopped()) ref.tell(m)
+    },
+  })
+
+  const stats = (): PolicyEngineStats => {
+    const s = live
+    if (!s)
+      return {
+        submitted: 0,
+        completed: 0,
+        tokens: 0,
+        decodeSteps: 0,
+        batchRows: 0,
+        prefills: 0,
+        active: 0,
+        waiting: 0,
+        version: 0,
+        loaded: [],
+        skipped: 0,
+        loadFailures: 0,
+      }
+    return { ...s.batcher.stats(), loaded: [...s.loaded], skipped: s.skipped, loadFailures: s.loadFailures }
+  }
+
+  const exposed = await exposeActor(transport, ref, {
+    subject: stale ? Subjects.policyStale(options.run) : Subjects.policyFresh(options.run),
+    queue: stale ? QueueGroups.policyStale : QueueGroups.policyFresh,
+    accepts: policyAccepts,
+    service: {
+      name: stale ? 'triad-policy-stale' : 'triad-policy',
+      description: stale
+        ? 'stale policy engine (continuous batching)'
+        : 'policy engine (continuous batching)',
+      metadata: { run: options.run, id: options.id, stale: String(stale), staleEvery: String(staleEvery) },
+      stats: () => {
+        const s = stats()
+        return {
+          tokens_generated: s.tokens,
+          version: s.version,
+          requests_completed: s.completed,
+          active: s.active,
+          waiting: s.waiting,
+          batch_size_mean: s.decodeSteps ? s.batchRows / s.decodeSteps : 0,
+        }
+      },
+    },
+  })
+
+  // Metrics: rates over each interval.
+  let timer: unknown
+  const interval = options.metricsIntervalMs ?? 5_000
+  let last = { time: clock.now(), tokens: 0, steps: 0, rows: 0 }
+  const report = () => {
+    const s = stats()
+    const now = clock.now()
+    const seconds = Math.max(1e-3, (now - last.time) / 1000)
+    const steps = s.decodeSteps - last.steps
+    transport.publish(
+      Subjects.metrics(options.run, role),
+      MetricsReport.make({
+        role,
+        id: options.id,
+        step: s.version,
+        time: Date.now(),
+        values: {
+          'engine/tokens_per_s': (s.tokens - last.tokens) / seconds,
+          'engine/batch_size_mean': steps > 0 ? (s.batchRows - last.rows) / steps : 0,
+          'engine/version': s.version,
+        },
+      }),
+    )
+    last = { time: now, tokens: s.tokens, steps: s.decodeSteps, rows: s.batchRows }
+    timer = clock.setTimeout(report, interval)
+  }
+  if (interval > 0) timer = clock.setTimeout(report, interval)
+
+  return {
+    ref,
+    exposed,
+    version: () => stats().version,
+    stats,
+    whenVersion: (version) =>
+      new Promise<void>((resolve) => {
+        if (live && live.batcher.version >= version) return resolve()
+        versionWaiters.push({ version, resolve })
+      }),
+    stop: async () => {
+      if (timer !== undefined) clock.clearTimeout(timer)
+      timer = undefined
+      await exposed.stop()
+      await weightsSub.stop()
+      await ref.stop()
+    },
+  }
+}
+
+async function defaultSource(transport: Transport, run: string): Promise<WeightSource> {
+  const nc = (transport as { nc?: unknown }).nc
+  if (!nc)
+    throw new PolicyEngineConfigError(
+      'weightSource',
+      undefined,
+      `a ${transport.kind} transport has no object store: pass a weightSource`,
+    )
+  return WeightStore.open(nc as Parameters<typeof WeightStore.open>[0], run)
+}

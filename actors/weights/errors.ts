@@ -1,0 +1,43 @@
+/**
+ * Errors of the weight store (`actors/weights/`). Each class sets `name`, keeps `cause` and carries
+ * the data a caller needs to act on it.
+ */
+
+/** An announced weights object is not (or no longer) in the bucket. */
+export class WeightsNotFoundError extends Error {
+  override name = 'WeightsNotFoundError'
+  /** Object store bucket. */
+  readonly bucket: string
+  /** Object name. */
+  readonly key: string
+  constructor(bucket: string, key: string, options?: { cause?: unknown }) {
+    super(`weights object '${key}' is not in bucket '${bucket}' (pruned or never written)`, options)
+    this.bucket = bucket
+    this.key = key
+  }
+}
+
+/** A weights object that cannot be decoded (not safetensors, or a non-float tensor). */
+export class WeightsFormatError extends Error {
+  override name = 'WeightsFormatError'
+  readonly bucket: string
+  readonly key: string
+  constructor(bucket: string, key: string, message: string, options?: { cause?: unknown }) {
+    super(`weights object '${key}' in bucket '${bucket}': ${message}`, options)
+    this.bucket = bucket
+    this.key = key
+  }
+}
+
+/** Bad arguments to the weight store (an invalid model name, version or `keep`). */
+export class WeightStoreConfigError extends Error {
+  override name = 'WeightStoreConfigError'
+  /** The offending field. */
+  readonly field: string
+  readonly value: unknown
+  constructor(field: string, value: unknown, message: string) {
+    super(`${field}=${JSON.stringify(value)}: ${message}`)
+    this.field = field
+    this.value = value
+  }
+}
