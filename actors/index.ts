@@ -1,5 +1,6 @@
 export * from './diagnostics/index.ts'
 export * from './env-adapter/index.ts'
+export * from './environment/index.ts'
 export * from './launcher/index.ts'
 export * from './pipeline/index.ts'
 export * from './policy/index.ts'

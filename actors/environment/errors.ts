@@ -1,0 +1,87 @@
+import type { SessionStatus } from '../../protocols/index.ts'
+import { ErrorCode, ProtocolError } from '../../protocols/index.ts'
+
+/**
+ * Errors of the environment layer. Each is a `ProtocolError`, so an actor answers it as an
+ * `error` reply with its `code`; the classes carry the data a caller needs.
+ */
+
+/** `env.start` named a task that no registry holds. */
+export class UnknownTaskError extends ProtocolError {
+  override name = 'UnknownTaskError'
+  readonly task: string
+  readonly known: readonly string[]
+  constructor(task: string, known: readonly string[]) {
+    super(ErrorCode.NotFound, `unknown task '${task}'; valid tasks: ${known.join(', ') || '(none)'}`, {
+      details: { task, known },
+    })
+    this.task = task
+    this.known = known
+  }
+}
+
+/** `interact` or `cancel` named a session this worker does not hold (never started, or expired). */
+export class UnknownSessionError extends ProtocolError {
+  override name = 'UnknownSessionError'
+  readonly session: string
+  constructor(session: string) {
+    super(ErrorCode.NotFound, `unknown session '${session}' (never started here, or expired)`, {
+      details: { session },
+    })
+    this.session = session
+  }
+}
+
+/** `interact` on a session that has already ended. */
+export class SessionEndedError extends ProtocolError {
+  override name = 'SessionEndedError'
+  readonly session: string
+  readonly status: SessionStatus
+  constructor(session: string, status: SessionStatus) {
+    super(
+      ErrorCode.Unavailable,
+      `session '${session}' already ended with status '${status}'; start a new one`,
+      {
+        details: { session, status },
+      },
+    )
+    this.session = session
+    this.status = status
+  }
+}
+
+/** A difficulty outside the task's levels. */
+export class DifficultyError extends ProtocolError {
+  override name = 'DifficultyError'
+  readonly task: string
+  readonly difficulty: number
+  constructor(task: string, difficulty: number, min: number, max: number) {
+    super(ErrorCode.InvalidMessage, `difficulty ${difficulty} is outside ${min}..${max} for task '${task}'`, {
+      details: { task, difficulty, min, max },
+    })
+    this.task = task
+    this.difficulty = difficulty
+  }
+}
+
+/** The worker holds as many sessions as its capacity allows, or is draining. */
+export class WorkerUnavailableError extends ProtocolError {
+  override name = 'WorkerUnavailableError'
+  readonly worker: string
+  constructor(worker: string, reason: string) {
+    super(ErrorCode.Unavailable, `env worker '${worker}' takes no new sessions: ${reason}`, {
+      details: { worker, reason },
+    })
+    this.worker = worker
+  }
+}
+
+/** A task could not produce an instance of the requested split (its generator is too narrow). */
+export class InstanceError extends ProtocolError {
+  override name = 'InstanceError'
+  readonly task: string
+  constructor(task: string, message: string, cause?: unknown) {
+    super(ErrorCode.HandlerFailed, `task '${task}': ${message}`, { cause, details: { task } })
+    this.task = task
+  }
+}

@@ -1,0 +1,13 @@
+/** The environment layer: the task interface, sessions, built-in tasks and their experts. */
+export * from './deliberate-turn.ts'
+export * from './errors.ts'
+export * from './instance.ts'
+export * from './play.ts'
+export * from './registry.ts'
+export * from './rng.ts'
+export * from './session.ts'
+export * from './session-host.ts'
+export * from './task.ts'
+export * from './tasks/index.ts'
+export * from './tasks.ts'
+export * from './tool-args.ts'

@@ -1,0 +1,10 @@
+/** The built-in tasks. */
+export * from './arithmetic.ts'
+export * from './calc.ts'
+export * from './calc-expert.ts'
+export * from './maze.ts'
+export * from './maze-expert.ts'
+export { DIRECTIONS, distances, isOpen, view } from './maze-grid.ts'
+export * from './sql.ts'
+export * from './sql-expert.ts'
+export * from './sql-pool.ts'
