@@ -2,12 +2,12 @@ import type { ChatMessage, Millis, ToolMessage } from '../../protocols/index.ts'
 import { SessionStatus } from '../../protocols/index.ts'
 import { SessionEndedError } from './errors.ts'
 import type { ResolvedInstance } from './instance.ts'
-import type { AnyTask, Episode } from './task.ts'
+import type { AnyTask, TaskEpisode } from './task.ts'
 import type { ToolArgsValidator } from './tool-args.ts'
 
 /**
  * One episode of a task behind the function-call API: applies the policy's assistant messages
- * (with `tool_calls`) to the task's `Episode` and decides the status of every step. Everything
+ * (with `tool_calls`) to the task's `TaskEpisode` and decides the status of every step. Everything
  * the policy can get wrong becomes a status and a tool message that says what was wrong, never an
  * exception: a message that is not an assistant message or has no tool call, an unknown tool,
  * arguments that are not JSON or break the tool's schema (all `invalid_action`), too many turns
@@ -57,7 +57,7 @@ export class Session {
     readonly id: string,
     readonly task: AnyTask,
     readonly resolved: ResolvedInstance,
-    private readonly episode: Episode,
+    private readonly episode: TaskEpisode,
     private readonly validator: ToolArgsValidator,
     now: Millis,
   ) {

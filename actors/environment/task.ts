@@ -4,7 +4,7 @@ import type { Rng } from './rng.ts'
 /**
  * How to write a task (an environment) for triad. A task is a read-only definition: its tools as
  * OpenAI schemas, its limits, an instance generator with integer difficulty levels, and `open`,
- * which makes an `Episode` of one instance. The session layer (`session.ts`) does everything that
+ * which makes an `TaskEpisode` of one instance. The session layer (`session.ts`) does everything that
  * is the same for all tasks: JSON parsing and schema validation of tool arguments, unknown tools,
  * turn and context limits, statuses, rewards at the end.
  */
@@ -50,7 +50,7 @@ export interface ToolOutcome {
 }
 
 /** One running episode of a task instance. Made by `Task.open`; closed by the session. */
-export interface Episode {
+export interface TaskEpisode {
   /** The first messages (system and user) shown to the policy. */
   readonly messages: ChatMessage[]
   /**
@@ -98,7 +98,7 @@ export interface Task<I = unknown> {
    *  instance whose key hashes into the eval share is never produced for train). */
   key(instance: I): string
   /** Starts an episode of an instance. */
-  open(instance: I): Episode | Promise<Episode>
+  open(instance: I): TaskEpisode | Promise<TaskEpisode>
   /** A scripted expert for an instance: it may read the instance (privileged), but acts only
    *  through the tools, so the trajectory it writes is real. */
   expert(instance: I, options: ExpertOptions): Policy

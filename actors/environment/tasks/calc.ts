@@ -1,5 +1,5 @@
 import type { Rng } from '../rng.ts'
-import type { Episode, ExpertOptions, Policy, Task, ToolOutcome } from '../task.ts'
+import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { ArithmeticError, evaluate, formatNumber } from './arithmetic.ts'
 import { calcExpert } from './calc-expert.ts'
 
@@ -121,7 +121,7 @@ export const calc: Task<CalcInstance> = {
   difficulty: { min: 1, max: LEVELS.length, default: 1 },
   generate: generateCalc,
   key: (i) => i.question,
-  open(instance): Episode {
+  open(instance): TaskEpisode {
     const useful = new Set(instance.values)
     return {
       messages: [

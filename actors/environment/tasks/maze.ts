@@ -1,5 +1,5 @@
 import type { Rng } from '../rng.ts'
-import type { Episode, ExpertOptions, Policy, Task, ToolOutcome } from '../task.ts'
+import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { mazeExpert } from './maze-expert.ts'
 import { DIRECTIONS, type Direction, distances, isOpen, type MazeInstance, view } from './maze-grid.ts'
 
@@ -74,7 +74,7 @@ export const maze: Task<MazeInstance> = {
   difficulty: { min: 1, max: LEVELS.length, default: 1 },
   generate: generateMaze,
   key: (m) => `${m.rows.join('/')}|${m.start}|${m.goal}`,
-  open(m): Episode {
+  open(m): TaskEpisode {
     const dist = distances(m, m.goal)
     let [x, y] = m.start
     let moves = 0

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import type { Millis } from '../../../protocols/index.ts'
 import type { Rng } from '../rng.ts'
-import type { Episode, ExpertOptions, Policy, Task, ToolOutcome } from '../task.ts'
+import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { sqlExpert } from './sql-expert.ts'
 import { SqlPool, type SqlResult } from './sql-pool.ts'
 
@@ -274,7 +274,7 @@ export function createSqlTask(options: SqlTaskOptions = {}): Task<SqlInstance> &
     generate: generateSql,
     key: (i) => `${i.question}|${i.people.map((p) => `${p.name}${p.dept_id}${p.salary}${p.hired}`).join()}`,
     pool: getPool,
-    async open(instance): Promise<Episode> {
+    async open(instance): Promise<TaskEpisode> {
       const db = `db${++episodes}`
       await getPool().open(db, buildDatabase(instance))
       return {
