@@ -27,6 +27,8 @@ export interface RoleHandle {
 export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = {
   echo: async ({ system, transport, run, id }) => startEcho(system, transport, run, id),
   sandbox: async (ctx) => (await import('./sandbox.ts')).startSandboxRole(ctx),
+  policy: async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, false),
+  'policy-stale': async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, true),
 }
 
 /**

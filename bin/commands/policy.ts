@@ -1,0 +1,48 @@
+import { type ActorSystem, type NatsTransport, startPolicyEngine } from '../../actors/index.ts'
+import { chooseBackend, Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
+import { CliError } from '../errors.ts'
+
+/** Model size of a policy worker when neither the caller nor `TRIAD_POLICY_CONFIG` gives one. */
+export const defaultPolicyConfig = (): TransformerConfig => ({
+  layers: 2,
+  width: 128,
+  heads: 4,
+  contextLength: 1024,
+  vocabSize: new Tokenizer().vocabSize,
+})
+
+/**
+ * `triad worker --role policy|policy-stale`: one fresh or stale policy engine. The model size comes
+ * from `options.modelConfig`, else the JSON in `TRIAD_POLICY_CONFIG`, else `defaultPolicyConfig`;
+ * stale engines take `staleEvery` from `options.staleEvery` or `TRIAD_STALE_EVERY` (default 25).
+ * @throws CliError when `TRIAD_POLICY_CONFIG` is not JSON.
+ */
+export async function startPolicyRole(
+  ctx: {
+    system: ActorSystem
+    transport: NatsTransport
+    run: string
+    id: string
+    options: Record<string, unknown>
+  },
+  stale: boolean,
+) {
+  await chooseBackend()
+  let modelConfig = ctx.options['modelConfig'] as TransformerConfig | undefined
+  const fromEnv = process.env['TRIAD_POLICY_CONFIG']
+  if (!modelConfig && fromEnv) {
+    try {
+      modelConfig = JSON.parse(fromEnv) as TransformerConfig
+    } catch (err) {
+      throw new CliError(`TRIAD_POLICY_CONFIG is not JSON: ${(err as Error).message}`, { cause: err })
+    }
+  }
+  const staleEvery = Number(ctx.options['staleEvery'] ?? process.env['TRIAD_STALE_EVERY'] ?? 25)
+  return startPolicyEngine(ctx.system, ctx.transport, {
+    run: ctx.run,
+    id: ctx.id,
+    stale,
+    staleEvery,
+    modelConfig: modelConfig ?? defaultPolicyConfig(),
+  })
+}
