@@ -1,26 +1,40 @@
 import { hostname } from 'node:os'
-import { PassThrough } from 'node:stream'
+import { PassThrough, type Writable } from 'node:stream'
 import Docker from 'dockerode'
 import type { RunCodeRequest } from '../protocols/index.ts'
 import { BackendKind, type BackendStats, type SandboxBackend } from './backend.ts'
 import { BackendError, SandboxImageError } from './errors.ts'
 import { BINDS_LABEL, DEFAULT_IMAGE, LAYOUT_LABEL, LAYOUT_VERSION, SANDBOX_UID } from './image.ts'
 import type { SandboxLimits } from './limits.ts'
+import { RunnerChannel } from './runner-channel.ts'
 import {
   makeJob,
   memoryOf,
   parseRunnerOutput,
   RUNNER_ARGV,
+  type RunnerJob,
   type RunnerResult,
   WORKDIR,
 } from './runner-job.ts'
-import { SlotQueue } from './slot-queue.ts'
+import { WarmPool, type WarmSandbox } from './warm-pool.ts'
+
+/** How a job reaches the runner in a warm container. Closed set. */
+export const DockerMode = {
+  /** The container's main process is a long-lived runner; jobs go over its attached stdin and
+   *  stdout, so a job costs no docker API call (the fast path). */
+  Attach: 'attach',
+  /** The container idles (`sleep infinity`); each job is one `docker exec` of the runner. */
+  Exec: 'exec',
+} as const
+export type DockerMode = (typeof DockerMode)[keyof typeof DockerMode]
 
 /** Options of the docker backend. */
 export interface DockerBackendOptions {
   limits: SandboxLimits
   /** Image built by `triad sandbox image build` (default `triad-sandbox:latest`). */
   image?: string
+  /** `attach` (default) or `exec`; see `DockerMode`. */
+  mode?: DockerMode
   /** Docker client (default: the local daemon's socket). */
   docker?: Docker
   /** Where warnings go (default stderr). */
@@ -32,44 +46,48 @@ const OWNER_LABEL = 'triad.sandbox.owner'
 /** Extra seconds past a job's own limits before the server kills the container. */
 const HOST_GRACE_S = 10
 
-/** One warm container. `memoryMB` is its current cgroup limit; `runs` the jobs it served. */
-interface PoolContainer {
+/** One warm container. `memoryMB` is its current cgroup limit; `channel` its runner (attach mode). */
+interface PoolContainer extends WarmSandbox {
   container: Docker.Container
-  id: string
   memoryMB: number
-  runs: number
+  channel?: RunnerChannel
 }
 
 /**
- * Runs jobs in a pool of warm docker containers, one `docker exec` of the runner per job.
- * Each container: no network (`NetworkMode: none`), read-only root, tmpfs /work and /tmp, the
- * host's /usr bind-mounted read-only, memory (no swap), pids and CPU limits, all capabilities
- * dropped but SETUID/SETGID/KILL (for the root runner and the idle keeper; the code runs as uid
- * 10001, which can neither signal nor trace them),
- * `no-new-privileges`. A container is replaced after `recycleAfter` jobs or after any breach (time
- * limit, output limit, death by a signal, leftover processes or files, runner failure); the
- * replacement is made in the background, so the answer never waits for it.
+ * Runs jobs in a pool of warm docker containers (`WarmPool`). Each container: no network
+ * (`NetworkMode: none`), read-only root, tmpfs /work and /tmp, the host's /usr bind-mounted
+ * read-only, memory (no swap), pids and CPU limits, every capability dropped but SETUID/SETGID/KILL
+ * (held by the root runner only; the code runs as uid 10001, which can neither signal nor trace
+ * it), `no-new-privileges`. After each job the runner kills every process of the job and wipes
+ * /work, /tmp and /dev/shm. A container is replaced after `recycleAfter` jobs or after any breach
+ * (time limit, output limit, death by a signal, leftover processes or files, runner failure).
  */
 export class DockerBackend implements SandboxBackend {
   readonly kind = BackendKind.Docker
   readonly isolation = 'docker'
+  readonly mode: DockerMode
   private readonly limits: SandboxLimits
   private readonly image: string
   private readonly docker: Docker
   private readonly warn: (message: string) => void
   private readonly owner = `${hostname()}:${process.pid}`
   private binds: string[] = []
-  private queue: SlotQueue<PoolContainer> | undefined
-  private readonly all = new Set<PoolContainer>()
-  private done = 0
-  private recycled = 0
-  private closed = false
+  private readonly pool: WarmPool<PoolContainer>
 
   constructor(o: DockerBackendOptions) {
     this.limits = o.limits
     this.image = o.image ?? DEFAULT_IMAGE
+    this.mode = o.mode ?? DockerMode.Attach
     this.docker = o.docker ?? new Docker()
     this.warn = o.warn ?? ((m) => process.stderr.write(`${m}\n`))
+    this.pool = new WarmPool<PoolContainer>({
+      size: o.limits.concurrency,
+      maxQueue: o.limits.maxQueue,
+      recycleAfter: o.limits.recycleAfter,
+      create: () => this.create(),
+      destroy: (s) => s.container.remove({ force: true }).then(() => {}),
+      warn: this.warn,
+    })
   }
 
   /**
@@ -94,21 +112,15 @@ export class DockerBackend implements SandboxBackend {
       throw new SandboxImageError(this.image, `layout ${labels[LAYOUT_LABEL]} is not ${LAYOUT_VERSION}`)
     this.binds = (labels[BINDS_LABEL] ?? '').split(',').filter((b) => b !== '')
     await this.removeOrphans()
-    const slots = await Promise.all(Array.from({ length: this.limits.concurrency }, () => this.create()))
-    this.queue = new SlotQueue(slots, this.limits.maxQueue)
+    await this.pool.start()
   }
 
   stats(): BackendStats {
-    return {
-      running: this.queue?.running ?? 0,
-      queued: this.queue?.queued ?? 0,
-      done: this.done,
-      recycled: this.recycled,
-    }
+    const p = this.pool
+    return { running: p.running, queued: p.queued, done: p.done, recycled: p.recycled }
   }
 
   async execute(request: RunCodeRequest): Promise<RunnerResult> {
-    if (!this.queue || this.closed) return { error: 'docker backend is not started' }
     const job = makeJob(request, this.limits, {
       uid: SANDBOX_UID,
       gid: SANDBOX_UID,
@@ -116,29 +128,28 @@ export class DockerBackend implements SandboxBackend {
       killMode: 'all',
     })
     const memoryMB = memoryOf(request, this.limits)
-    const slot = await this.queue.acquire()
-    let result: RunnerResult
-    try {
+    const deadlineMs = (job.compile_timeout + job.run_timeout + HOST_GRACE_S) * 1000
+    return this.pool.use(async (slot) => {
       if (slot.memoryMB !== memoryMB) {
         const bytes = memoryMB * 2 ** 20
         await slot.container.update({ Memory: bytes, MemorySwap: bytes })
         slot.memoryMB = memoryMB
       }
-      const deadlineMs = (job.compile_timeout + job.run_timeout + HOST_GRACE_S) * 1000
-      result = await this.exec(slot, JSON.stringify(job), deadlineMs)
-    } catch (err) {
-      result = { error: `docker backend: ${(err as Error).message}` }
-    }
-    slot.runs++
-    this.done++
-    const breach = 'error' in result || result.breaches.length > 0
-    if (breach || slot.runs >= this.limits.recycleAfter) void this.recycle(slot)
-    else this.queue.release(slot)
-    return result
+      if (slot.channel) {
+        const r = await slot.channel.run(job, deadlineMs)
+        slot.alive = slot.channel.alive
+        return r
+      }
+      return await this.exec(slot, job, deadlineMs)
+    })
   }
 
-  /** Runs the runner in `slot` with `input` on stdin; kills the container past `deadlineMs`. */
-  private async exec(slot: PoolContainer, input: string, deadlineMs: number): Promise<RunnerResult> {
+  private get maxOut(): number {
+    return 4 * this.limits.outputBytes + 2 * this.limits.fetchBytes + (1 << 20)
+  }
+
+  /** Exec mode: one `docker exec` of the runner; kills the container past `deadlineMs`. */
+  private async exec(slot: PoolContainer, job: RunnerJob, deadlineMs: number): Promise<RunnerResult> {
     const exec = await slot.container.exec({
       Cmd: [...RUNNER_ARGV],
       User: '0:0',
@@ -150,7 +161,7 @@ export class DockerBackend implements SandboxBackend {
       Tty: false,
     })
     const stream = await exec.start({ hijack: true, stdin: true })
-    const maxOut = 4 * this.limits.outputBytes + 2 * this.limits.fetchBytes + (1 << 20)
+    const maxOut = this.maxOut
     return await new Promise<RunnerResult>((resolve) => {
       const out: Buffer[] = []
       const err: Buffer[] = []
@@ -161,6 +172,7 @@ export class DockerBackend implements SandboxBackend {
       const stderr = new PassThrough()
       const fail = (why: string) => {
         failure ??= why
+        slot.alive = false
         void slot.container.kill().catch(() => {})
         stream.destroy()
       }
@@ -191,24 +203,31 @@ export class DockerBackend implements SandboxBackend {
         failure ??= `exec stream failed: ${e.message}`
         finish()
       })
-      stream.write(input)
+      stream.write(JSON.stringify(job))
       ;(stream as unknown as { end(): void }).end()
     })
   }
 
-  /** Creates and starts one warm container. */
+  /** Creates and starts one warm container (attach mode: with its runner's channel). */
   private async create(): Promise<PoolContainer> {
     const tmpfs = `rw,exec,nosuid,nodev,size=${this.limits.workdirBytes},mode=1777`
     const memory = this.limits.memoryMB * 2 ** 20
+    const attach = this.mode === DockerMode.Attach
     const container = await this.docker.createContainer({
       Image: this.image,
-      Cmd: ['/usr/bin/sleep', 'infinity'],
-      // The idle keeper and the runner are uid 0 with only SETUID/SETGID/KILL (docker gives a
-      // non-root container's execs no capabilities at all); the code itself runs as SANDBOX_UID.
+      Cmd: attach ? [...RUNNER_ARGV, 'serve'] : ['/usr/bin/sleep', 'infinity'],
+      // The runner (and in exec mode the idle keeper) is uid 0 with only SETUID/SETGID/KILL: docker
+      // gives the execs of a non-root container no capabilities at all. The code runs as SANDBOX_UID.
       User: '0:0',
       WorkingDir: WORKDIR,
       Env: [],
       NetworkDisabled: true,
+      OpenStdin: attach,
+      StdinOnce: false,
+      AttachStdin: attach,
+      AttachStdout: attach,
+      AttachStderr: attach,
+      Tty: false,
       Labels: { [OWNER_LABEL]: this.owner },
       HostConfig: {
         NetworkMode: 'none',
@@ -228,31 +247,36 @@ export class DockerBackend implements SandboxBackend {
         Ulimits: [{ Name: 'nofile', Soft: this.limits.openFiles, Hard: this.limits.openFiles }],
       },
     })
-    await container.start()
-    const slot: PoolContainer = { container, id: container.id, memoryMB: this.limits.memoryMB, runs: 0 }
-    this.all.add(slot)
-    return slot
-  }
-
-  /** Replaces `slot` by a fresh container in the background; retries while docker fails. */
-  private async recycle(slot: PoolContainer): Promise<void> {
-    this.recycled++
-    this.all.delete(slot)
-    void slot.container.remove({ force: true }).catch(() => {})
-    for (let attempt = 0; !this.closed; attempt++) {
-      try {
-        const fresh = await this.create()
-        if (this.closed) {
-          await fresh.container.remove({ force: true }).catch(() => {})
-          return
-        }
-        this.queue!.release(fresh)
-        return
-      } catch (err) {
-        this.warn(`triad sandbox: cannot start a replacement container: ${(err as Error).message}`)
-        await new Promise((r) => setTimeout(r, Math.min(500 * 2 ** attempt, 10_000)))
+    const slot: PoolContainer = { container, memoryMB: this.limits.memoryMB, runs: 0, alive: true }
+    try {
+      if (attach) {
+        const stream = await container.attach({
+          stream: true,
+          stdin: true,
+          stdout: true,
+          stderr: true,
+          hijack: true,
+        })
+        const stdout = new PassThrough()
+        const stderr = new PassThrough()
+        this.docker.modem.demuxStream(stream, stdout, stderr)
+        stream.on('end', () => stdout.end())
+        stream.on('close', () => stdout.end())
+        stream.on('error', () => stdout.end())
+        slot.channel = new RunnerChannel({
+          input: stream as unknown as Writable,
+          output: stdout,
+          stderr,
+          maxLineBytes: this.maxOut,
+          kill: () => void container.kill().catch(() => {}),
+        })
       }
+      await container.start()
+    } catch (err) {
+      await container.remove({ force: true }).catch(() => {})
+      throw err
     }
+    return slot
   }
 
   /** Removes pool containers whose owner server is gone (same host, pid not alive). */
@@ -277,8 +301,6 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async close(): Promise<void> {
-    this.closed = true
-    await Promise.all([...this.all].map((s) => s.container.remove({ force: true }).catch(() => {})))
-    this.all.clear()
+    await this.pool.close()
   }
 }

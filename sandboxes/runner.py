@@ -9,7 +9,7 @@
 #   result: {compile, run, files, breaches: [..], notes: [..]}  or  {error: "..."}
 # Each command result is {status, execution_time, return_code, stdout, stderr} as SandboxFusion's.
 # Standard library only; started as `python3 -I -S -c <this file>`.
-import base64
+import binascii
 import ctypes
 import json
 import os
@@ -92,7 +92,7 @@ def setup(job):
             path = safe_path(wd, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, 'wb') as f:
-                f.write(base64.b64decode(b64 or ''))
+                f.write(binascii.a2b_base64(b64 or ''))
         with open(os.path.join(wd, job['source']), 'w', encoding='utf-8') as f:
             f.write(job['code'])
         return True
@@ -121,7 +121,7 @@ def fetch(job):
                     continue
                 data = os.read(fd, st.st_size + 1)
                 budget -= len(data)
-                out[rel] = base64.b64encode(data).decode()
+                out[rel] = binascii.b2a_base64(data, newline=False).decode()
             finally:
                 os.close(fd)
         return {'files': out, 'notes': notes}
@@ -344,9 +344,8 @@ def run_command(job, argv, timeout, stdin_text, breaches):
     }
 
 
-def main():
+def main(job):
     global KILL_MODE, JOB_UID
-    job = json.loads(sys.stdin.buffer.read())
     KILL_MODE = job.get('kill_mode', 'all')
     JOB_UID = job['uid']
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -384,10 +383,33 @@ def main():
     return result
 
 
-if __name__ == '__main__':
+def answer(job):
     try:
-        res = main()
+        return main(job)
     except BaseException as e:  # noqa: BLE001 - reported to the host as a sandbox error
-        res = {'error': '%s: %s' % (type(e).__name__, e)}
-    sys.stdout.write(json.dumps(res))
-    sys.stdout.flush()
+        return {'error': '%s: %s' % (type(e).__name__, e)}
+
+
+def serve():
+    """Warm mode: one JSON job per line on stdin, one JSON result per line on stdout, until EOF."""
+    out = sys.stdout
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            return
+        try:
+            job = json.loads(line)
+        except ValueError as e:
+            res = {'error': 'bad job line: %s' % e}
+        else:
+            res = answer(job)
+        out.write(json.dumps(res) + '\n')
+        out.flush()
+
+
+if __name__ == '__main__':
+    if sys.argv[1:] == ['serve']:
+        serve()
+    else:
+        sys.stdout.write(json.dumps(answer(json.loads(sys.stdin.buffer.read()))))
+        sys.stdout.flush()

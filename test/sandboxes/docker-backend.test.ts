@@ -7,6 +7,7 @@ import {
   buildSandboxServer,
   DEFAULT_LIMITS,
   DockerBackend,
+  DockerMode,
   SANDBOX_UID,
   SandboxImageError,
 } from '../../sandboxes/index.ts'
@@ -28,82 +29,93 @@ const limits = {
   outputBytes: 1 << 20,
   recycleAfter: 50,
 }
-let app: FastifyInstance
-let backend: DockerBackend
-let url = ''
-const target: SuiteTarget = { url: () => url, uids: () => [SANDBOX_UID], outputBytes: limits.outputBytes }
+let built: Promise<unknown> | undefined
 
-describe('sandboxes/docker-backend', { skip: noDocker }, () => {
-  before(async () => {
-    await buildSandboxImage({ image: IMAGE, docker })
-    backend = new DockerBackend({ limits, image: IMAGE, docker })
-    await backend.start()
-    app = buildSandboxServer({ backend })
-    url = await app.listen({ port: 0, host: '127.0.0.1' })
-  })
+for (const mode of [DockerMode.Attach, DockerMode.Exec]) suite(mode)
 
-  after(async () => {
-    await app?.close()
-    await backend?.close()
-  })
+function suite(mode: DockerMode): void {
+  let app: FastifyInstance
+  let backend: DockerBackend
+  let url = ''
+  const target: SuiteTarget = { url: () => url, uids: () => [SANDBOX_UID], outputBytes: limits.outputBytes }
+  const area = `docker backend (${mode})`
 
-  it('docker backend - a missing image is a SandboxImageError that says how to build it', async () => {
-    const b = new DockerBackend({ limits, image: 'triad-sandbox:does-not-exist', docker })
-    await assert.rejects(
-      b.start(),
-      (e: unknown) => e instanceof SandboxImageError && /triad sandbox image build/.test(e.message),
-    )
-  })
-
-  it('docker backend - containers have no network, a read-only root and the limits asked for', async () => {
-    const list = await docker.listContainers({ filters: { label: ['triad.sandbox.owner'] } })
-    const mine = list.filter((c) => c.Image === IMAGE)
-    assert.ok(mine.length >= 1)
-    const info = await docker.getContainer(mine[0]!.Id).inspect()
-    assert.equal(info.HostConfig.NetworkMode, 'none')
-    assert.equal(info.HostConfig.ReadonlyRootfs, true)
-    assert.equal(info.HostConfig.PidsLimit, 64)
-    assert.deepEqual(info.HostConfig.CapDrop, ['ALL'])
-    assert.ok(info.HostConfig.SecurityOpt?.includes('no-new-privileges'))
-  })
-
-  it('docker backend - python, bash, nodejs and cpp run as the sandbox user; files go in and come back', async () => {
-    const py = await post(url, {
-      code: 'import os, sys\nopen("out.txt", "w").write(open("in/a.txt").read() + sys.stdin.read())\nprint(os.getuid())',
-      language: 'python',
-      stdin: '!',
-      files: { 'in/a.txt': Buffer.from('hi').toString('base64') },
-      fetch_files: ['out.txt'],
+  describe(`sandboxes/docker-backend ${mode} mode`, { skip: noDocker }, () => {
+    before(async () => {
+      built ??= buildSandboxImage({ image: IMAGE, docker })
+      await built
+      backend = new DockerBackend({ limits, image: IMAGE, docker, mode })
+      await backend.start()
+      app = buildSandboxServer({ backend })
+      url = await app.listen({ port: 0, host: '127.0.0.1' })
     })
-    assert.equal(py.body.status, 'Success', JSON.stringify(py.body))
-    assert.equal(py.body.run_result?.stdout, `${SANDBOX_UID}\n`)
-    assert.deepEqual(py.body.files, { 'out.txt': Buffer.from('hi!').toString('base64') })
-    const sh = await post(url, { code: 'ls /work; ls /sys/class/net', language: 'bash' })
-    assert.equal(sh.body.run_result?.stdout, 'main.sh\nlo\n', 'a fresh work dir, and no network but lo')
-    const js = await post(url, { code: 'console.log(6 * 7)', language: 'nodejs' })
-    assert.equal(js.body.run_result?.stdout, '42\n')
-    const cpp = await post(url, { code: '#include <cstdio>\nint main(){std::puts("c++");}', language: 'cpp' })
-    assert.equal(cpp.body.status, 'Success', JSON.stringify(cpp.body))
-    assert.equal(cpp.body.run_result?.stdout, 'c++\n')
-  })
 
-  it('docker backend - files left by one job are gone for the next', async () => {
-    await post(url, {
-      code: 'open("/tmp/left", "w").write("x"); open("left", "w").write("x")',
-      language: 'python',
+    after(async () => {
+      await app?.close()
+      await backend?.close()
     })
-    await post(url, {
-      code: 'open("/tmp/left", "w").write("x"); open("left", "w").write("x")',
-      language: 'python',
+
+    it(`${area} - a missing image is a SandboxImageError that says how to build it`, async () => {
+      const b = new DockerBackend({ limits, image: 'triad-sandbox:does-not-exist', docker })
+      await assert.rejects(
+        b.start(),
+        (e: unknown) => e instanceof SandboxImageError && /triad sandbox image build/.test(e.message),
+      )
     })
-    const r = await post(url, { code: 'ls -A /tmp /work', language: 'bash' })
-    assert.equal(r.body.run_result?.stdout, '/tmp:\n\n/work:\nmain.sh\n')
-  })
 
-  hostileCases('docker backend', target)
-  badRequestCases('docker backend', target)
+    it(`${area} - containers have no network, a read-only root and the limits asked for`, async () => {
+      const list = await docker.listContainers({ filters: { label: ['triad.sandbox.owner'] } })
+      const mine = list.filter((c) => c.Image === IMAGE)
+      assert.ok(mine.length >= 1)
+      const info = await docker.getContainer(mine[0]!.Id).inspect()
+      assert.equal(info.HostConfig.NetworkMode, 'none')
+      assert.equal(info.HostConfig.ReadonlyRootfs, true)
+      assert.equal(info.HostConfig.PidsLimit, 64)
+      assert.deepEqual(info.HostConfig.CapDrop, ['ALL'])
+      assert.ok(info.HostConfig.SecurityOpt?.includes('no-new-privileges'))
+    })
 
-  it('docker backend - breaches recycled their containers', () => {
-    assert.ok(backend.stats().recycled >= 5, JSON.stringify(backend.stats()))
+    it(`${area} - python, bash, nodejs and cpp run as the sandbox user; files go in and come back`, async () => {
+      const py = await post(url, {
+        code: 'import os, sys\nopen("out.txt", "w").write(open("in/a.txt").read() + sys.stdin.read())\nprint(os.getuid())',
+        language: 'python',
+        stdin: '!',
+        files: { 'in/a.txt': Buffer.from('hi').toString('base64') },
+        fetch_files: ['out.txt'],
+      })
+      assert.equal(py.body.status, 'Success', JSON.stringify(py.body))
+      assert.equal(py.body.run_result?.stdout, `${SANDBOX_UID}\n`)
+      assert.deepEqual(py.body.files, { 'out.txt': Buffer.from('hi!').toString('base64') })
+      const sh = await post(url, { code: 'ls /work; ls /sys/class/net', language: 'bash' })
+      assert.equal(sh.body.run_result?.stdout, 'main.sh\nlo\n', 'a fresh work dir, and no network but lo')
+      const js = await post(url, { code: 'console.log(6 * 7)', language: 'nodejs' })
+      assert.equal(js.body.run_result?.stdout, '42\n')
+      const cpp = await post(url, {
+        code: '#include <cstdio>\nint main(){std::puts("c++");}',
+        language: 'cpp',
+      })
+      assert.equal(cpp.body.status, 'Success', JSON.stringify(cpp.body))
+      assert.equal(cpp.body.run_result?.stdout, 'c++\n')
+    })
+
+    it(`${area} - files left by one job are gone for the next`, async () => {
+      await post(url, {
+        code: 'open("/tmp/left", "w").write("x"); open("left", "w").write("x")',
+        language: 'python',
+      })
+      await post(url, {
+        code: 'open("/tmp/left", "w").write("x"); open("left", "w").write("x")',
+        language: 'python',
+      })
+      const r = await post(url, { code: 'ls -A /tmp /work', language: 'bash' })
+      assert.equal(r.body.run_result?.stdout, '/tmp:\n\n/work:\nmain.sh\n')
+    })
+
+    hostileCases(area, target)
+    badRequestCases(area, target)
+
+    it(`${area} - breaches recycled their containers`, () => {
+      assert.ok(backend.stats().recycled >= 5, JSON.stringify(backend.stats()))
+    })
   })
-})
+}

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { buildSandboxServer, DEFAULT_LIMITS, LocalBackend } from '../../sandboxes/index.ts'
-import { badRequestCases, hostileCases, post, SECRET, type SuiteTarget } from './hostile-suite.ts'
+import { buildSandboxServer, DEFAULT_LIMITS, LocalBackend, runCode } from '../../sandboxes/index.ts'
+import {
+  badRequestCases,
+  hostileCases,
+  post,
+  SECRET,
+  type SuiteTarget,
+  strayProcesses,
+} from './hostile-suite.ts'
 
 process.env['TRIAD_SANDBOX_TEST_SECRET'] = SECRET
 const limits = { ...DEFAULT_LIMITS, concurrency: 2, memoryMB: 256, pids: 64, outputBytes: 1 << 20 }
@@ -75,6 +82,35 @@ describe('sandboxes/local-backend', () => {
     const [uid, ...nets] = (r.body.run_result?.stdout ?? '').trim().split(/\s+/)
     assert.ok([FIRST_UID, FIRST_UID + 1].includes(Number(uid)), `uid ${uid}`)
     assert.deepEqual(nets, ['lo'])
+  })
+
+  it('local backend - without bubblewrap it warns loudly, still limits time and leaves no process', async () => {
+    const said: string[] = []
+    const weak = new LocalBackend({
+      limits: { ...limits, concurrency: 1 },
+      bwrap: false,
+      firstUid: 61800,
+      warn: (m) => said.push(m),
+    })
+    await weak.start()
+    try {
+      assert.equal(weak.isolation, 'rlimits')
+      assert.match(
+        said.join('\n'),
+        /WARNING: local sandbox isolation is WEAKER than docker[\s\S]*bubblewrap is not installed/,
+      )
+      const ok = await runCode({ code: 'import os\nprint(os.getuid())', language: 'python' }, weak)
+      assert.equal(ok.body.status === 'Success' && ok.body.run_result?.stdout, '61800\n')
+      const slow = await runCode(
+        { code: 'import os, time\nos.fork()\ntime.sleep(30)', language: 'python', run_timeout: 1 },
+        weak,
+      )
+      assert.equal(slow.body.status, 'Failed')
+      assert.equal(slow.statusCode === 200 && slow.body.run_result?.status, 'TimeLimitExceeded')
+      assert.deepEqual(strayProcesses([61800]), [])
+    } finally {
+      await weak.close()
+    }
   })
 
   hostileCases('local backend', target)
