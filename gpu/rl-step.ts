@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs'
 import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } from './advantage.ts'
 import { getAggregator } from './aggregation.ts'
 import { ConfigError, ShapeError } from './errors.ts'
+import { lossAndGrads } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
 import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
@@ -55,8 +56,6 @@ export interface RlStepConfig {
   klEstimator: KlEstimatorName
   /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy`; default 0. */
   entropyCoef: number
-  /** Global gradient-norm clip; default 1.0. */
-  maxGradNorm: number
   /** Sampling temperature the behavior log-probabilities were taken at; logits are divided by it. */
   temperature: number
   /** Overlong reward shaping on the trained-token count of each trajectory; off when absent. */
@@ -71,25 +70,29 @@ export const RL_STEP_DEFAULTS: Readonly<RlStepConfig> = Object.freeze({
   klCoef: 0,
   klEstimator: 'k3',
   entropyCoef: 0,
-  maxGradNorm: 1,
   temperature: 1,
 })
 
 /**
- * An optimizer that applies gradients keyed by variable name (`tf.variableGrads`' keys). A
- * `tf.train.Optimizer` fits, and so does the AdamW of `adamw.ts`.
+ * The optimizer an RL step drives: `AdamW` of `adamw.ts` (which clips the global gradient norm,
+ * 1.0 by default as DemyAgent) fits.
  */
-export interface GradientOptimizer {
-  /** Applies one update; called with a record of gradients keyed by variable name. */
-  applyGradients(grads: tf.NamedTensorMap | { name: string; tensor: tf.Tensor }[]): void
+export interface RlOptimizer {
+  /** One update from gradients keyed by parameter name (`model.params` keys) at learning rate `lr`. */
+  step(
+    grads: Readonly<Record<string, tf.Tensor>>,
+    lr: number,
+  ): Promise<{ gradNorm: number; clipScale: number }>
 }
 
 /** What an RL step updates and reads. */
 export interface RlStepState {
   /** The policy being trained. */
   model: Transformer
-  /** Updates `model`'s parameters. */
-  optimizer: GradientOptimizer
+  /** Updates `model`'s parameters (and clips the gradient norm). */
+  optimizer: RlOptimizer
+  /** Learning rate of this step. */
+  lr: number
   /** Frozen reference policy for the KL term (needed when `klCoef > 0`). */
   reference?: Transformer
   /** The learner's weight version before this step (staleness = version - token's weightVersion). */
@@ -104,7 +107,7 @@ export interface RlStepState {
  * - `actor/entropy`: mean entropy (nats) of the policy over trained tokens;
  * - `actor/kl_ref`: mean KL estimate to the reference (only with a reference model);
  * - `optim/grad_norm`: global gradient norm before clipping; `optim/skipped`: 1 when a
- *   non-finite norm skipped the update;
+ *   non-finite norm skipped the update; `optim/lr`: the learning rate;
  * - `adv/mean/<task>`, `adv/std/<task>`: final advantages over the task's trained tokens;
  * - `reward/mean/<task>`: mean outcome reward (before shaping); `reward/mean`: over the batch;
  *   `reward/overlong_penalty`: mean shaping penalty (with `overlong`);
@@ -144,7 +147,6 @@ function checkBatch(b: RlBatch): void {
 }
 
 function checkConfig(c: RlStepConfig, state: RlStepState): void {
-  if (!(c.maxGradNorm > 0)) throw new ConfigError('maxGradNorm', c.maxGradNorm, 'must be > 0')
   if (!(c.temperature > 0)) throw new ConfigError('temperature', c.temperature, 'must be > 0')
   if (!(c.klCoef >= 0)) throw new ConfigError('klCoef', c.klCoef, 'must be >= 0')
   if (c.klCoef > 0 && !state.reference) throw new ConfigError('klCoef', c.klCoef, 'needs a reference model')
@@ -231,23 +233,21 @@ function perTaskStats(values: Float32Array, mask: Float32Array, batch: RlBatch):
  * advantages from `computeBatchAdvantages`, `logp_theta` recomputed by `model` (teacher forcing),
  * the policy loss of `computePolicyLossGrpoTcr` against the recorded behavior log-probabilities,
  * `+ klCoef * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
- * then the gradient clipped to global norm `maxGradNorm` and one optimizer step. A non-finite
- * gradient norm skips the update (`optim/skipped` 1).
+ * then one optimizer step (AdamW clips the global gradient norm). A non-finite gradient norm
+ * skips the update (`optim/skipped` 1) instead of corrupting the weights.
  * @returns the step's metrics (see `RlStepMetrics`).
  * @throws ShapeError / ConfigError on a bad batch or config (before any update).
  */
-export function rlStep(
+export async function rlStep(
   state: RlStepState,
   batch: RlBatch,
   config: RlStepConfig = RL_STEP_DEFAULTS,
-): RlStepMetrics {
+): Promise<RlStepMetrics> {
   checkBatch(batch)
   checkConfig(config, state)
   if (batch.seqLen > state.model.config.contextLength + 1) {
-    throw new ShapeError('tokens', `at most ${state.model.config.contextLength + 1} positions`, [
-      batch.batch,
-      batch.seqLen,
-    ])
+    const most = state.model.config.contextLength + 1
+    throw new ShapeError('tokens', `at most ${most} positions`, [batch.batch, batch.seqLen])
   }
   const now = state.now ?? (() => performance.now())
   const start = now()
@@ -258,53 +258,58 @@ export function rlStep(
   const tokens = tf.tensor2d(batch.tokens, shape, 'int32')
   const mask = tf.tensor2d(batch.lossMask, shape)
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
-  const refLogp =
-    config.klCoef > 0 && state.reference
-      ? tf.tidy(() => tokenStats(state.reference!, tokens, config.temperature).logp)
-      : undefined
   const kept: Record<string, tf.Scalar> = {}
-  const variables = [...state.model.params.values()]
-  const { value, grads } = tf.variableGrads(() => {
-    const { logp, entropy } = tokenStats(state.model, tokens, config.temperature)
-    const { loss, metrics } = computePolicyLossGrpoTcr(
-      { logProbs: logp, behaviorLogProbs: behavior, advantages, mask },
-      config.loss,
-    )
-    const meanEntropy = aggregate(entropy, mask)
-    let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
-    Object.assign(kept, metrics, { 'actor/entropy': meanEntropy })
-    if (refLogp) {
-      const klRef = aggregate(kl(logp, refLogp), mask)
-      total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
-      kept['actor/kl_ref'] = klRef
-    }
-    for (const t of Object.values(kept)) tf.keep(t)
-    return total as tf.Scalar
-  }, variables)
-  const gradNorm = tf.tidy(
-    () =>
-      tf
-        .addN(Object.values(grads).map((g) => g.square().sum()))
-        .sqrt()
-        .dataSync()[0]!,
-  ) // ||g||_2 over every parameter
-  const skipped = !Number.isFinite(gradNorm)
-  if (!skipped) {
-    const scale = Math.min(1, config.maxGradNorm / (gradNorm + 1e-6)) // g <- g * min(1, max_norm / ||g||)
-    const clipped = tf.tidy(() => {
-      const out: Record<string, tf.Tensor> = {}
-      for (const [name, g] of Object.entries(grads)) out[name] = scale < 1 ? g.mul(scale) : g.clone()
-      return out
-    })
-    state.optimizer.applyGradients(clipped)
-    tf.dispose(Object.values(clipped))
-  }
+  let refLogp: tf.Tensor2D | undefined
+  let grads: Record<string, tf.Tensor> = {}
   const metrics: RlStepMetrics = {}
-  for (const [k, t] of Object.entries(kept)) metrics[k] = t.dataSync()[0]!
-  metrics['loss/total'] = value.dataSync()[0]!
-  metrics['optim/grad_norm'] = gradNorm
-  metrics['optim/skipped'] = skipped ? 1 : 0
-  Object.assign(metrics, perTaskStats(advantages.dataSync() as Float32Array, batch.lossMask, batch))
+  try {
+    if (config.klCoef > 0 && state.reference) {
+      refLogp = tf.tidy(() => tokenStats(state.reference!, tokens, config.temperature).logp)
+    }
+    const result = await lossAndGrads(state.model, () => {
+      const { logp, entropy } = tokenStats(state.model, tokens, config.temperature)
+      const { loss, metrics: policy } = computePolicyLossGrpoTcr(
+        { logProbs: logp, behaviorLogProbs: behavior, advantages, mask },
+        config.loss,
+      )
+      const meanEntropy = aggregate(entropy, mask)
+      let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
+      Object.assign(kept, policy, { 'actor/entropy': meanEntropy })
+      if (refLogp) {
+        const klRef = aggregate(kl(logp, refLogp), mask)
+        total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
+        kept['actor/kl_ref'] = klRef
+      }
+      for (const t of Object.values(kept)) tf.keep(t)
+      return total as tf.Scalar
+    })
+    grads = result.grads
+    metrics['loss/total'] = result.loss
+    const normT = tf.tidy(() => tf.addN(Object.values(grads).map((g) => g.square().sum())).sqrt()) // ||g||_2
+    const gradNorm = (await normT.data())[0]!
+    normT.dispose()
+    const skipped = !Number.isFinite(gradNorm)
+    if (!skipped) await state.optimizer.step(grads, state.lr)
+    metrics['optim/grad_norm'] = gradNorm
+    metrics['optim/skipped'] = skipped ? 1 : 0
+    metrics['optim/lr'] = state.lr
+    for (const [k, t] of Object.entries(kept)) metrics[k] = (await t.data())[0]!
+    Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
+  } finally {
+    tf.dispose([...Object.values(grads), ...Object.values(kept), advantages, tokens, mask, behavior])
+    refLogp?.dispose()
+  }
+  Object.assign(metrics, batchStats(batch, state.version))
+  if (config.overlong) metrics['reward/overlong_penalty'] = penalty.reduce((s, p) => s + p, 0) / batch.batch
+  const elapsed = now() - start
+  metrics['perf/step_ms'] = elapsed
+  metrics['perf/tokens_per_s'] = elapsed > 0 ? (metrics['batch/trained_tokens']! / elapsed) * 1000 : 0
+  return metrics
+}
+
+/** Reward per task, staleness and sizes of a batch (plain numbers, no tensors). */
+function batchStats(batch: RlBatch, version: number): RlStepMetrics {
+  const metrics: RlStepMetrics = {}
   const rewardSums = new Map<string, { n: number; s: number }>()
   batch.tasks.forEach((task, i) => {
     const acc = rewardSums.get(task) ?? { n: 0, s: 0 }
@@ -314,13 +319,12 @@ export function rlStep(
   })
   for (const [task, { n, s }] of rewardSums) metrics[`reward/mean/${task}`] = s / n
   metrics['reward/mean'] = batch.rewards.reduce((s, r) => s + r, 0) / batch.batch
-  if (config.overlong) metrics['reward/overlong_penalty'] = penalty.reduce((s, p) => s + p, 0) / batch.batch
   let trained = 0
   let staleSum = 0
   let staleMax = 0
   batch.lossMask.forEach((m, k) => {
     if (m === 0) return
-    const stale = state.version - batch.weightVersions[k]!
+    const stale = version - batch.weightVersions[k]! // learner version - behavior version
     trained++
     staleSum += stale
     staleMax = Math.max(staleMax, stale)
@@ -329,10 +333,5 @@ export function rlStep(
   metrics['staleness/max'] = staleMax
   metrics['batch/trajectories'] = batch.batch
   metrics['batch/trained_tokens'] = trained
-  tf.dispose([value, ...Object.values(grads), ...Object.values(kept), advantages, tokens, mask, behavior])
-  if (refLogp) refLogp.dispose()
-  const elapsed = now() - start
-  metrics['perf/step_ms'] = elapsed
-  metrics['perf/tokens_per_s'] = elapsed > 0 ? (trained / elapsed) * 1000 : 0
   return metrics
 }

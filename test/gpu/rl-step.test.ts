@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
+import { AdamW } from '../../gpu/adamw.ts'
 import { ConfigError, ShapeError } from '../../gpu/errors.ts'
 import { computeBatchAdvantages, RL_STEP_DEFAULTS, type RlBatch, rlStep } from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer, forward, type Transformer } from '../../gpu/transformer.ts'
@@ -55,7 +56,7 @@ function rng(seed: number): () => number {
 }
 
 describe('gpu/rl-step', () => {
-  it('rl-step - one step raises the log-probability of positive-advantage tokens and lowers negative ones', () => {
+  it('rl-step - one step raises the log-probability of positive-advantage tokens and lowers negative ones', async () => {
     const model = createTransformer(tiny, { seed: 1 })
     const rows = [
       [1, 2, 3, 4, 5, 6],
@@ -65,7 +66,7 @@ describe('gpu/rl-step', () => {
     ]
     const batch = makeBatch(model, rows, 3, [1, 0, 1, 0])
     const before = logprobsOf(model, rows)
-    const metrics = rlStep({ model, optimizer: tf.train.adam(1e-2), version: 0 }, batch)
+    const metrics = await rlStep({ model, optimizer: new AdamW(model.params), lr: 1e-2, version: 0 }, batch)
     const after = logprobsOf(model, rows)
     const responseLogp = (lp: number[][], i: number) => lp[i]!.slice(3).reduce((s, v) => s + v, 0)
     assert.ok(responseLogp(after, 0) > responseLogp(before, 0) + 0.01, 'positive response went up')
@@ -78,7 +79,7 @@ describe('gpu/rl-step', () => {
     disposeTransformer(model)
   })
 
-  it('rl-step - metrics: staleness, reward and advantage per task, KL to an identical reference is 0', () => {
+  it('rl-step - metrics: staleness, reward and advantage per task, KL to an identical reference is 0', async () => {
     const model = createTransformer(tiny, { seed: 2 })
     const reference = createTransformer(tiny, { seed: 2 })
     const rows = [
@@ -93,8 +94,15 @@ describe('gpu/rl-step', () => {
       weightVersions: Int32Array.from([0, 0, 5, 5, 0, 0, 4, 3, 0, 0, 5, 5, 0, 0, 2, 2]),
     })
     let clock = 1000
-    const metrics = rlStep(
-      { model, reference, optimizer: tf.train.adam(1e-3), version: 5, now: () => (clock += 250) },
+    const metrics = await rlStep(
+      {
+        model,
+        reference,
+        optimizer: new AdamW(model.params),
+        lr: 1e-3,
+        version: 5,
+        now: () => (clock += 250),
+      },
       batch,
       { ...RL_STEP_DEFAULTS, klCoef: 0.1 },
     )
@@ -114,9 +122,9 @@ describe('gpu/rl-step', () => {
     disposeTransformer(reference)
   })
 
-  it('rl-step - the whole step frees every tensor it makes', () => {
+  it('rl-step - the whole step frees every tensor it makes', async () => {
     const model = createTransformer(tiny, { seed: 3 })
-    const optimizer = tf.train.adam(1e-3)
+    const optimizer = new AdamW(model.params)
     const batch = makeBatch(
       model,
       [
@@ -126,14 +134,14 @@ describe('gpu/rl-step', () => {
       2,
       [1, 0],
     )
-    rlStep({ model, optimizer, version: 0 }, batch) // creates the optimizer's slots
+    await rlStep({ model, optimizer, lr: 1e-3, version: 0 }, batch) // creates the optimizer's slots
     const before = tf.memory().numTensors
-    rlStep({ model, optimizer, version: 1 }, batch)
+    await rlStep({ model, optimizer, lr: 1e-3, version: 1 }, batch)
     assert.equal(tf.memory().numTensors, before)
     disposeTransformer(model)
   })
 
-  it('rl-step - bad batches and configs are rejected before any update', () => {
+  it('rl-step - bad batches and configs are rejected before any update', async () => {
     const model = createTransformer(tiny, { seed: 4 })
     const good = makeBatch(
       model,
@@ -144,31 +152,31 @@ describe('gpu/rl-step', () => {
       2,
       [1, 0],
     )
-    const state = { model, optimizer: tf.train.adam(1e-3), version: 0 }
-    assert.throws(
+    const state = { model, optimizer: new AdamW(model.params), lr: 1e-3, version: 0 }
+    await assert.rejects(
       () => rlStep(state, { ...good, rewards: new Float32Array(3) }),
       (e: unknown) => e instanceof ShapeError && e.argument === 'rewards',
     )
-    assert.throws(
+    await assert.rejects(
       () => rlStep(state, { ...good, lossMask: Float32Array.from([1, 0, 1, 1, 0, 0, 1, 1]) }),
       (e: unknown) => e instanceof ShapeError && e.argument === 'lossMask',
     )
-    assert.throws(
+    await assert.rejects(
       () => rlStep(state, { ...good, tokens: new Int32Array(7) }),
       (e: unknown) => e instanceof ShapeError && e.argument === 'tokens',
     )
-    assert.throws(
+    await assert.rejects(
       () => rlStep(state, good, { ...RL_STEP_DEFAULTS, klCoef: 0.1 }),
       (e: unknown) => e instanceof ConfigError && e.field === 'klCoef',
     )
-    assert.throws(
+    await assert.rejects(
       () => rlStep(state, { ...good, rewards: Float32Array.from([Number.NaN, 0]) }),
       (e: unknown) => e instanceof ConfigError && e.field === 'rewards[0]',
     )
     disposeTransformer(model)
   })
 
-  it('rl-step - batch advantages: overlong penalty and step advantages', () => {
+  it('rl-step - batch advantages: overlong penalty and step advantages', async () => {
     const base: RlBatch = {
       batch: 2,
       seqLen: 5,
@@ -198,11 +206,11 @@ describe('gpu/rl-step', () => {
     )
   })
 
-  it('rl-step - a seeded GRPO run on "answer with the target string" reaches mean reward 0.8 within 60 steps', () => {
+  it('rl-step - a seeded GRPO run on "answer with the target string" reaches mean reward 0.8 within 60 steps', async () => {
     // Prompt token 0, three sampled tokens; reward = share of positions equal to the target 5 2 7.
     const target = [5, 2, 7]
     const model = createTransformer({ ...tiny, vocabSize: 8 }, { seed: 1 })
-    const optimizer = tf.train.adam(1e-2)
+    const optimizer = new AdamW(model.params, { weightDecay: 0 })
     const random = rng(1)
     const groupSize = 32
     const rewardsPerStep: number[] = []
@@ -240,7 +248,7 @@ describe('gpu/rl-step', () => {
         groupIds: rows.map(() => `s${step}`),
         rewards: Float32Array.from(rewards),
       }
-      rlStep({ model, optimizer, version: step }, batch)
+      await rlStep({ model, optimizer, lr: 1e-2, version: step }, batch)
     }
     const first = rewardsPerStep.slice(0, 5).reduce((s, r) => s + r, 0) / 5
     const trace = rewardsPerStep.map((r) => r.toFixed(2)).join(' ')
