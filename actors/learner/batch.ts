@@ -3,7 +3,7 @@ import type { PayloadOf, TrajectoryGroup } from '../../protocols/index.ts'
 import { BatchError } from './errors.ts'
 
 /** One `trajectory.group` payload. */
-export type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
+type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
 
 /** Options of `packGroups`. */
 export interface PackOptions {

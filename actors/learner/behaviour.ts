@@ -63,9 +63,9 @@ export function learnerBehaviour(options: LearnerActorOptions): Behaviour<Learne
       switch (message.type) {
         case LearnerStep.type: {
           const { groups } = message.payload as PayloadOf<typeof LearnerStep>
-          let result: Awaited<ReturnType<Learner['step']>>
+          let metrics: Awaited<ReturnType<Learner['step']>>
           try {
-            result = await learner.step(groups)
+            metrics = await learner.step(groups)
           } catch (err) {
             if (err instanceof BatchError)
               return errorReply({ code: ErrorCode.InvalidMessage, message: err.message })
@@ -74,19 +74,24 @@ export function learnerBehaviour(options: LearnerActorOptions): Behaviour<Learne
           if (options.metrics) {
             const { transport, run, id, clock } = options.metrics
             const values: Record<string, number> = {}
-            for (const [k, v] of Object.entries(result.metrics)) values[`learner/${k}`] = v
+            for (const [k, v] of Object.entries(metrics)) values[`learner/${k}`] = v
             transport.publish(
               Subjects.metrics(run, 'learner'),
               MetricsReport.make({
                 role: 'learner',
                 id,
-                step: result.version,
+                step: learner.version,
                 time: (clock ?? Date.now)(),
                 values,
               }),
             )
           }
-          return LearnerStepped.make(result)
+          const checkpoint = learner.stepCheckpoint
+          return LearnerStepped.make({
+            version: learner.version,
+            metrics,
+            ...(checkpoint ? { checkpoint } : {}),
+          })
         }
         case LearnerStatus.type:
           return LearnerState.make({
@@ -96,8 +101,8 @@ export function learnerBehaviour(options: LearnerActorOptions): Behaviour<Learne
             ...(learner.lastCheckpoint ? { checkpoint: learner.lastCheckpoint } : {}),
           })
         case LearnerCheckpoint.type: {
-          const path = await learner.saveCheckpoint()
-          return LearnerCheckpointed.make({ version: learner.version, path })
+          await learner.saveCheckpoint()
+          return LearnerCheckpointed.make({ version: learner.version, path: learner.lastCheckpoint! })
         }
         default:
           return errorReply({

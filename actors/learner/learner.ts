@@ -22,7 +22,8 @@ import {
   type Tokenizer,
   type Transformer,
 } from '../../gpu/index.ts'
-import { packGroups, type TrajectoryGroupPayload } from './batch.ts'
+import type { PayloadOf, TrajectoryGroup } from '../../protocols/index.ts'
+import { packGroups } from './batch.ts'
 import { LearnerCheckpointError } from './errors.ts'
 
 /** Files a learner checkpoint adds to the model checkpoint of `gpu/checkpoint.ts`. */
@@ -60,15 +61,7 @@ export interface LearnerOptions {
   now?: () => number
 }
 
-/** What one `Learner.step` did. */
-export interface LearnerStepResult {
-  /** Weight version after the step. */
-  version: number
-  /** `rlStep`'s metrics plus `learner/version`. */
-  metrics: RlStepMetrics
-  /** Checkpoint directory written after this step, when the interval fell on it. */
-  checkpoint?: string
-}
+type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
 
 /** The directory name of the checkpoint of `version`: `step-000042`. */
 export const checkpointName = (version: number) => `step-${String(version).padStart(6, '0')}`
@@ -97,7 +90,7 @@ export async function latestCheckpoint(root: string): Promise<string | undefined
  * The RL learner as a plain class: packs trajectory groups, runs one GRPO-TCR step
  * (`gpu/rl-step.ts`) with AdamW, counts weight versions, writes checkpoints at an interval, and
  * hands out its weights. The learner actor (`behaviour.ts`) is a thin shell around it; the
- * pipeline (trajectory stream, weight sync) calls the same methods.
+ * pipeline's learner loop uses it as its `LearnerCore` (and then does the checkpointing itself).
  */
 export class Learner {
   /** Weight version: the initial version plus the steps taken. */
@@ -106,6 +99,8 @@ export class Learner {
   steps = 0
   /** Latest checkpoint written or loaded. */
   lastCheckpoint: string | undefined
+  /** Checkpoint written by the latest step (its interval fell on it), else undefined. */
+  stepCheckpoint: string | undefined
   /** Metrics of the latest step. */
   lastMetrics: RlStepMetrics = {}
   readonly model: Transformer
@@ -139,13 +134,15 @@ export class Learner {
 
   /**
    * One RL step on a packed batch or on whole trajectory groups. Advances the version; writes a
-   * checkpoint when `checkpointEvery` divides the new version.
+   * checkpoint when `checkpointEvery` divides the new version (see `stepCheckpoint`).
+   * @returns `rlStep`'s metrics plus `learner/version` (the version after the step).
    * @throws BatchError for groups that cannot be packed (nothing changes); ShapeError /
    *   ConfigError from `rlStep` for a bad batch or config; Error when a step is already running.
    */
-  async step(input: RlBatch | readonly TrajectoryGroupPayload[]): Promise<LearnerStepResult> {
+  async step(input: RlBatch | readonly TrajectoryGroupPayload[]): Promise<RlStepMetrics> {
     if (this.busy) throw new Error('Learner.step called while another step runs')
     this.busy = true
+    this.stepCheckpoint = undefined
     try {
       const batch = Array.isArray(input)
         ? packGroups(input as readonly TrajectoryGroupPayload[], {
@@ -171,11 +168,11 @@ export class Learner {
       metrics['learner/version'] = this.version
       this.lastMetrics = metrics
       const every = this.options.checkpointEvery ?? 0
-      let checkpoint: string | undefined
       if (every > 0 && this.options.checkpointDir && this.version % every === 0) {
-        checkpoint = await this.saveCheckpoint()
+        await this.saveCheckpoint()
+        this.stepCheckpoint = this.lastCheckpoint
       }
-      return checkpoint ? { version: this.version, metrics, checkpoint } : { version: this.version, metrics }
+      return metrics
     } finally {
       this.busy = false
     }
@@ -184,9 +181,10 @@ export class Learner {
   /**
    * Writes model (`model.safetensors`, `config.json`, `tokenizer.json`), optimizer moments and the
    * version to `dir` (default `<checkpointDir>/step-<version>`); `learner.json` goes last.
-   * @returns the directory. @throws LearnerCheckpointError when no directory is known or writing fails.
+   * The directory becomes `lastCheckpoint`.
+   * @throws LearnerCheckpointError when no directory is known or writing fails.
    */
-  async saveCheckpoint(dir?: string): Promise<string> {
+  async saveCheckpoint(dir?: string): Promise<void> {
     const target =
       dir ??
       (this.options.checkpointDir
@@ -217,7 +215,6 @@ export class Learner {
       throw new LearnerCheckpointError(target, `cannot write: ${(err as Error).message}`, { cause: err })
     }
     this.lastCheckpoint = target
-    return target
   }
 
   /**

@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test'
 import {
   Learner,
   LearnerCheckpointError,
+  type LearnerCore,
   latestCheckpoint,
   type TrajectoryGroupPayload,
 } from '../../../actors/index.ts'
@@ -70,24 +71,24 @@ describe('actors/learner/learner', () => {
       checkpointEvery: 2,
     })
     const first = await learner.step(groups(10))
-    assert.equal(first.version, 11)
-    assert.equal(first.checkpoint, undefined)
-    assert.equal(first.metrics['learner/version'], 11)
-    assert.equal(first.metrics['reward/mean/toy'], 0.5)
-    assert.equal(first.metrics['staleness/max'], 0)
-    assert.ok(first.metrics['optim/grad_norm']! > 0)
+    assert.equal(learner.version, 11)
+    assert.equal(learner.stepCheckpoint, undefined)
+    assert.equal(first['learner/version'], 11)
+    assert.equal(first['reward/mean/toy'], 0.5)
+    assert.equal(first['staleness/max'], 0)
+    assert.ok(first['optim/grad_norm']! > 0)
     const second = await learner.step(groups(10))
-    assert.equal(second.version, 12)
-    assert.equal(second.metrics['staleness/mean'], 1)
-    assert.equal(second.checkpoint, path.join(root, 'step-000012'))
-    assert.deepEqual((await readdir(second.checkpoint!)).sort(), [
+    assert.equal(learner.version, 12)
+    assert.equal(second['staleness/mean'], 1)
+    assert.equal(learner.stepCheckpoint, path.join(root, 'step-000012'))
+    assert.deepEqual((await readdir(learner.stepCheckpoint!)).sort(), [
       'config.json',
       'learner.json',
       'model.safetensors',
       'optimizer.safetensors',
       'tokenizer.json',
     ])
-    assert.equal(await latestCheckpoint(root), second.checkpoint)
+    assert.equal(await latestCheckpoint(root), learner.stepCheckpoint)
     learner.dispose()
   })
 
@@ -95,7 +96,8 @@ describe('actors/learner/learner', () => {
     const root = await tempDir()
     const a = await Learner.create({ model: createTransformer(config, { seed: 2 }), tokenizer, lr: 1e-2 })
     await a.step(groups(0))
-    const dir = await a.saveCheckpoint(path.join(root, 'ck'))
+    const dir = path.join(root, 'ck')
+    await a.saveCheckpoint(dir)
     const b = await Learner.create({ model: createTransformer(config, { seed: 99 }), tokenizer, lr: 1e-2 })
     await b.loadCheckpoint(dir)
     assert.equal(b.version, 1)
@@ -103,7 +105,7 @@ describe('actors/learner/learner', () => {
     // same weights, same moments, same step count: the next step is identical
     const ra = await a.step(groups(1))
     const rb = await b.step(groups(1))
-    assert.equal(rb.metrics['loss/total'], ra.metrics['loss/total'])
+    assert.equal(rb['loss/total'], ra['loss/total'])
     assert.deepEqual(await b.weights(), await a.weights())
     a.dispose()
     b.dispose()
@@ -122,8 +124,8 @@ describe('actors/learner/learner', () => {
     assert.notEqual((await learner.weights()).embed![0], 0)
     const r1 = await learner.step(groups(0))
     const r2 = await learner.step(groups(1))
-    assert.equal(r1.metrics['actor/kl_ref'], 0)
-    assert.ok(r2.metrics['actor/kl_ref']! > 0)
+    assert.equal(r1['actor/kl_ref'], 0)
+    assert.ok(r2['actor/kl_ref']! > 0)
     learner.dispose()
   })
 
@@ -140,12 +142,14 @@ describe('actors/learner/learner', () => {
       tokenizer,
       lr: 1e-3,
     })
-    const dir = await other.saveCheckpoint(path.join(root, 'wide'))
+    const dir = path.join(root, 'wide')
+    await other.saveCheckpoint(dir)
     await assert.rejects(
       () => learner.loadCheckpoint(dir),
       (e: unknown) => e instanceof LearnerCheckpointError && /differs/.test(e.message),
     )
-    const same = await learner.saveCheckpoint(path.join(root, 'same'))
+    const same = path.join(root, 'same')
+    await learner.saveCheckpoint(same)
     await learner.step(groups(0))
     const stepped = await learner.weights()
     await writeFile(path.join(same, 'optimizer.safetensors'), 'garbage')
@@ -160,3 +164,6 @@ describe('actors/learner/learner', () => {
     other.dispose()
   })
 })
+
+/** Compile-time check: the pipeline's learner loop can drive a `Learner` (its `LearnerCore`). */
+export const asLearnerCore = (learner: Learner): LearnerCore => learner
