@@ -1,9 +1,6 @@
 import type { RlBatch } from '../../gpu/index.ts'
-import type { PayloadOf, TrajectoryGroup } from '../../protocols/index.ts'
+import type { TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { BatchError } from './errors.ts'
-
-/** One `trajectory.group` payload. */
-type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
 
 /** Options of `packGroups`. */
 export interface PackOptions {

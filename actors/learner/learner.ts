@@ -22,7 +22,7 @@ import {
   type Tokenizer,
   type Transformer,
 } from '../../gpu/index.ts'
-import type { PayloadOf, TrajectoryGroup } from '../../protocols/index.ts'
+import type { TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from './batch.ts'
 import { LearnerCheckpointError } from './errors.ts'
 
@@ -60,8 +60,6 @@ export interface LearnerOptions {
   /** Clock in ms for throughput metrics; default `performance.now`. */
   now?: () => number
 }
-
-type TrajectoryGroupPayload = PayloadOf<typeof TrajectoryGroup>
 
 /** The directory name of the checkpoint of `version`: `step-000042`. */
 export const checkpointName = (version: number) => `step-${String(version).padStart(6, '0')}`

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BatchError, packGroups, type TrajectoryGroupPayload } from '../../../actors/index.ts'
+import { BatchError, packGroups } from '../../../actors/index.ts'
+import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 /** A sample: `prompt` tokens untrained, then `response` tokens trained with logprob -0.5 at `version`. */
 function sample(prompt: number[], response: number[], reward: number, version = 3) {

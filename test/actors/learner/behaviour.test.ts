@@ -10,7 +10,6 @@ import {
   learnerRepliesRegistry,
   startActorSystem,
   startLearner,
-  type TrajectoryGroupPayload,
 } from '../../../actors/index.ts'
 import { createTransformer, DEFAULT_TOKENIZER_SETTINGS, Tokenizer } from '../../../gpu/index.ts'
 import {
@@ -23,6 +22,7 @@ import {
   type PayloadOf,
   RemoteError,
   Subjects,
+  type TrajectoryGroupPayload,
 } from '../../../protocols/index.ts'
 
 const tokenizer = new Tokenizer(DEFAULT_TOKENIZER_SETTINGS)

@@ -3,14 +3,9 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
-import {
-  Learner,
-  LearnerCheckpointError,
-  type LearnerCore,
-  latestCheckpoint,
-  type TrajectoryGroupPayload,
-} from '../../../actors/index.ts'
+import { Learner, LearnerCheckpointError, type LearnerCore, latestCheckpoint } from '../../../actors/index.ts'
 import { createTransformer, DEFAULT_TOKENIZER_SETTINGS, Tokenizer } from '../../../gpu/index.ts'
+import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 const tokenizer = new Tokenizer(DEFAULT_TOKENIZER_SETTINGS)
 const config = {
