@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
 import type { KvCache } from './kv-cache.ts'
+import { matmul } from './matmul.ts'
 import { createRng } from './prng.ts'
 
 /**
@@ -228,7 +229,7 @@ function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
     return {
       value: tf.gather(e, i as tf.Tensor1D),
       gradFunc: (dy, saved) => [
-        tf.matMul(tf.oneHot(saved[0] as tf.Tensor1D, vocab), dy as tf.Tensor2D, true, false), // dE = onehot(ids)^T dY
+        tf.matMul(tf.transpose(tf.oneHot(saved[0] as tf.Tensor1D, vocab)), dy as tf.Tensor2D), // dE = onehot(ids)^T dY
         tf.zerosLike(saved[0]!),
       ],
     }
@@ -259,13 +260,52 @@ interface ForwardContext {
 /** Rotary positions on `[n, heads, hd]` (RoFormer eq. 34, rotate-half form). */
 function rope(model: Transformer, x: tf.Tensor3D, ctx: ForwardContext): tf.Tensor3D {
   const [n, h, hd] = x.shape
-  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, hd]), model.rotateHalf), [n, h, hd])
+  const rotated = tf.reshape(matmul(tf.reshape(x, [n * h, hd]), model.rotateHalf), [n, h, hd])
   return tf.add(tf.mul(x, ctx.cos), tf.mul(rotated, ctx.sin)) as tf.Tensor3D // x*cos + rotate_half(x)*sin
 }
 
 /** `[b*t, h*hd]` -> `[b*h, t, hd]`. */
 function toHeads(x: tf.Tensor, b: number, t: number, h: number, hd: number): tf.Tensor3D {
   return tf.reshape(tf.transpose(tf.reshape(x, [b, t, h, hd]), [0, 2, 1, 3]), [b * h, t, hd])
+}
+
+/** Query blocks at least this long use one 2-D matmul per head (faster on wasm than a batched matmul). */
+const PER_HEAD_MIN_QUERIES = 16
+
+/**
+ * Scaled dot-product attention `softmax(q k^T + mask) v` (Vaswani et al. 2017, eq. 1; the
+ * `1/sqrt(d_k)` is already in q). q `[b*h, t, hd]`, k and v `[b*h, keyLen, hd]`, mask
+ * `[b or 1, 1, t, keyLen]`; returns `[b*h, t, hd]`.
+ */
+function attention(
+  q: tf.Tensor3D,
+  k: tf.Tensor3D,
+  v: tf.Tensor3D,
+  mask: tf.Tensor4D,
+  heads: number,
+): tf.Tensor3D {
+  const [bh, t, hd] = q.shape
+  const keyLen = k.shape[1]
+  const maskBatch = mask.shape[0]
+  if (t < PER_HEAD_MIN_QUERIES) {
+    // Short query blocks (cached generation): one batched matmul each way, no gradient needed.
+    const scores = tf.matMul(q, k, false, true) // [b*h, t, keyLen]
+    const masked = tf.add(tf.reshape(scores, [bh / heads, heads, t, keyLen]), mask)
+    return tf.matMul(tf.reshape(tf.softmax(masked), [bh, t, keyLen]), v)
+  }
+  const qs = tf.split(q, bh, 0)
+  const kts = tf.split(tf.transpose(k, [0, 2, 1]), bh, 0)
+  const vs = tf.split(v, bh, 0)
+  const masks =
+    maskBatch === 1
+      ? [tf.reshape(mask, [t, keyLen])]
+      : tf.split(tf.reshape(mask, [maskBatch, t * keyLen]), maskBatch, 0)
+  const outs = qs.map((qi, i) => {
+    const m = tf.reshape(masks[maskBatch === 1 ? 0 : Math.floor(i / heads)]!, [t, keyLen])
+    const scores = tf.add(matmul(tf.reshape(qi, [t, hd]), tf.reshape(kts[i]!, [hd, keyLen])), m) // q k^T + mask
+    return tf.reshape(matmul(tf.softmax(scores) as tf.Tensor2D, tf.reshape(vs[i]!, [keyLen, hd])), [1, t, hd])
+  })
+  return tf.concat(outs, 0) as tf.Tensor3D
 }
 
 function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContext): tf.Tensor2D {
@@ -277,26 +317,22 @@ function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContex
 
   // Attention: x + W_o softmax(q k^T / sqrt(hd) + mask) v
   const a = rmsNorm(x, p('attn_norm'), normEps)
-  const qkv = tf.matMul(a, p('qkv') as tf.Tensor2D)
+  const qkv = matmul(a, p('qkv') as tf.Tensor2D)
   const [q2, k2, v2] = tf.split(qkv, 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
   const q = rope(model, tf.reshape(tf.mul(q2, 1 / Math.sqrt(hd)), [n, h, hd]), ctx) // 1/sqrt(d_k) folded into q
   const kNew = toHeads(rope(model, tf.reshape(k2, [n, h, hd]), ctx), b, t, h, hd)
   const vNew = toHeads(v2, b, t, h, hd)
   const [k, v] = ctx.cache ? ctx.cache.append(i, kNew, vNew) : [kNew, vNew]
-  const keyLen = k.shape[1]
-  const scores = tf.matMul(toHeads(q, b, t, h, hd), k, false, true) // [b*h, t, keyLen]
-  const masked = tf.add(tf.reshape(scores, [b, h, t, keyLen]), ctx.mask)
-  const probs = tf.reshape(tf.softmax(masked), [b * h, t, keyLen])
-  const attn = tf.matMul(probs, v) // [b*h, t, hd]
+  const attn = attention(toHeads(q, b, t, h, hd), k, v, ctx.mask, h) // [b*h, t, hd]
   const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, d])
-  const x1 = tf.add(x, tf.matMul(merged, p('attn_out') as tf.Tensor2D)) as tf.Tensor2D
+  const x1 = tf.add(x, matmul(merged as tf.Tensor2D, p('attn_out') as tf.Tensor2D)) as tf.Tensor2D
 
   // Gated MLP: x + W_down (silu(x W_gate) * x W_up)   (Shazeer 2020, eq. 6)
   const m = rmsNorm(x1, p('mlp_norm'), normEps)
-  const gu = tf.matMul(m, p('gate_up') as tf.Tensor2D)
+  const gu = matmul(m, p('gate_up') as tf.Tensor2D)
   const [gate, up] = tf.split(gu, [f, f], 1)
   const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) // silu(g) * u
-  return tf.add(x1, tf.matMul(hidden as tf.Tensor2D, p('down') as tf.Tensor2D)) as tf.Tensor2D
+  return tf.add(x1, matmul(hidden as tf.Tensor2D, p('down') as tf.Tensor2D)) as tf.Tensor2D
 }
 
 /** Options of `forward`. */
@@ -383,7 +419,7 @@ export function forward(model: Transformer, tokens: tf.Tensor2D, options: Forwar
   return tf.tidy(() => {
     const [b, t] = tokens.shape
     const h = hiddenStates(model, tokens, options)
-    const logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // tied: h E^T
+    const logits = matmul(h, tf.transpose(model.params.get('embed')! as tf.Tensor2D)) // tied: h E^T
     return options.lastOnly ? logits : tf.reshape(logits, [b, t, model.config.vocabSize])
   })
 }
@@ -422,7 +458,7 @@ export function tokenLogprobs(
       attentionMask: options.attentionMask,
       positions: options.positions,
     })
-    let logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // [b*t, V]
+    let logits: tf.Tensor2D = matmul(h, tf.transpose(model.params.get('embed')! as tf.Tensor2D)) // tied: h E^T, [b*t, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
     const lse = tf.logSumExp(logits, -1) // [b*t]
     const picked = tf.sum(

@@ -106,63 +106,75 @@ describe('gpu/transformer', () => {
     disposeTransformer(model)
   })
 
-  it('transformer - gradients match central finite differences on a tiny config', async () => {
-    const weights = spreadWeights(5)
-    const model = createTransformer(tiny, { weights })
-    const tokens = tf.tensor2d(
-      [
-        [1, 5, 7, 2, 9],
-        [3, 3, 10, 0, 4],
-      ],
-      [2, 5],
-      'int32',
-    )
-    const targets = tf.tensor2d(
-      [
-        [5, 7, 2, 9, 1],
-        [3, 10, 0, 4, 6],
-      ],
-      [2, 5],
-      'int32',
-    )
-    const coef = tf.tensor2d([
-      [0.3, -1, 0.7, 1.2, -0.4],
-      [1, 0.5, -0.8, 0.2, 0.9],
-    ])
-    // loss(theta) = sum_{b,t} coef[b,t] * log p(target | prefix)
-    const loss = () => tf.sum(tf.mul(tokenLogprobs(model, tokens, targets), coef)) as tf.Scalar
-    const vars = [...model.params.values()]
-    const { grads, value } = tf.variableGrads(loss, vars)
-    value.dispose()
-    const rng = createRng(9)
-    const eps = 1e-2
-    let checked = 0
-    for (const [name, variable] of model.params) {
-      const g = (await grads[variable.name]!.data()) as Float32Array
-      const base = weights[name]!
-      for (let k = 0; k < 3; k++) {
-        const idx = rng.int(base.length)
-        const at = (delta: number) => {
-          const w = base.slice()
-          w[idx] = w[idx]! + delta
-          variable.assign(tf.tensor(w, variable.shape))
-          return tf.tidy(() => loss().dataSync()[0]!)
+  for (const [label, seqLen, padded] of [
+    ['short blocks (batched attention)', 5, false],
+    ['long blocks with left padding (per-head attention)', 17, true],
+  ] as const) {
+    it(`transformer - gradients match central finite differences on a tiny config, ${label}`, async () => {
+      const config = { ...tiny, contextLength: 32 }
+      const weights = spreadWeights(5)
+      const model = createTransformer(config, { weights })
+      const rng0 = createRng(seqLen)
+      const row = () => Array.from({ length: seqLen }, () => rng0.int(11))
+      const tokens = tf.tensor2d([row(), row()], [2, seqLen], 'int32')
+      const targets = tf.tensor2d([row(), row()], [2, seqLen], 'int32')
+      // Padding rows carry no loss (as in training): a query that sees only masked keys has a
+      // softmax whose float32 forward ignores its scores, so finite differences cannot see them.
+      const coef = tf.tensor2d([
+        row().map((x) => x / 5 - 1),
+        row().map((x, i) => (padded && i < 3 ? 0 : 1 - x / 7)),
+      ])
+      // Row 1 is left-padded by 3 tokens: masked as keys, positions start at its first real token.
+      const attentionMask = padded
+        ? tf.tensor2d([new Array(seqLen).fill(1), [0, 0, 0, ...new Array(seqLen - 3).fill(1)]])
+        : undefined
+      const positions = padded
+        ? tf.tensor2d(
+            [
+              Array.from({ length: seqLen }, (_, i) => i),
+              Array.from({ length: seqLen }, (_, i) => Math.max(0, i - 3)),
+            ],
+            [2, seqLen],
+            'int32',
+          )
+        : undefined
+      // loss(theta) = sum_{b,t} coef[b,t] * log p(target | prefix)
+      const loss = () =>
+        tf.sum(tf.mul(tokenLogprobs(model, tokens, targets, { attentionMask, positions }), coef)) as tf.Scalar
+      const vars = [...model.params.values()]
+      const { grads, value } = tf.variableGrads(loss, vars)
+      value.dispose()
+      const rng = createRng(9)
+      const eps = 1e-2
+      let checked = 0
+      for (const [name, variable] of model.params) {
+        const g = (await grads[variable.name]!.data()) as Float32Array
+        const base = weights[name]!
+        for (let k = 0; k < 3; k++) {
+          const idx = rng.int(base.length)
+          const at = (delta: number) => {
+            const w = base.slice()
+            w[idx] = w[idx]! + delta
+            tf.tidy(() => variable.assign(tf.tensor(w, variable.shape)))
+            return tf.tidy(() => loss().dataSync()[0]!)
+          }
+          const numeric = (at(eps) - at(-eps)) / (2 * eps) // (f(x+e) - f(x-e)) / 2e
+          tf.tidy(() => variable.assign(tf.tensor(base, variable.shape)))
+          const diff = Math.abs(numeric - g[idx]!)
+          assert.ok(
+            diff < 2e-3 + 2e-2 * Math.abs(numeric),
+            `${name}[${idx}]: analytic ${g[idx]} numeric ${numeric}`,
+          )
+          checked++
         }
-        const numeric = (at(eps) - at(-eps)) / (2 * eps) // (f(x+e) - f(x-e)) / 2e
-        variable.assign(tf.tensor(base, variable.shape))
-        const diff = Math.abs(numeric - g[idx]!)
-        assert.ok(
-          diff < 2e-3 + 2e-2 * Math.abs(numeric),
-          `${name}[${idx}]: analytic ${g[idx]} numeric ${numeric}`,
-        )
-        checked++
       }
-    }
-    assert.equal(checked, 3 * model.params.size)
-    tf.dispose([tokens, targets, coef])
-    tf.dispose(grads)
-    disposeTransformer(model)
-  })
+      assert.equal(checked, 3 * model.params.size)
+      tf.dispose([tokens, targets, coef])
+      if (attentionMask) tf.dispose([attentionMask, positions!])
+      tf.dispose(grads)
+      disposeTransformer(model)
+    })
+  }
 
   it('transformer - a training step leaks no tensors', async () => {
     const model = createTransformer(tiny, { seed: 2 })
