@@ -10,6 +10,7 @@ type BenchModule = { run(options: Record<string, unknown>): Promise<unknown> }
 /** Registered benchmarks, by name. Loaded lazily so `triad --help` stays fast. */
 const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   messaging: () => import('../bench/messaging.ts'),
+  model: () => import('../bench/model.ts'),
   sandbox: () => import('../bench/sandbox.ts'),
 }
 
