@@ -2,10 +2,13 @@ import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
+import { registerMonitor } from './commands/monitor.ts'
+import { registerReport } from './commands/report.ts'
+import { registerRun } from './commands/run.ts'
 import { registerSandbox } from './commands/sandbox.ts'
 import { registerStatus } from './commands/status.ts'
 import { registerWorker } from './commands/worker.ts'
-import { CliError, NotAvailableError } from './errors.ts'
+import { CliError } from './errors.ts'
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string
@@ -18,13 +21,9 @@ program
   .version(pkg.version)
   .showHelpAfterError()
 
-program
-  .command('run')
-  .description('run a recipe end to end')
-  .argument('<recipe>', 'path to a recipe file (recipes/quickstart.ts)')
-  .action(() => {
-    throw new NotAvailableError('triad run')
-  })
+registerRun(program)
+registerMonitor(program)
+registerReport(program)
 
 registerWorker(program)
 

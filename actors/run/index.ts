@@ -1,0 +1,5 @@
+export * from './errors.ts'
+export * from './eval-file.ts'
+export * from './metrics-file.ts'
+export * from './metrics-sink.ts'
+export * from './run-dir.ts'

@@ -1,0 +1,74 @@
+import { createWriteStream } from 'node:fs'
+import { checkToken, MessageRegistry, MetricsReport } from '../../protocols/index.ts'
+import type { Transport } from '../runtime/index.ts'
+import { formatMetricsLine, type MetricsLine } from './metrics-file.ts'
+
+/** The subject pattern of every metric of one run: `triad.<run>.metrics.>`. */
+export const metricsWildcard = (run: string) => `triad.${checkToken(run, 'run id')}.metrics.>`
+
+const accepts = new MessageRegistry([MetricsReport])
+
+/** Counters of a metrics sink. */
+export interface MetricsSinkStats {
+  /** Lines appended to the file. */
+  written: number
+  /** Messages refused at the boundary (not a valid `metrics.report`). */
+  invalid: number
+}
+
+/** A running metrics sink. */
+export interface MetricsSink {
+  stats(): MetricsSinkStats
+  /** Unsubscribes and waits until every received line is on disk. */
+  stop(): Promise<void>
+}
+
+/** Options of `startMetricsSink`. */
+export interface MetricsSinkOptions {
+  /** Run id (the `<run>` subject token). */
+  run: string
+  /** File the lines are appended to (the run's `metrics.jsonl`); it is never truncated. */
+  file: string
+  /** Called after each line reached the file. */
+  onWrite?: (line: MetricsLine) => void
+  /** Called with each message refused at the boundary. */
+  onInvalid?: (error: Error, subject: string) => void
+}
+
+/**
+ * Subscribes to `triad.<run>.metrics.>` and appends every `metrics.report` payload as one JSON
+ * line to the run's `metrics.jsonl`. Core NATS is at-most-once, so a report published while the
+ * sink is disconnected is lost; metrics are observations, not state.
+ */
+export function startMetricsSink(transport: Transport, options: MetricsSinkOptions): MetricsSink {
+  const out = createWriteStream(options.file, { flags: 'a' })
+  const counts: MetricsSinkStats = { written: 0, invalid: 0 }
+  let streamError: Error | undefined
+  out.on('error', (err) => {
+    streamError = err
+  })
+  const sub = transport.subscribe(metricsWildcard(options.run), {
+    accepts,
+    handler: (message) => {
+      const line = message.payload as MetricsLine
+      out.write(`${formatMetricsLine(line)}\n`, (err) => {
+        if (err) return
+        counts.written++
+        options.onWrite?.(line)
+      })
+    },
+    onInvalid: (error, subject) => {
+      counts.invalid++
+      options.onInvalid?.(error, subject)
+    },
+  })
+  return {
+    stats: () => ({ ...counts }),
+    stop: async () => {
+      await sub.stop()
+      await new Promise<void>((resolve, reject) => {
+        out.end(() => (streamError ? reject(streamError) : resolve()))
+      })
+    },
+  }
+}

@@ -1,0 +1,136 @@
+import type { Command } from 'commander'
+import {
+  type Clock,
+  connectNats,
+  type MetricsLine,
+  metricsWildcard,
+  NatsConnectError,
+  type Served,
+  systemClock,
+  type Transport,
+} from '../../actors/index.ts'
+import { checkToken, MessageRegistry, MetricsReport } from '../../protocols/index.ts'
+import { CliError } from '../errors.ts'
+import { MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
+
+const accepts = new MessageRegistry([MetricsReport])
+
+/** Feeds every `metrics.report` of a run (`triad.<run>.metrics.>`) into `state`. */
+export function watchMetrics(transport: Transport, run: string, state: MetricsState): Served {
+  return transport.subscribe(metricsWildcard(run), {
+    accepts,
+    handler: (message) => state.add(message.payload as MetricsLine),
+  })
+}
+
+/** Options of `monitorOnce`. */
+export interface MonitorOnceOptions {
+  run: string
+  /** How long to collect reports before rendering, ms. */
+  waitMs: number
+  maxSteps?: number
+  clock?: Clock
+}
+
+/**
+ * Collects a run's metrics for `waitMs` and renders one snapshot.
+ * @throws CliError when no report arrived in that time.
+ */
+export async function monitorOnce(transport: Transport, options: MonitorOnceOptions): Promise<string> {
+  const clock = options.clock ?? systemClock
+  const state = new MetricsState()
+  const sub = watchMetrics(transport, options.run, state)
+  await new Promise<void>((resolve) => clock.setTimeout(resolve, options.waitMs))
+  await sub.stop()
+  if (state.reports === 0)
+    throw new CliError(
+      `no metrics on ${metricsWildcard(options.run)} within ${options.waitMs} ms; is run '${options.run}' running?`,
+    )
+  return renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps })
+}
+
+const positiveInt = (name: string) => (v: string) => {
+  const n = Number(v)
+  if (!Number.isInteger(n) || n <= 0) throw new CliError(`${name} must be a positive integer, got '${v}'`)
+  return n
+}
+
+/** `triad monitor --nats URL --run RUN [--once]`: a live terminal view of a run's metrics. */
+export function registerMonitor(program: Command): void {
+  program
+    .command('monitor')
+    .description(
+      "live view of a run's metrics: progress, success and reward per task, tokens/s, staleness, restarts",
+    )
+    .requiredOption('--run <run>', 'run id (the run directory name, e.g. quickstart-20261129-182157)')
+    .option('--nats <url>', 'NATS server URL(s)', 'nats://127.0.0.1:4222')
+    .option('--once', 'print one snapshot after --wait ms and exit')
+    .option('--wait <ms>', 'with --once: how long to collect metrics', positiveInt('--wait'), 3000)
+    .option('--interval <ms>', 'redraw interval', positiveInt('--interval'), 1000)
+    .option(
+      '--max-steps <n>',
+      'end of the progress bar (default: the run/max_steps metric)',
+      positiveInt('--max-steps'),
+    )
+    .action(
+      async (options: {
+        run: string
+        nats: string
+        once?: boolean
+        wait: number
+        interval: number
+        maxSteps?: number
+      }) => {
+        try {
+          checkToken(options.run, 'run id')
+        } catch (err) {
+          throw new CliError((err as Error).message, { cause: err })
+        }
+        let transport: Transport
+        try {
+          transport = await connectNats({
+            servers: options.nats,
+            run: options.run,
+            role: 'monitor',
+            id: String(process.pid),
+            connectTimeoutMs: 3_000,
+          })
+        } catch (err) {
+          if (err instanceof NatsConnectError) throw new CliError(err.message, { cause: err })
+          throw err
+        }
+        if (options.once) {
+          try {
+            process.stdout.write(
+              await monitorOnce(transport, {
+                run: options.run,
+                waitMs: options.wait,
+                maxSteps: options.maxSteps,
+              }),
+            )
+          } finally {
+            await transport.close()
+          }
+          return
+        }
+        const state = new MetricsState()
+        const sub = watchMetrics(transport, options.run, state)
+        const tty = process.stdout.isTTY
+        const draw = () => {
+          const text = state.reports
+            ? renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps })
+            : `run ${options.run}: waiting for metrics on ${metricsWildcard(options.run)}\n`
+          process.stdout.write(tty ? `\x1b[H\x1b[J${text}` : `${text}\n`)
+        }
+        draw()
+        const timer = setInterval(draw, options.interval)
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve)
+          process.once('SIGTERM', resolve)
+        })
+        clearInterval(timer)
+        await sub.stop()
+        await transport.close()
+      },
+    )
+}

@@ -1,0 +1,116 @@
+import type { Command } from 'commander'
+import {
+  appendRunLog,
+  type Clock,
+  createRunDir,
+  NotARunDirError,
+  openRunDir,
+  type RunDir,
+  RunFileExistsError,
+  systemClock,
+} from '../../actors/index.ts'
+import {
+  builtinTaskCatalog,
+  loadRecipe,
+  RecipeError,
+  RecipeLoadError,
+  RecipeMismatchError,
+  type ResolvedRecipe,
+  RunNotAvailableError,
+  resumeRecipe,
+  startRun,
+  type TaskCatalog,
+} from '../../recipes/index.ts'
+import { CliError } from '../errors.ts'
+
+/** Options of `prepareRun`. */
+export interface PrepareRunOptions {
+  /** An existing run directory to continue. */
+  resume?: string
+  /** Parent folder of new run directories (default `runs`). */
+  runsDir?: string
+  /** Tasks recipes may name (default: the built-in task registry, when present). */
+  catalog?: TaskCatalog
+  clock?: Clock
+}
+
+/** A validated recipe and the run directory it runs in. */
+export interface PreparedRun {
+  recipe: ResolvedRecipe
+  dir: RunDir
+  resumed: boolean
+}
+
+/** Maps the errors of recipe loading and run directories to a `CliError` (message as is). */
+export function toCliError(err: unknown): unknown {
+  if (err instanceof RunNotAvailableError) return new CliError(err.message, { cause: err, exitCode: 2 })
+  if (
+    err instanceof RecipeError ||
+    err instanceof RecipeLoadError ||
+    err instanceof RecipeMismatchError ||
+    err instanceof NotARunDirError ||
+    err instanceof RunFileExistsError
+  )
+    return new CliError(err.message, { cause: err })
+  return err
+}
+
+/**
+ * Loads and validates a recipe file, checks its tasks against the catalog, and makes a new run
+ * directory for it, or, with `resume`, opens that run and checks that the recipe matches the one
+ * stored there (only the budget may change). No file of an existing run is overwritten; a resume
+ * appends one line to `logs/run.jsonl`.
+ * @throws RecipeLoadError, RecipeError, NotARunDirError, RecipeMismatchError.
+ */
+export async function prepareRun(recipeFile: string, options: PrepareRunOptions = {}): Promise<PreparedRun> {
+  const clock = options.clock ?? systemClock
+  const catalog = options.catalog ?? builtinTaskCatalog()
+  const recipe = await loadRecipe(recipeFile, { catalog })
+  if (options.resume) {
+    const opened = await openRunDir(options.resume)
+    const resumed = resumeRecipe(opened.recipe, recipe, { file: opened.dir.recipeFile, catalog })
+    await appendRunLog(opened.dir, 'run', {
+      event: 'resume',
+      time: clock.now(),
+      recipe: recipeFile,
+      budget: resumed.budget,
+    })
+    return { recipe: resumed, dir: opened.dir, resumed: true }
+  }
+  const dir = await createRunDir({ runsDir: options.runsDir ?? 'runs', name: recipe.name, recipe, clock })
+  await appendRunLog(dir, 'run', { event: 'start', time: clock.now(), recipe: recipeFile })
+  return { recipe, dir, resumed: false }
+}
+
+/** `triad run RECIPE [--nats URL] [--resume DIR] [--runs-dir DIR] [--check]`. */
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('run a recipe end to end (SFT, then RL with the dynamic triad) in a run directory')
+    .argument('<recipe>', 'path to a recipe file (recipes/quickstart.ts)')
+    .option('--nats <url>', 'join this NATS server or cluster (default: a local one, or in-process)')
+    .option('--resume <dir>', 'continue the stopped run in this run directory')
+    .option('--runs-dir <dir>', 'parent folder of new run directories', 'runs')
+    .option('--check', 'validate the recipe, print it resolved as JSON, and stop (creates nothing)')
+    .action(
+      async (
+        recipeFile: string,
+        options: { nats?: string; resume?: string; runsDir: string; check?: boolean },
+      ) => {
+        try {
+          if (options.check) {
+            const recipe = await loadRecipe(recipeFile, { catalog: builtinTaskCatalog() })
+            process.stdout.write(`${JSON.stringify(recipe, null, 2)}\n`)
+            return
+          }
+          const run = await prepareRun(recipeFile, { resume: options.resume, runsDir: options.runsDir })
+          process.stdout.write(
+            `${JSON.stringify({ event: run.resumed ? 'run.resumed' : 'run.created', run: run.dir.id, dir: run.dir.path })}\n`,
+          )
+          await startRun(run.recipe, run.dir, { nats: options.nats, resume: run.resumed })
+        } catch (err) {
+          throw toCliError(err)
+        }
+      },
+    )
+}

@@ -1,0 +1,210 @@
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import type { EvalResult } from '../../actors/index.ts'
+import type { ChartSection } from './chart-groups.ts'
+
+const require = createRequire(import.meta.url)
+
+/** uPlot's browser build and stylesheet, read from node_modules to be inlined in the page. */
+function chartLibrary(): { js: string; css: string } {
+  return {
+    js: readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'),
+    css: readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8'),
+  }
+}
+
+/** Series colours (saturated, so the page's self-check can tell a drawn line from axes and grid). */
+export const PALETTE = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#ff7f0e',
+  '#9467bd',
+  '#17becf',
+  '#e377c2',
+  '#8c564b',
+  '#bcbd22',
+  '#0047ab',
+]
+
+/** Escapes text for HTML content and attribute values. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}
+
+/** JSON safe inside a `<script>` element (no `</script>`, no HTML comment openers). */
+function scriptJson(value: unknown): string {
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029')
+}
+
+function formatCell(v: unknown): string {
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(4).replace(/0+$/, '0')
+  if (v === null || v === undefined) return ''
+  return String(v)
+}
+
+/** One evaluation table: the union of the rows' keys as columns, in first-seen order. */
+function evalTable(file: string, r: EvalResult): string {
+  const columns: string[] = []
+  for (const row of r.rows) for (const k of Object.keys(row)) if (!columns.includes(k)) columns.push(k)
+  const meta = [
+    r.step !== undefined ? `step ${r.step}` : '',
+    r.k !== undefined ? `k = ${r.k}` : '',
+    r.checkpoint ? `checkpoint ${r.checkpoint}` : '',
+  ].filter(Boolean)
+  return `<section class="eval"><h3>${escapeHtml(r.title ?? file)}</h3>${
+    meta.length ? `<p class="meta">${escapeHtml(meta.join(' · '))}</p>` : ''
+  }<table><thead><tr>${columns.map((c) => `<th>${escapeHtml(c)}</th>`).join('')}</tr></thead><tbody>${r.rows
+    .map(
+      (row) =>
+        `<tr>${columns.map((c) => `<td class="${typeof row[c] === 'number' ? 'num' : ''}">${escapeHtml(formatCell(row[c]))}</td>`).join('')}</tr>`,
+    )
+    .join('')}</tbody></table></section>`
+}
+
+/** What the report page shows. */
+export interface ReportContent {
+  runId: string
+  /** The run's stored recipe (shown folded). */
+  recipe: unknown
+  sections: ChartSection[]
+  evals: { file: string; result: EvalResult }[]
+  /** Facts shown under the title: lines read, steps, time span, skipped lines. */
+  facts: [string, string][]
+  /** Problems shown as warnings (torn metrics lines, unreadable eval files). */
+  warnings: string[]
+}
+
+/**
+ * The page's script: draws every chart with uPlot and, when uPlot has drawn one, checks its canvas
+ * for pixels of the series colours. The result is on `<body>`: `data-charts-total` (charts),
+ * `data-charts-checked` (drawn or failed so far), `data-charts-drawn` (with a visible series).
+ */
+const PAGE_SCRIPT = `
+(function () {
+  var data = JSON.parse(document.getElementById('triad-data').textContent);
+  var palette = data.palette;
+  var total = 0, drawn = 0, checked = 0;
+  function rgb(hex) { return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); }); }
+  function hasColour(canvas, colours) {
+    var px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (var i = 0; i < px.length; i += 4) {
+      if (px[i + 3] < 200) continue;
+      for (var j = 0; j < colours.length; j++) {
+        var c = colours[j];
+        if (Math.abs(px[i] - c[0]) + Math.abs(px[i + 1] - c[1]) + Math.abs(px[i + 2] - c[2]) < 24) return true;
+      }
+    }
+    return false;
+  }
+  function publish() {
+    document.body.setAttribute('data-charts-total', String(total));
+    document.body.setAttribute('data-charts-drawn', String(drawn));
+    document.body.setAttribute('data-charts-checked', String(checked));
+  }
+  data.sections.forEach(function (section) { total += section.charts.length; });
+  publish();
+  data.sections.forEach(function (section) {
+    section.charts.forEach(function (chart) {
+      var box = document.getElementById(chart.id);
+      var colours = chart.series.map(function (_, i) { return rgb(palette[i % palette.length]); });
+      var seen = false;
+      function check(u) {
+        if (seen) return;
+        seen = true;
+        checked++;
+        var ok = hasColour(u.ctx.canvas, colours);
+        if (ok) drawn++;
+        box.setAttribute('data-drawn', ok ? '1' : '0');
+        publish();
+      }
+      try {
+        var few = chart.x.length <= 40;
+        new uPlot({
+          width: 560, height: 240,
+          scales: { x: { time: false } },
+          axes: [{ label: 'step' }, {}],
+          series: [{ label: 'step' }].concat(chart.series.map(function (s, i) {
+            var colour = palette[i % palette.length];
+            return { label: s.label, stroke: colour, width: 2, spanGaps: true,
+                     points: { show: few, size: 5, fill: colour } };
+          })),
+          hooks: { draw: [check] },
+        }, [chart.x].concat(chart.series.map(function (s) { return s.y; })), box);
+      } catch (e) {
+        checked++;
+        box.setAttribute('data-error', String(e));
+        box.appendChild(document.createTextNode('chart failed: ' + e));
+        publish();
+      }
+    });
+  });
+})();
+`
+
+/**
+ * Renders the report as one self-contained HTML page: the chart library (uPlot) and its stylesheet
+ * are inlined and a Content-Security-Policy forbids every network load, so it opens offline.
+ */
+export function renderReportHtml(content: ReportContent): string {
+  const lib = chartLibrary()
+  let n = 0
+  const sections = content.sections.map((s) => ({
+    area: s.area,
+    charts: s.charts.map((c) => ({ ...c, id: `chart-${n++}` })),
+  }))
+  const chartHtml = sections
+    .map(
+      (s) =>
+        `<section class="area"><h2>${escapeHtml(s.area)}</h2><div class="grid">${s.charts
+          .map(
+            (c) =>
+              `<figure class="chart" id="${c.id}"><figcaption>${escapeHtml(c.title)}</figcaption></figure>`,
+          )
+          .join('')}</div></section>`,
+    )
+    .join('\n')
+  const evalHtml = content.evals.length
+    ? `<section class="area"><h2>evaluation</h2>${content.evals.map((e) => evalTable(e.file, e.result)).join('\n')}</section>`
+    : ''
+  const title = `triad run ${content.runId}`
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${lib.css}</style>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; border-bottom: 1px solid #ddd; margin-top: 28px; }
+.facts { display: flex; flex-wrap: wrap; gap: 4px 20px; color: #555; }
+.warn { color: #a15c00; }
+.grid { display: flex; flex-wrap: wrap; gap: 16px; }
+figure.chart { margin: 0; } figcaption { font-weight: 600; margin-bottom: 4px; font-family: ui-monospace, monospace; }
+table { border-collapse: collapse; margin: 6px 0 16px; } th, td { border: 1px solid #ddd; padding: 3px 8px; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; } .meta { color: #555; margin: 0; }
+pre { background: #f6f6f6; padding: 8px; overflow: auto; }
+</style>
+</head>
+<body>
+<h1>${escapeHtml(title)}</h1>
+<div class="facts">${content.facts.map(([k, v]) => `<span><b>${escapeHtml(k)}</b> ${escapeHtml(v)}</span>`).join('')}</div>
+${content.warnings.map((w) => `<p class="warn">${escapeHtml(w)}</p>`).join('\n')}
+${sections.length ? '' : '<p>No metrics in metrics.jsonl yet.</p>'}
+${chartHtml}
+${evalHtml}
+<section class="area"><h2>recipe</h2><details><summary>recipe.json</summary><pre>${escapeHtml(
+    JSON.stringify(content.recipe, null, 2),
+  )}</pre></details></section>
+<script type="application/json" id="triad-data">${scriptJson({ palette: PALETTE, sections })}</script>
+<script>${lib.js.replace(/<\/script/gi, '<\\/script')}</script>
+<script>${PAGE_SCRIPT}</script>
+</body>
+</html>
+`
+}

@@ -1,0 +1,65 @@
+/** One problem found in a recipe: the dotted field path (`rl.eps_high`, `tasks[1].weight`) and what is wrong. */
+export interface RecipeIssue {
+  path: string
+  message: string
+}
+
+/** Formats issues as `path: message` lines. */
+export function formatIssues(issues: readonly RecipeIssue[]): string {
+  return issues.map((i) => `${i.path || '(recipe)'}: ${i.message}`).join('\n')
+}
+
+/**
+ * A recipe that does not validate. `issues` lists every problem with its field path; the message
+ * starts with them, one per line, e.g. `rl.eps_high: must be > 0`.
+ */
+export class RecipeError extends Error {
+  override name = 'RecipeError'
+  readonly issues: readonly RecipeIssue[]
+  /** The recipe file, when the recipe came from one. */
+  readonly file?: string
+  constructor(issues: readonly RecipeIssue[], options?: { file?: string; cause?: unknown }) {
+    const where = options?.file ? `invalid recipe ${options.file}:\n` : 'invalid recipe:\n'
+    super(`${where}${formatIssues(issues)}`, { cause: options?.cause })
+    this.issues = issues
+    this.file = options?.file
+  }
+}
+
+/** A recipe file that cannot be loaded: missing, failing to import, or without a default export. */
+export class RecipeLoadError extends Error {
+  override name = 'RecipeLoadError'
+  constructor(
+    readonly file: string,
+    reason: string,
+    cause?: unknown,
+  ) {
+    super(`cannot load recipe ${file}: ${reason}`, { cause })
+  }
+}
+
+/** `startRun` before the training pipeline is wired in. */
+export class RunNotAvailableError extends Error {
+  override name = 'RunNotAvailableError'
+  constructor() {
+    super('starting a run is not available yet: the training pipeline is not wired into triad run')
+  }
+}
+
+/**
+ * The recipe given to `--resume` differs from the run's stored `recipe.json` in settings other
+ * than the budget.
+ */
+export class RecipeMismatchError extends Error {
+  override name = 'RecipeMismatchError'
+  constructor(
+    readonly file: string,
+    readonly differences: readonly { path: string; stored: unknown; current: unknown }[],
+  ) {
+    super(
+      `the recipe differs from ${file}, which the run was started with (only budget may change on resume):\n${differences
+        .map((d) => `${d.path}: ${JSON.stringify(d.stored)} in the run, ${JSON.stringify(d.current)} now`)
+        .join('\n')}`,
+    )
+  }
+}

@@ -1,0 +1,7 @@
+export * from './define-recipe.ts'
+export * from './errors.ts'
+export * from './load-recipe.ts'
+export * from './recipe-schema.ts'
+export * from './resume.ts'
+export * from './run.ts'
+export * from './task-catalog.ts'

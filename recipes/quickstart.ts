@@ -1,0 +1,37 @@
+/**
+ * Quickstart: calc, sql and maze with the whole triad, sized for two CPU cores. Cold-start SFT on
+ * expert trajectories (with mistakes and recoveries), then GRPO-TCR with cross-policy sampling,
+ * step rewards from a reward model trained alongside, and adaptive task difficulty.
+ *
+ *   triad run recipes/quickstart.ts
+ */
+import { defineRecipe } from './define-recipe.ts'
+
+export default defineRecipe({
+  name: 'quickstart',
+  seed: 1,
+  tasks: [
+    { name: 'calc', weight: 1 },
+    { name: 'sql', weight: 1 },
+    { name: 'maze', weight: 1 },
+  ],
+  model: { layers: 2, width: 128, heads: 4, contextLength: 768 },
+  sft: { epochs: 2, batchSize: 16, lr: 3e-4, expertTrajectoriesPerTask: 96, expertErrorRate: 0.2 },
+  rl: { groupSize: 8, lr: 5e-5, overlong: { L_max: 512, L_buf: 128 } },
+  pipeline: {
+    mode: 'async',
+    freshEngines: 1,
+    staleEngines: 1,
+    rho: 0.25,
+    staleEvery: 10,
+    minBatchGroups: 4,
+    bufferGroups: 12,
+    concurrency: 16,
+    maxTurns: 6,
+    maxNewTokens: 80,
+  },
+  triad: { adaptiveTasks: true, stepReward: { enabled: true, lambda: 0.5, m: 3 }, trainRewardModel: true },
+  evaluation: { every: 0, k: 8, instancesPerTask: 32 },
+  checkpoints: { every: 25, keep: 2 },
+  budget: { maxSteps: 120, maxMinutes: 20 },
+})

@@ -1,0 +1,241 @@
+/**
+ * The schema of a triad recipe: every setting of a run, each with a one-line doc and its
+ * default. Fields are named for their symbol in DESIGN.md where the design gives one
+ * (`eps_low`, `eps_high`, `c`, `L_max`, `L_buf`, `beta`, `rho`, `lambda`, `m`, and `top_p` as on
+ * the `policy.generate` wire), camelCase otherwise. Every object is strict: an unknown field is
+ * an error that lists the valid ones.
+ */
+import { z } from 'zod'
+import { AdvantageEstimatorName, AggregationMode, BackendName, KlEstimatorName } from '../gpu/index.ts'
+
+const int = (min: number) => z.number().int().min(min)
+const positive = () => z.number().gt(0)
+const probability = () => z.number().min(0).max(1)
+
+/** A run name: one NATS subject token, because the run id derived from it is one. */
+const RunName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, '-' and '_' only (the run id is a NATS subject token)")
+
+/**
+ * Integer difficulty levels of one task. Missing values come from the task registry when the
+ * recipe is checked against it (`resolveTasks`): `min`/`max` the task's range, `start` its default.
+ */
+export const DifficultySchema = z.strictObject({
+  /** Level the run starts at (default: the task's default level). */
+  start: z.number().int().optional(),
+  /** Lowest level the env adapter may go to (default: the task's lowest). */
+  min: z.number().int().optional(),
+  /** Highest level the env adapter may go to (default: the task's highest). */
+  max: z.number().int().optional(),
+})
+
+/** One task of the task mix. */
+export const TaskSchema = z.strictObject({
+  /** Task name as the environment registry knows it (`calc`, `sql`, `maze`). */
+  name: RunName,
+  /** Sampling weight in the mix; probabilities are the weights over their sum (default 1). */
+  weight: positive().default(1),
+  /** Difficulty levels (see `DifficultySchema`). */
+  difficulty: DifficultySchema.prefault({}),
+  /** Number of held-out instances (seeds) in the task's eval split (default 64). */
+  evalSize: int(1).default(64),
+})
+
+/** The policy model (a decoder-only transformer; DESIGN.md "Policy model"). */
+export const ModelSchema = z.strictObject({
+  /** Transformer blocks (default 2). */
+  layers: int(1).default(2),
+  /** Model width (embedding size); a multiple of `heads` with an even head size (default 128). */
+  width: int(2).default(128),
+  /** Attention heads (default 4). */
+  heads: int(1).default(4),
+  /** Longest sequence, tokens: prompt, every turn and tool result (default 1024). */
+  contextLength: int(16).default(1024),
+  /** Tensor backend: `auto` picks the best available (tfjs-node-gpu, tfjs-node, wasm, cpu). */
+  backend: z.union([z.literal('auto'), z.enum(BackendName)]).default('auto'),
+})
+
+/** Cold-start SFT on expert trajectories that keep mistakes and recoveries (DemyAgent). */
+export const SftSchema = z.strictObject({
+  /** Passes over the expert trajectories; 0 skips SFT (default 2). */
+  epochs: int(0).default(2),
+  /** Stop after this many optimizer steps even if epochs remain (default: no limit). */
+  steps: int(1).optional(),
+  /** Trajectories per optimizer step (default 16). */
+  batchSize: int(1).default(16),
+  /** AdamW learning rate (default 3e-4). */
+  lr: positive().default(3e-4),
+  /** Expert trajectories generated per task (default 64). */
+  expertTrajectoriesPerTask: int(0).default(64),
+  /** Probability that the scripted expert makes a mistake at a step and then recovers (default 0.2). */
+  expertErrorRate: z.number().min(0).lt(1).default(0.2),
+})
+
+/** Overlong reward shaping (DAPO eq. 13, used by GRPO-TCR). */
+export const OverlongSchema = z.strictObject({
+  /** Apply the shaping (default true). */
+  enabled: z.boolean().default(true),
+  /** `L_max`: longest response, tokens; beyond it the penalty is -1 (default 768). */
+  L_max: int(1).default(768),
+  /** `L_buf`: soft buffer before `L_max`, tokens, where the penalty grows linearly (default 192). */
+  L_buf: int(1).default(192),
+})
+
+/** KL penalty to the reference (SFT) policy. */
+export const KlSchema = z.strictObject({
+  /** `beta`: coefficient of the KL term; 0 turns it off (default 0). */
+  beta: z.number().min(0).default(0),
+  /** Estimator of the per-token KL (default `k3`). */
+  estimator: z.enum(KlEstimatorName).default('k3'),
+})
+
+/** RL with GRPO-TCR (DemyAgent) and task advantage normalization (AgentRL). */
+export const RlSchema = z.strictObject({
+  /** `G`: samples per task instance; the group the advantage is normalized over (default 8). */
+  groupSize: int(2).default(8),
+  /** Group advantage estimator (default `grpo`: `(R - mean) / (std + 1e-6)`). */
+  advantage: z.enum(AdvantageEstimatorName).default('grpo'),
+  /** `eps_low`: lower clip of the ratio, `1 - eps_low` (default 0.2). */
+  eps_low: z.number().gt(0).lt(1).default(0.2),
+  /** `eps_high`: upper clip of the ratio, `1 + eps_high` (clip-higher; default 0.28). */
+  eps_high: positive().default(0.28),
+  /** `c`: dual clip for negative advantages, the loss is at most `c * |A|` (default 10). */
+  c: z.number().gt(1).default(10),
+  /** Loss aggregation (default `token-mean` over every masked token of the batch). */
+  aggregation: z.enum(AggregationMode).default('token-mean'),
+  /** Overlong reward shaping (`L_max`, `L_buf`). */
+  overlong: OverlongSchema.prefault({}),
+  /** KL to the reference policy (`beta` 0 = off, estimator `k3`). */
+  kl: KlSchema.prefault({}),
+  /** Entropy bonus coefficient (default 0). */
+  entropy: z.number().min(0).default(0),
+  /** AdamW learning rate (default 1e-4). */
+  lr: positive().default(1e-4),
+  /** AdamW decoupled weight decay (default 0.01). */
+  weightDecay: z.number().min(0).default(0.01),
+  /** Global gradient-norm clip (default 1.0). */
+  gradClip: positive().default(1.0),
+  /** Task advantage normalization after the group normalization (AgentRL; default on). */
+  taskAdvantageNorm: z.boolean().default(true),
+})
+
+const PipelineObject = z.strictObject({
+  /** `async` (AgentRL: rollout and training overlap) or `sync` (generate all, then train). */
+  mode: z.enum(['async', 'sync']).default('async'),
+  /** Fresh policy engines: new weights after every learner step (default 1). */
+  freshEngines: int(1).default(1),
+  /** Stale policy engines: new weights every `staleEvery` steps (default 1). */
+  staleEngines: int(0).default(1),
+  /** `rho`: probability that a turn's generate call goes to a stale engine (AgentRL; default 0.25). */
+  rho: probability().default(0.25),
+  /** Learner steps between weight updates of the stale engines (AgentRL ships 25; default 25). */
+  staleEvery: int(1).default(25),
+  /** Largest staleness (learner version minus behavior version) a trajectory may have (default `staleEvery + 4`). */
+  stalenessBound: int(0).optional(),
+  /** The learner takes a batch once this many whole groups are ready (default 4). */
+  minBatchGroups: int(1).default(4),
+  /** Bound of the trajectory buffer, in groups; producers wait when it is full (default 16). */
+  bufferGroups: int(1).default(16),
+  /** Agent loops (trajectories) in flight at once (default 16). */
+  concurrency: int(1).default(16),
+  /** Largest number of assistant turns in one trajectory (default 8). */
+  maxTurns: int(1).default(8),
+  /** Largest number of new tokens per assistant turn (default 96). */
+  maxNewTokens: int(1).default(96),
+  /** Sampling temperature (0 = greedy; default 1). */
+  temperature: z.number().min(0).default(1),
+  /** Nucleus sampling mass (default 1 = off). */
+  top_p: z.number().gt(0).max(1).default(1),
+})
+
+/** Rollout pipeline and cross-policy sampling (AgentRL). */
+export const PipelineSchema = PipelineObject.transform((p) => ({
+  ...p,
+  stalenessBound: p.stalenessBound ?? p.staleEvery + 4,
+}))
+
+/** Step-wise rewards from the reward model (RLAnything): `R_j = O + lambda * mean_l S_jl`. */
+export const StepRewardSchema = z.strictObject({
+  /** Add the reward model's step judgements to the outcome (default true). */
+  enabled: z.boolean().default(true),
+  /** `lambda`: weight of the mean step judgement against the outcome (default 0.5). */
+  lambda: z.number().min(0).default(0.5),
+  /** `m`: judgements of each step by the reward model (default 3). */
+  m: int(1).default(3),
+})
+
+/** The dynamic triad switches (RLAnything). */
+export const TriadSchema = z.strictObject({
+  /** Make tasks harder or easier from the policy's measured accuracy (default true). */
+  adaptiveTasks: z.boolean().default(true),
+  /** Learner steps between difficulty decisions of the env adapter (default 10). */
+  adaptEvery: int(1).default(10),
+  /** Accuracy at or above which a task gets harder (default 0.8). */
+  adaptHigh: probability().default(0.8),
+  /** Accuracy below which a task gets easier (default 0.2). */
+  adaptLow: probability().default(0.2),
+  /** Step-wise rewards from the reward model. */
+  stepReward: StepRewardSchema.prefault({}),
+  /** Train the reward model by consistency on its own loss (default true; needs `stepReward.enabled`). */
+  trainRewardModel: z.boolean().default(true),
+})
+
+/** Periodic evaluation on the held-out split: avg@k and pass@k per task. */
+export const EvaluationSchema = z.strictObject({
+  /** Learner steps between evaluations; 0 evaluates only at the end (default 25). */
+  every: int(0).default(25),
+  /** `k`: samples per instance for avg@k and pass@k (default 8). */
+  k: int(1).default(8),
+  /** Held-out instances per task at each evaluation; at most each task's `evalSize` (default 16). */
+  instancesPerTask: int(1).default(16),
+})
+
+/** Checkpoints (`model.safetensors` + `config.json`) under the run's `checkpoints/`. */
+export const CheckpointsSchema = z.strictObject({
+  /** Learner steps between checkpoints; 0 saves only at the end (default 50). */
+  every: int(0).default(50),
+  /** Newest checkpoints to keep; older ones are deleted (default 3). */
+  keep: int(1).default(3),
+})
+
+/** When the run stops: whichever limit comes first. */
+export const BudgetSchema = z.strictObject({
+  /** Largest number of RL learner steps (default 200). */
+  maxSteps: int(1).optional(),
+  /** Largest wall-clock time of the whole run, SFT included, minutes (default: no limit). */
+  maxMinutes: positive().optional(),
+})
+
+/** The whole recipe as written by a user (before derived sizes). */
+export const RecipeSchema = z.strictObject({
+  /** Run name; the run directory is `runs/<name>-<timestamp>/` (default `triad`). */
+  name: RunName.default('triad'),
+  /** Seed of every random source of the run (default 0). */
+  seed: int(0).default(0),
+  /** The task mix (at least one task). */
+  tasks: z.array(TaskSchema).min(1),
+  /** The policy model. */
+  model: ModelSchema.prefault({}),
+  /** Cold-start SFT. */
+  sft: SftSchema.prefault({}),
+  /** GRPO-TCR settings. */
+  rl: RlSchema.prefault({}),
+  /** Rollout pipeline. */
+  pipeline: PipelineSchema.prefault({}),
+  /** Dynamic triad switches. */
+  triad: TriadSchema.prefault({}),
+  /** Evaluation schedule. */
+  evaluation: EvaluationSchema.prefault({}),
+  /** Checkpoint schedule. */
+  checkpoints: CheckpointsSchema.prefault({}),
+  /** Run budget (`maxSteps` and/or `maxMinutes`). */
+  budget: BudgetSchema.prefault({}),
+})
+
+/** What a recipe file passes to `defineRecipe`: every field optional except `tasks`. */
+export type RecipeInput = z.input<typeof RecipeSchema>
+/** A parsed recipe with every default filled in (derived sizes not yet added). */
+export type ParsedRecipe = z.output<typeof RecipeSchema>

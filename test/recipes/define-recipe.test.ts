@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import {
+  DEFAULT_MAX_STEPS,
+  defineRecipe,
+  isRecipe,
+  parseRecipe,
+  parseStoredRecipe,
+  RecipeError,
+  type RecipeInput,
+} from '../../recipes/index.ts'
+
+/** The issues of a recipe that must fail, as `path: message` lines. */
+function problems(input: unknown): string[] {
+  try {
+    parseRecipe(input)
+  } catch (err) {
+    assert.ok(err instanceof RecipeError, `expected RecipeError, got ${err}`)
+    return err.issues.map((i) => `${i.path}: ${i.message}`)
+  }
+  assert.fail('recipe was accepted')
+}
+
+const base: RecipeInput = { tasks: [{ name: 'calc' }] }
+
+describe('recipes/define-recipe', () => {
+  it('defineRecipe - fills the documented defaults (GRPO-TCR, AgentRL pipeline, triad)', () => {
+    const r = defineRecipe(base)
+    assert.equal(r.name, 'triad')
+    assert.equal(r.seed, 0)
+    assert.deepEqual(r.tasks, [{ name: 'calc', weight: 1, difficulty: {}, evalSize: 64 }])
+    assert.deepEqual(r.model, { layers: 2, width: 128, heads: 4, contextLength: 1024, backend: 'auto' })
+    assert.deepEqual(r.rl, {
+      groupSize: 8,
+      advantage: 'grpo',
+      eps_low: 0.2,
+      eps_high: 0.28,
+      c: 10,
+      aggregation: 'token-mean',
+      overlong: { enabled: true, L_max: 768, L_buf: 192 },
+      kl: { beta: 0, estimator: 'k3' },
+      entropy: 0,
+      lr: 1e-4,
+      weightDecay: 0.01,
+      gradClip: 1,
+      taskAdvantageNorm: true,
+    })
+    assert.equal(r.pipeline.mode, 'async')
+    assert.equal(r.pipeline.rho, 0.25)
+    assert.equal(r.pipeline.staleEvery, 25)
+    assert.equal(r.pipeline.stalenessBound, 29)
+    assert.deepEqual(r.triad.stepReward, { enabled: true, lambda: 0.5, m: 3 })
+    assert.deepEqual(r.evaluation, { every: 25, k: 8, instancesPerTask: 16 })
+    assert.deepEqual(r.checkpoints, { every: 50, keep: 3 })
+    assert.deepEqual(r.budget, { maxSteps: DEFAULT_MAX_STEPS })
+  })
+
+  it('defineRecipe - computes the derived sizes right after parsing', () => {
+    const r = defineRecipe({
+      tasks: [
+        { name: 'calc', weight: 3 },
+        { name: 'sql', weight: 1 },
+      ],
+      model: { width: 96, heads: 4 },
+      sft: { epochs: 3, batchSize: 16, expertTrajectoriesPerTask: 20, steps: 7 },
+      rl: { groupSize: 4 },
+      pipeline: {
+        freshEngines: 2,
+        staleEngines: 1,
+        minBatchGroups: 3,
+        bufferGroups: 5,
+        maxTurns: 4,
+        maxNewTokens: 50,
+      },
+      evaluation: { k: 4, instancesPerTask: 10 },
+      budget: { maxMinutes: 5 },
+    })
+    assert.deepEqual(r.derived, {
+      taskProbabilities: { calc: 0.75, sql: 0.25 },
+      headDim: 24,
+      engines: 3,
+      minBatchTrajectories: 12,
+      bufferTrajectories: 20,
+      maxResponseTokens: 200,
+      sftTrajectories: 40,
+      sftSteps: 7, // ceil(40 / 16) * 3 = 9, capped by steps 7
+      evalSamples: 80,
+    })
+    assert.deepEqual(r.budget, { maxMinutes: 5 }, 'no default step limit when maxMinutes is given')
+  })
+
+  it('defineRecipe - a wrong value is an error naming the field path', () => {
+    assert.deepEqual(problems({ ...base, rl: { eps_high: 0 } }), ['rl.eps_high: must be > 0'])
+    assert.deepEqual(problems({ ...base, rl: { eps_low: 1 } }), ['rl.eps_low: must be < 1'])
+    assert.deepEqual(problems({ tasks: [{ name: 'calc', weight: -1 }] }), ['tasks[0].weight: must be > 0'])
+    assert.deepEqual(problems({ ...base, pipeline: { rho: 1.5 } }), ['pipeline.rho: must be <= 1'])
+    assert.deepEqual(problems({ ...base, model: { layers: 1.5 } }), ['model.layers: must be an integer'])
+    assert.deepEqual(problems({ ...base, pipeline: { mode: 'fast' } }), [
+      'pipeline.mode: must be one of: async, sync',
+    ])
+    assert.deepEqual(problems({ ...base, rl: { kl: { estimator: 'k9' } } }), [
+      'rl.kl.estimator: must be one of: k1, k2, k3',
+    ])
+    assert.deepEqual(problems({ ...base, seed: 'one' }), ['seed: expected number, got string'])
+    assert.deepEqual(problems({}), ['tasks: is required (array)'])
+    assert.deepEqual(problems({ tasks: [] }), ['tasks: needs at least 1 item(s)'])
+    assert.match(problems({ ...base, name: 'my run' })[0]!, /^name: use letters, digits/)
+  })
+
+  it('defineRecipe - an unknown field is an error that lists the valid fields', () => {
+    assert.deepEqual(problems({ ...base, rl: { epsHigh: 0.3 } }), [
+      'rl.epsHigh: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm',
+    ])
+    assert.deepEqual(
+      problems({ ...base, pipeline: { rhoo: 0.1 } })[0]!.split(';')[0],
+      'pipeline.rhoo: unknown field',
+    )
+    assert.deepEqual(problems({ tasks: [{ name: 'calc', difficulty: { level: 2 } }] }), [
+      'tasks[0].difficulty.level: unknown field; valid fields: start, min, max',
+    ])
+    assert.match(
+      problems({ ...base, learner: {} })[0]!,
+      /^learner: unknown field; valid fields: name, seed, tasks,/,
+    )
+  })
+
+  it('defineRecipe - checks across fields name the field to change', () => {
+    assert.deepEqual(problems({ ...base, model: { width: 100, heads: 3 } }), [
+      'model.width: must be a multiple of model.heads (3)',
+    ])
+    assert.deepEqual(problems({ ...base, model: { width: 12, heads: 4 } }), [
+      'model.width: width / heads (3) must be even for rotary positions',
+    ])
+    assert.deepEqual(problems({ ...base, rl: { overlong: { L_max: 100, L_buf: 200 } } }), [
+      'rl.overlong.L_buf: must be <= rl.overlong.L_max (100)',
+    ])
+    assert.deepEqual(problems({ ...base, pipeline: { staleEngines: 0 } }), [
+      'pipeline.rho: must be 0 when pipeline.staleEngines is 0 (no stale engine to send turns to)',
+    ])
+    assert.match(
+      problems({ ...base, pipeline: { staleEvery: 10, stalenessBound: 5 } })[0]!,
+      /^pipeline\.stalenessBound: must be >= pipeline\.staleEvery \(10\)/,
+    )
+    assert.match(
+      problems({ ...base, triad: { stepReward: { enabled: false } } })[0]!,
+      /^triad\.trainRewardModel: needs triad\.stepReward\.enabled/,
+    )
+    assert.deepEqual(problems({ ...base, triad: { adaptLow: 0.9 } }), [
+      'triad.adaptLow: must be < triad.adaptHigh (0.8)',
+    ])
+    assert.deepEqual(problems({ tasks: [{ name: 'calc', difficulty: { min: 3, max: 2 } }] }), [
+      'tasks[0].difficulty.min: must be <= difficulty.max (2)',
+    ])
+    assert.deepEqual(problems({ tasks: [{ name: 'calc', evalSize: 4 }] }), [
+      'tasks[0].evalSize: must be >= evaluation.instancesPerTask (16): the eval split is too small',
+    ])
+    assert.deepEqual(problems({ tasks: [{ name: 'calc' }, { name: 'calc' }] }), [
+      "tasks[1].name: task 'calc' is listed twice (also tasks[0])",
+    ])
+    assert.deepEqual(problems({ ...base, pipeline: { maxNewTokens: 2048 } }), [
+      'pipeline.maxNewTokens: must be < model.contextLength (1024)',
+    ])
+    // valid without stale engines when rho is 0
+    assert.equal(parseRecipe({ ...base, pipeline: { staleEngines: 0, rho: 0 } }).derived.engines, 1)
+  })
+
+  it('defineRecipe - the message lists every problem, one per line', () => {
+    assert.throws(
+      () => defineRecipe({ tasks: [{ name: 'calc', weight: 0 }], rl: { eps_high: -1 } }),
+      (err: Error) =>
+        err instanceof RecipeError &&
+        err.message === 'invalid recipe:\ntasks[0].weight: must be > 0\nrl.eps_high: must be > 0',
+    )
+  })
+
+  it('defineRecipe - the result is deeply frozen and recognised', () => {
+    const r = defineRecipe(base)
+    assert.ok(isRecipe(r))
+    assert.ok(!isRecipe({ ...r }))
+    assert.throws(() => {
+      ;(r.rl as { lr: number }).lr = 1
+    }, TypeError)
+    assert.throws(() => {
+      ;(r.tasks as unknown[]).push({})
+    }, TypeError)
+  })
+
+  it('parseStoredRecipe - a recipe read back from its JSON is the same recipe', () => {
+    const r = defineRecipe({ ...base, sft: { steps: 3 }, budget: { maxSteps: 10, maxMinutes: 2 } })
+    const again = parseStoredRecipe(JSON.parse(JSON.stringify(r)))
+    assert.deepEqual(again, r)
+  })
+})
