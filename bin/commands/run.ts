@@ -9,18 +9,7 @@ import {
   RunFileExistsError,
   systemClock,
 } from '../../actors/index.ts'
-import {
-  builtinTaskCatalog,
-  loadRecipe,
-  RecipeError,
-  RecipeLoadError,
-  RecipeMismatchError,
-  type ResolvedRecipe,
-  RunNotAvailableError,
-  resumeRecipe,
-  startRun,
-  type TaskCatalog,
-} from '../../recipes/index.ts'
+import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
 import { CliError } from '../errors.ts'
 
 /** Options of `prepareRun`. */
@@ -41,13 +30,20 @@ export interface PreparedRun {
   resumed: boolean
 }
 
+/**
+ * `recipes/` loads the tensor library (for its closed sets of backends and estimators), so the CLI
+ * imports it only when a `run` command needs it: other commands start faster.
+ */
+const recipes = () => import('../../recipes/index.ts')
+
 /** Maps the errors of recipe loading and run directories to a `CliError` (message as is). */
-export function toCliError(err: unknown): unknown {
-  if (err instanceof RunNotAvailableError) return new CliError(err.message, { cause: err, exitCode: 2 })
+export async function toCliError(err: unknown): Promise<unknown> {
+  const r = await recipes()
+  if (err instanceof r.RunNotAvailableError) return new CliError(err.message, { cause: err, exitCode: 2 })
   if (
-    err instanceof RecipeError ||
-    err instanceof RecipeLoadError ||
-    err instanceof RecipeMismatchError ||
+    err instanceof r.RecipeError ||
+    err instanceof r.RecipeLoadError ||
+    err instanceof r.RecipeMismatchError ||
     err instanceof NotARunDirError ||
     err instanceof RunFileExistsError
   )
@@ -63,6 +59,7 @@ export function toCliError(err: unknown): unknown {
  * @throws RecipeLoadError, RecipeError, NotARunDirError, RecipeMismatchError.
  */
 export async function prepareRun(recipeFile: string, options: PrepareRunOptions = {}): Promise<PreparedRun> {
+  const { builtinTaskCatalog, loadRecipe, resumeRecipe } = await recipes()
   const clock = options.clock ?? systemClock
   const catalog = options.catalog ?? builtinTaskCatalog()
   const recipe = await loadRecipe(recipeFile, { catalog })
@@ -97,6 +94,7 @@ export function registerRun(program: Command): void {
         recipeFile: string,
         options: { nats?: string; resume?: string; runsDir: string; check?: boolean },
       ) => {
+        const { builtinTaskCatalog, loadRecipe, startRun } = await recipes()
         try {
           if (options.check) {
             const recipe = await loadRecipe(recipeFile, { catalog: builtinTaskCatalog() })
@@ -109,7 +107,7 @@ export function registerRun(program: Command): void {
           )
           await startRun(run.recipe, run.dir, { nats: options.nats, resume: run.resumed })
         } catch (err) {
-          throw toCliError(err)
+          throw await toCliError(err)
         }
       },
     )

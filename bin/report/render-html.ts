@@ -202,7 +202,7 @@ ${evalHtml}
     JSON.stringify(content.recipe, null, 2),
   )}</pre></details></section>
 <script type="application/json" id="triad-data">${scriptJson({ palette: PALETTE, sections })}</script>
-<script>${lib.js.replace(/<\/script/gi, '<\\/script')}</script>
+<script id="chart-library">${lib.js.replace(/<\/script/gi, '<\\/script')}</script>
 <script>${PAGE_SCRIPT}</script>
 </body>
 </html>

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { connectNats, InProcessTransport, ManualClock } from '../../actors/index.ts'
+import { monitorOnce } from '../../bin/commands/monitor.ts'
+import { CliError } from '../../bin/errors.ts'
+import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
+import { MetricsReport, Subjects } from '../../protocols/index.ts'
+import { syntheticMetrics } from '../support/synthetic-run.ts'
+import { startTriad } from '../support/triad-process.ts'
+
+/** A table row with these cells, as a pattern (cells escaped, separated by `│`). */
+const row = (...cells: string[]) =>
+  new RegExp(`│ ${cells.map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('\\s*│\\s*')}\\s*│`)
+
+const EXPECTED_ROWS = [
+  // task, success, reward, difficulty at step 9 of 10 (syntheticMetrics)
+  row('calc', '0.325', '0.400', '1'),
+  row('maze', '0.525', '0.400', '1'),
+  row('sql ', '0.425', '0.400', '1'),
+]
+
+describe('bin/monitor', () => {
+  it('renderSnapshot - progress bar, a row per task, tokens/s summed over engines, restarts', () => {
+    const state = new MetricsState()
+    for (const line of syntheticMetrics(10)) state.add(line)
+    const text = renderSnapshot(state, { run: 'r1', maxSteps: 18, barSize: 10 })
+    const lines = text.split('\n')
+    assert.equal(lines[0], `run r1  ${'\u2588'.repeat(5)}${'\u2591'.repeat(5)} 50%  step 9/18`)
+    for (const pattern of EXPECTED_ROWS) assert.match(text, pattern)
+    // tokens/s 800 + 600, staleness 1.5 / 3, loss 1/10, restarts 1, 40 reports
+    assert.match(text, row('1400', '1.50', '3', '0.1000', '1', '40'))
+  })
+
+  it('renderSnapshot - without a step limit or metrics it says so', () => {
+    const text = renderSnapshot(new MetricsState(), { run: 'r2' })
+    assert.match(text, /^run r2 {2}step 0\n\(no per-task metrics yet\)\n/)
+  })
+
+  it('monitorOnce - collects the run metrics for the wait window, ignoring other runs', async () => {
+    const clock = new ManualClock(0)
+    const t = new InProcessTransport(clock)
+    const snapshot = monitorOnce(t, { run: 'r3', waitMs: 1_000, clock })
+    for (const line of syntheticMetrics(10))
+      t.publish(Subjects.metrics('r3', line.role), MetricsReport.make(line))
+    t.publish(
+      Subjects.metrics('other', 'rollout'),
+      MetricsReport.make({
+        role: 'rollout',
+        id: '0',
+        step: 99,
+        time: 0,
+        values: { 'rollout/success/chess': 1 },
+      }),
+    )
+    clock.advance(1_000)
+    const text = await snapshot
+    assert.match(text, /^run r3 {2}step 9\n/)
+    for (const pattern of EXPECTED_ROWS) assert.match(text, pattern)
+    assert.doesNotMatch(text, /chess/)
+    await t.close()
+  })
+
+  it('monitorOnce - no metrics within the window is a clear error', async () => {
+    const clock = new ManualClock(0)
+    const t = new InProcessTransport(clock)
+    const snapshot = monitorOnce(t, { run: 'quiet', waitMs: 500, clock })
+    clock.advance(500)
+    await assert.rejects(
+      snapshot,
+      (err: Error) =>
+        err instanceof CliError &&
+        err.message === "no metrics on triad.quiet.metrics.> within 500 ms; is run 'quiet' running?",
+    )
+    await t.close()
+  })
+
+  it('triad monitor --once - prints a snapshot of a run from the NATS metrics subjects', async () => {
+    const run = `mon-${process.pid}`
+    const child = startTriad([
+      'monitor',
+      '--nats',
+      'nats://127.0.0.1:4222',
+      '--run',
+      run,
+      '--once',
+      '--wait',
+      '1500',
+      '--max-steps',
+      '20',
+    ])
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '0' })
+    let exited = false
+    const done = child.exited.then((r) => {
+      exited = true
+      return r
+    })
+    // Core NATS is at-most-once and the child subscribes at some point: publish until it exits.
+    const deadline = Date.now() + 60_000
+    while (!exited && Date.now() < deadline) {
+      for (const line of syntheticMetrics(10))
+        nats.publish(Subjects.metrics(run, line.role), MetricsReport.make(line))
+      await Promise.race([done, new Promise((r) => setTimeout(r, 100))])
+    }
+    await nats.close()
+    const { code } = await done
+    const out = child.stdout.join('\n')
+    assert.equal(code, 0, child.stderr())
+    assert.match(out, new RegExp(`^run ${run} .* 45%  step 9/20`))
+    for (const pattern of EXPECTED_ROWS) assert.match(out, pattern)
+  })
+
+  it('triad monitor - a NATS URL that does not answer is a clear error', async () => {
+    const child = startTriad(['monitor', '--nats', 'nats://127.0.0.1:1', '--run', 'x', '--once'])
+    assert.equal((await child.exited).code, 1)
+    assert.match(child.stderr(), /^triad: cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/)
+  })
+})

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict'
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { buildReport } from '../../bin/commands/report.ts'
+import { buildChartSections, placeKeys } from '../../bin/report/chart-groups.ts'
+import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
+import { makeSyntheticRun } from '../support/synthetic-run.ts'
+import { startTriad } from '../support/triad-process.ts'
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'triad-report-'))
+const attr = (dom: string, name: string) => new RegExp(`<body[^>]*\\b${name}="(\\d+)"`).exec(dom)?.[1]
+
+describe('bin/report', () => {
+  it('placeKeys - groups keys by prefix: per-task families, shared stems, single keys', () => {
+    const placed = placeKeys([
+      'rollout/success',
+      'rollout/success/calc',
+      'rollout/success/sql',
+      'learner/clip_frac_high',
+      'learner/clip_frac_low',
+      'learner/loss',
+      'engine/tokens_per_s',
+      'uptime',
+    ])
+    assert.deepEqual(Object.fromEntries(placed), {
+      'rollout/success': { area: 'rollout', chart: 'rollout/success', label: 'all' },
+      'rollout/success/calc': { area: 'rollout', chart: 'rollout/success', label: 'calc' },
+      'rollout/success/sql': { area: 'rollout', chart: 'rollout/success', label: 'sql' },
+      'learner/clip_frac_high': { area: 'learner', chart: 'learner/clip_frac_*', label: 'high' },
+      'learner/clip_frac_low': { area: 'learner', chart: 'learner/clip_frac_*', label: 'low' },
+      'learner/loss': { area: 'learner', chart: 'learner/loss', label: 'loss' },
+      'engine/tokens_per_s': { area: 'engine', chart: 'engine/tokens_per_s', label: 'tokens_per_s' },
+      uptime: { area: 'other', chart: 'uptime', label: 'uptime' },
+    })
+  })
+
+  it('buildChartSections - averages an actor over a step, sums rates over actors, averages the rest', () => {
+    const line = (id: string, step: number, values: Record<string, number>) => ({
+      role: 'policy',
+      id,
+      step,
+      time: 0,
+      values,
+    })
+    const sections = buildChartSections([
+      line('0', 1, { 'engine/tokens_per_s': 100, 'engine/busy': 0.5 }),
+      line('0', 1, { 'engine/tokens_per_s': 300, 'engine/busy': 1 }),
+      line('1', 1, { 'engine/tokens_per_s': 50, 'engine/busy': 0 }),
+      line('1', 3, { 'engine/tokens_per_s': 70 }),
+    ])
+    assert.deepEqual(sections, [
+      {
+        area: 'engine',
+        charts: [
+          { title: 'engine/busy', x: [1], series: [{ label: 'busy', key: 'engine/busy', y: [0.375] }] },
+          {
+            title: 'engine/tokens_per_s',
+            x: [1, 3],
+            series: [{ label: 'tokens_per_s', key: 'engine/tokens_per_s', y: [250, 70] }],
+          },
+        ],
+      },
+    ])
+  })
+
+  it('buildReport - charts every metric family of a run and its evaluation tables, self-contained', async () => {
+    const dir = await makeSyntheticRun(tmp())
+    appendFileSync(dir.metricsFile, '{"role":"learner","id":') // a torn last line
+    const report = await buildReport(dir.path)
+    assert.equal(report.lines, 120)
+    assert.equal(report.evals, 1)
+    // rollout/reward, rollout/success, learner/clip_frac_*, learner/loss, pipeline/staleness_*,
+    // engine/tokens_per_s, env/difficulty, reward/step_accuracy, runtime/restarts
+    assert.equal(report.charts, 9)
+    assert.match(report.html, /Content-Security-Policy" content="default-src 'none'/)
+    assert.doesNotMatch(
+      report.html,
+      /<(script|link|img)[^>]+(src|href)=/i,
+      'nothing is loaded from outside the page',
+    )
+    assert.match(report.html, /skipped 1 line\(s\) that are not metrics reports \(line 121\)/)
+    assert.match(report.html, /<th>pass_at_k<\/th>/)
+  })
+
+  it('buildReport - the charts draw in headless Chromium', async (t) => {
+    const missing = chromiumMissing()
+    if (missing) return t.skip(missing)
+    const dir = await makeSyntheticRun(tmp())
+    const file = join(dir.path, 'report.html')
+    writeFileSync(file, (await buildReport(dir.path)).html)
+    const dom = await dumpDom(file)
+    assert.equal(attr(dom, 'data-charts-total'), '9')
+    assert.equal(attr(dom, 'data-charts-checked'), '9')
+    assert.equal(attr(dom, 'data-charts-drawn'), '9', 'every chart has pixels of its series colours')
+    assert.match(dom, /held-out avg@8 and pass@8/)
+  })
+
+  it('buildReport - the drawn check fails when the chart library is missing', async (t) => {
+    const missing = chromiumMissing()
+    if (missing) return t.skip(missing)
+    const dir = await makeSyntheticRun(tmp(), 5)
+    const file = join(dir.path, 'broken.html')
+    const html = (await buildReport(dir.path)).html
+    const start = html.indexOf('<script id="chart-library">')
+    assert.ok(start > 0, 'the inlined uPlot build is found')
+    writeFileSync(
+      file,
+      html.slice(0, start) + html.slice(html.indexOf('</script>', start) + '</script>'.length),
+    )
+    const dom = await dumpDom(file)
+    assert.equal(attr(dom, 'data-charts-total'), '9')
+    assert.equal(attr(dom, 'data-charts-drawn'), '0')
+    assert.match(dom, /data-error="ReferenceError: uPlot is not defined"/)
+  })
+
+  it('triad report - writes the HTML file; a directory that is not a run is a clear error', async () => {
+    const dir = await makeSyntheticRun(tmp(), 3)
+    const out = join(tmp(), 'r.html')
+    const ok = startTriad(['report', dir.path, '--out', out])
+    const line = await ok.waitForLine((j) => 'report' in j, 60_000)
+    assert.equal(line.report, out)
+    assert.equal(line.charts, 9)
+    assert.equal((await ok.exited).code, 0)
+    assert.match(readFileSync(out, 'utf8'), /^<!doctype html>/)
+
+    const notRun = tmp()
+    const bad = startTriad(['report', notRun])
+    assert.equal((await bad.exited).code, 1)
+    assert.equal(bad.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
+  })
+})

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { ManualClock, NotARunDirError } from '../../actors/index.ts'
+import { prepareRun } from '../../bin/commands/run.ts'
+import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
+import { startTriad } from '../support/triad-process.ts'
+
+const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
+const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
+const tmp = () => mkdtempSync(join(tmpdir(), 'triad-run-'))
+const catalog: TaskCatalog = Object.fromEntries(
+  ['calc', 'sql', 'maze'].map((name) => [name, { name, difficulty: { min: 1, max: 4, default: 1 } }]),
+)
+
+/** Writes a recipe module into `dir` and returns its path. */
+function recipeFile(dir: string, name: string, fields: string): string {
+  const file = join(dir, `${name}.ts`)
+  writeFileSync(
+    file,
+    `import { defineRecipe } from ${JSON.stringify(defineRecipePath)}\nexport default defineRecipe({ ${fields} })\n`,
+  )
+  return file
+}
+
+/** Every file under `dir` with its contents (to show nothing was overwritten). */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name)
+      if (statSync(p).isDirectory()) walk(p)
+      else out[relative(dir, p)] = readFileSync(p, 'utf8')
+    }
+  }
+  walk(dir)
+  return out
+}
+
+describe('bin/run', () => {
+  it('prepareRun - makes a run directory holding the resolved recipe', async () => {
+    const runs = join(tmp(), 'runs')
+    const clock = new ManualClock(Date.UTC(2026, 0, 2, 3, 4, 5))
+    const run = await prepareRun(recipeFile(tmp(), 'ok', "name: 'ok', tasks: [{ name: 'sql' }]"), {
+      runsDir: runs,
+      catalog,
+      clock,
+    })
+    assert.equal(run.dir.id, 'ok-20260102-030405')
+    assert.equal(run.resumed, false)
+    const stored = JSON.parse(readFileSync(run.dir.recipeFile, 'utf8'))
+    assert.deepEqual(stored, JSON.parse(JSON.stringify(run.recipe)))
+    assert.deepEqual(stored.tasks[0].difficulty, { start: 1, min: 1, max: 4 })
+  })
+
+  it('prepareRun - an unknown task names the valid tasks and creates nothing', async () => {
+    const runs = join(tmp(), 'runs')
+    const file = recipeFile(tmp(), 'chess', "tasks: [{ name: 'chess' }]")
+    await assert.rejects(
+      prepareRun(file, { runsDir: runs, catalog }),
+      (err: Error) =>
+        err instanceof RecipeError &&
+        /tasks\[0\]\.name: unknown task 'chess'; valid tasks: calc, maze, sql/.test(err.message),
+    )
+    assert.equal(existsSync(runs), false)
+  })
+
+  it('prepareRun - resuming keeps every file of the run and only appends to logs/run.jsonl', async () => {
+    const dir = tmp()
+    const v1 = recipeFile(dir, 'v1', "name: 'res', tasks: [{ name: 'calc' }], budget: { maxSteps: 10 }")
+    const first = await prepareRun(v1, { runsDir: join(dir, 'runs'), catalog })
+    writeFileSync(first.dir.metricsFile, '{"step":1}\n')
+    mkdirSync(join(first.dir.checkpointsDir, 'step-000001'))
+    writeFileSync(join(first.dir.checkpointsDir, 'step-000001', 'model.safetensors'), 'weights')
+    const before = snapshot(first.dir.path)
+
+    const longer = recipeFile(
+      dir,
+      'longer',
+      "name: 'res', tasks: [{ name: 'calc' }], budget: { maxSteps: 30 }",
+    )
+    const resumed = await prepareRun(longer, { resume: first.dir.path, catalog })
+    assert.equal(resumed.resumed, true)
+    assert.equal(resumed.dir.path, first.dir.path)
+    assert.deepEqual(resumed.recipe.budget, { maxSteps: 30 })
+    const after = snapshot(first.dir.path)
+    const log = 'logs/run.jsonl'
+    assert.ok(after[log]!.startsWith(before[log]!))
+    assert.match(
+      after[log]!.slice(before[log]!.length),
+      /^\{"event":"resume".*"budget":\{"maxSteps":30\}\}\n$/,
+    )
+    delete before[log]
+    delete after[log]
+    assert.deepEqual(after, before)
+
+    const changed = recipeFile(dir, 'changed', "name: 'res', tasks: [{ name: 'calc' }], rl: { lr: 0.001 }")
+    await assert.rejects(
+      prepareRun(changed, { resume: first.dir.path, catalog }),
+      (err: Error) =>
+        err instanceof RecipeMismatchError && /rl\.lr: 0\.0001 in the run, 0\.001 now/.test(err.message),
+    )
+  })
+
+  it('prepareRun - resuming a directory that is not a run is a clear error', async () => {
+    const notRun = tmp()
+    await assert.rejects(
+      prepareRun(tiny, { resume: notRun, catalog }),
+      (err: Error) =>
+        err instanceof NotARunDirError &&
+        err.message === `${notRun} is not a triad run directory (no recipe.json)`,
+    )
+    assert.deepEqual(readdirSync(notRun), [])
+  })
+
+  it('triad run - a wrong field is reported with its path and no run directory is made', async () => {
+    const dir = tmp()
+    const file = recipeFile(dir, 'bad', "tasks: [{ name: 'calc' }], rl: { eps_high: 0 }")
+    const child = startTriad(['run', file, '--runs-dir', join(dir, 'runs')])
+    assert.equal((await child.exited).code, 1)
+    assert.equal(child.stderr(), `triad: invalid recipe ${file}:\nrl.eps_high: must be > 0\n`)
+    assert.equal(existsSync(join(dir, 'runs')), false)
+  })
+
+  it('triad run - --resume of a directory that is not a run says so', async () => {
+    const notRun = tmp()
+    const child = startTriad(['run', tiny, '--resume', notRun])
+    assert.equal((await child.exited).code, 1)
+    assert.equal(child.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
+  })
+
+  it('triad run - makes the run directory, then reports that the pipeline is not wired in yet', async () => {
+    const runs = join(tmp(), 'runs')
+    const child = startTriad(['run', tiny, '--runs-dir', runs])
+    const created = await child.waitForLine((j) => j.event === 'run.created', 60_000)
+    assert.equal((await child.exited).code, 2)
+    assert.match(child.stderr(), /^triad: starting a run is not available yet/)
+    assert.match(String(created.run), /^tiny-\d{8}-\d{6}$/)
+    assert.deepEqual(readdirSync(String(created.dir)).sort(), [
+      'checkpoints',
+      'eval',
+      'logs',
+      'metrics.jsonl',
+      'recipe.json',
+    ])
+    assert.equal(JSON.parse(readFileSync(join(String(created.dir), 'recipe.json'), 'utf8')).name, 'tiny')
+  })
+
+  it('triad run --check - prints the resolved recipe and creates nothing', async () => {
+    const dir = tmp()
+    const child = startTriad(['run', tiny, '--check', '--runs-dir', join(dir, 'runs')])
+    assert.equal((await child.exited).code, 0, child.stderr())
+    const recipe = JSON.parse(child.stdout.join('\n'))
+    assert.equal(recipe.name, 'tiny')
+    assert.equal(recipe.derived.engines, 2)
+    assert.equal(existsSync(join(dir, 'runs')), false)
+  })
+})

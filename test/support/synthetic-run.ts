@@ -1,0 +1,78 @@
+import { appendFileSync } from 'node:fs'
+import {
+  createRunDir,
+  formatMetricsLine,
+  type MetricsLine,
+  type RunDir,
+  writeEvalResult,
+} from '../../actors/index.ts'
+
+/** Tasks of the synthetic run. */
+export const SYNTHETIC_TASKS = ['calc', 'sql', 'maze'] as const
+
+/**
+ * The metric lines of a synthetic run of `steps` learner steps: per-task success, reward and
+ * difficulty, learner loss and clip fractions, staleness, two engines' throughput and the reward
+ * model's step accuracy. Values are exact functions of the step.
+ */
+export function syntheticMetrics(steps: number, t0 = Date.UTC(2026, 10, 29, 12)): MetricsLine[] {
+  const out: MetricsLine[] = []
+  for (let step = 0; step < steps; step++) {
+    const time = t0 + step * 5_000
+    const rollout: Record<string, number> = {}
+    SYNTHETIC_TASKS.forEach((task, i) => {
+      rollout[`rollout/success/${task}`] = Math.min(1, 0.1 * (i + 1) + step / 40)
+      rollout[`rollout/reward/${task}`] = -0.5 + step / steps
+      rollout[`env/difficulty/${task}`] = 1 + Math.floor(step / 10)
+    })
+    out.push({ role: 'rollout', id: '0', step, time, values: rollout })
+    out.push({
+      role: 'learner',
+      id: '0',
+      step,
+      time,
+      values: {
+        'learner/loss': 1 / (step + 1),
+        'learner/clip_frac_high': 0.01 * step,
+        'learner/clip_frac_low': 0.005 * step,
+        'pipeline/staleness_mean': 1.5,
+        'pipeline/staleness_max': 3,
+        'reward/step_accuracy': 0.5 + step / 100,
+      },
+    })
+    out.push({ role: 'policy', id: '0', step, time, values: { 'engine/tokens_per_s': 800 } })
+    out.push({
+      role: 'policy',
+      id: '1',
+      step,
+      time,
+      values: { 'engine/tokens_per_s': 600, 'runtime/restarts': 1 },
+    })
+  }
+  return out
+}
+
+/** Makes a run directory under `runsDir` holding the synthetic metrics and one evaluation table. */
+export async function makeSyntheticRun(runsDir: string, steps = 30): Promise<RunDir> {
+  const dir = await createRunDir({
+    runsDir,
+    name: 'synthetic',
+    recipe: { name: 'synthetic', tasks: [{ name: 'calc' }] },
+  })
+  appendFileSync(dir.metricsFile, `${syntheticMetrics(steps).map(formatMetricsLine).join('\n')}\n`)
+  await writeEvalResult(dir, `step-${String(steps).padStart(6, '0')}`, {
+    title: 'held-out avg@8 and pass@8',
+    step: steps,
+    k: 8,
+    rows: SYNTHETIC_TASKS.map((task) => ({
+      task,
+      difficulty: 1,
+      n: 32,
+      avg_at_k: 0.5,
+      avg_at_k_se: 0.03,
+      pass_at_k: 0.875,
+      pass_at_k_se: 0.02,
+    })),
+  })
+  return dir
+}
