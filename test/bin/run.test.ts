@@ -76,6 +76,16 @@ describe('bin/run', () => {
     assert.equal(existsSync(runs), false)
   })
 
+  it('prepareRun - checks task names against the built-in task registry by default', async () => {
+    const runs = join(tmp(), 'runs')
+    const file = recipeFile(tmp(), 'chess2', "tasks: [{ name: 'calc' }, { name: 'chess' }]")
+    await assert.rejects(
+      prepareRun(file, { runsDir: runs }),
+      /tasks\[1\]\.name: unknown task 'chess'; valid tasks: calc, maze, sql/,
+    )
+    assert.equal(existsSync(runs), false)
+  })
+
   it('prepareRun - resuming keeps every file of the run and only appends to logs/run.jsonl', async () => {
     const dir = tmp()
     const v1 = recipeFile(dir, 'v1', "name: 'res', tasks: [{ name: 'calc' }], budget: { maxSteps: 10 }")
