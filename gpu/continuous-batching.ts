@@ -71,6 +71,12 @@ export interface BatcherStats {
   batchRows: number
   /** Batched prefill forward passes. */
   prefills: number
+  /** Prompt tokens prefilled (padding excluded). */
+  prefillTokens: number
+  /** Wall time in prefill passes (forward and read-back), ms. */
+  prefillMs: number
+  /** Wall time in decode passes (forward and read-back), ms. */
+  decodeMs: number
   /** Sequences running now. */
   active: number
   /** Requests waiting for a slot now. */
@@ -294,6 +300,9 @@ export class ContinuousBatcher {
     decodeSteps: 0,
     batchRows: 0,
     prefills: 0,
+    prefillTokens: 0,
+    prefillMs: 0,
+    decodeMs: 0,
   }
 
   constructor(
@@ -482,6 +491,7 @@ export class ContinuousBatcher {
     })
     const store = new RaggedStore(cohort.store.layers, cohort.store.heads)
     let data: Float32Array
+    const t0 = performance.now()
     try {
       const logits = tf.tidy(() =>
         forward(cohort.model, tf.tensor2d(ids, [n, width], 'int32'), {
@@ -499,6 +509,8 @@ export class ContinuousBatcher {
       return
     }
     this.counters.prefills++
+    this.counters.prefillTokens += batch.reduce((s, w) => s + w.prompt.length, 0)
+    this.counters.prefillMs += performance.now() - t0
     const rows = batch.map((request) => ({ request, tokens: [], logprobs: [], total: request.prompt.length }))
     const keep = this.sample(rows, data, cohort)
     if (keep.length < n) store.select(keep, n, Math.max(0, ...keep.map((i) => rows[i]!.total - 1)))
@@ -520,6 +532,7 @@ export class ContinuousBatcher {
       ids[i] = r.tokens[r.tokens.length - 1]!
       pos[i] = r.total - 1 // index of the fed token in its own sequence
     })
+    const t0 = performance.now()
     const logits = tf.tidy(() =>
       forward(cohort.model, tf.tensor2d(ids, [b, 1], 'int32'), {
         positions: tf.tensor2d(pos, [b, 1], 'int32'),
@@ -530,6 +543,7 @@ export class ContinuousBatcher {
     const data = (await logits.data()) as Float32Array
     logits.dispose()
     this.counters.decodeSteps++
+    this.counters.decodeMs += performance.now() - t0
     this.counters.batchRows += b
     const keep = this.sample(rows, data, cohort)
     if (keep.length === b) return

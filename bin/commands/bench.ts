@@ -12,6 +12,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   messaging: () => import('../bench/messaging.ts'),
   model: () => import('../bench/model.ts'),
   sandbox: () => import('../bench/sandbox.ts'),
+  engine: () => import('../bench/engine.ts'),
 }
 
 export function registerBench(program: Command): void {

@@ -1,0 +1,178 @@
+/**
+ * `triad bench engine`: policy-engine tokens/s with 64 concurrent agent loops sharing continuous
+ * batching, against the same kind of loops run one at a time, in the same run, through the same
+ * engine over NATS (issue 7, second target).
+ *
+ * An agent loop here is `turns` generate calls on a growing context: the prompt, then after every
+ * turn the generated tokens plus a stand-in tool result of `toolTokens` random tokens. Prompts start
+ * at 48 to 96 tokens; each turn asks for `maxNewTokens` tokens at temperature 1 (no stop token, so
+ * every request costs the same in both modes).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import {
+  connectNats,
+  policyReplies,
+  remoteActor,
+  startActorSystem,
+  startNatsServer,
+  startPolicyEngine,
+} from '../../actors/index.ts'
+import {
+  type BackendChoice,
+  chooseBackend,
+  createRng,
+  parameterCount,
+  type TransformerConfig,
+} from '../../gpu/index.ts'
+import { type PayloadOf, PolicyGenerate, type PolicyGenerated, Subjects } from '../../protocols/index.ts'
+import { defaultPolicyConfig } from '../commands/policy.ts'
+
+type Generated = PayloadOf<typeof PolicyGenerated>
+
+/** One mode's measurement. */
+interface ModeResult {
+  loops: number
+  /** Loops running at once. */
+  concurrency: number
+  requests: number
+  tokens: number
+  seconds: number
+  tokens_per_s: number
+  /** Mean sequences per decode forward pass. */
+  batch_size_mean: number
+  /** Mean latency of one generate call, ms. */
+  request_ms_mean: number
+  /** Share of the engine's forward time spent in prefill passes. */
+  prefill_time_fraction: number
+  /** Engine time per generated token in decode passes, ms. */
+  decode_ms_per_token: number
+  /** Engine time per prompt token in prefill passes, ms. */
+  prefill_ms_per_prompt_token: number
+}
+
+export async function run(options: { nats?: string; quick?: boolean }) {
+  const quick = options.quick ?? false
+  const settings = {
+    concurrentLoops: 64,
+    /** Loops of the one-at-a-time baseline (its rate does not depend on how many run). */
+    sequentialLoops: quick ? 2 : 8,
+    turns: quick ? 2 : 3,
+    maxNewTokens: quick ? 16 : 32,
+    toolTokens: 16,
+  }
+  const backend: BackendChoice = await chooseBackend({ log: () => {} })
+  const modelConfig: TransformerConfig = { ...defaultPolicyConfig(), contextLength: 512 }
+
+  const dir = options.nats ? undefined : mkdtempSync(path.join(tmpdir(), 'triad-bench-engine-'))
+  const server = dir ? await startNatsServer({ storeDir: dir, monitorPort: false }) : undefined
+  const url = options.nats ?? server!.url
+  const runId = `bench-engine-${process.pid}`
+  const engineSide = await connectNats({ servers: url, run: runId, role: 'policy', id: 'bench' })
+  const loopSide = await connectNats({ servers: url, run: runId, role: 'rollout', id: 'bench' })
+  const system = startActorSystem({ name: 'bench-engine' })
+  const engine = await startPolicyEngine(system, engineSide, {
+    run: runId,
+    id: 'bench',
+    modelConfig,
+    seed: 1,
+    maxBatch: 64,
+    metricsIntervalMs: 0,
+    loadLatest: false,
+  })
+  await engineSide.flush()
+  const policy = remoteActor(loopSide, Subjects.policyFresh(runId), { replies: policyReplies })
+  const vocab = modelConfig.vocabSize
+
+  /** One agent loop; returns tokens generated and per-call latencies. */
+  const agentLoop = async (loop: number, latencies: number[], turns: number, maxNewTokens: number) => {
+    const rng = createRng(1000 + loop)
+    const context = Array.from({ length: 48 + rng.int(49) }, () => rng.int(256))
+    let tokens = 0
+    for (let turn = 0; turn < turns; turn++) {
+      const t0 = performance.now()
+      const reply = await policy.ask(
+        PolicyGenerate.make({
+          prompt: Int32Array.from(context),
+          max_new_tokens: maxNewTokens,
+          temperature: 1,
+          seed: loop * 100 + turn,
+        }),
+        600_000,
+      )
+      latencies.push(performance.now() - t0)
+      const g = reply.payload as Generated
+      tokens += g.tokens.length
+      context.push(...g.tokens)
+      for (let k = 0; k < settings.toolTokens; k++) context.push(rng.int(vocab))
+    }
+    return tokens
+  }
+
+  const measure = async (
+    loops: number,
+    concurrency: number,
+    offset: number,
+    turns = settings.turns,
+    maxNewTokens = settings.maxNewTokens,
+  ): Promise<ModeResult> => {
+    const before = engine.stats()
+    const latencies: number[] = []
+    let next = 0
+    let tokens = 0
+    const t0 = performance.now()
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < loops) {
+          const n = await agentLoop(offset + next++, latencies, turns, maxNewTokens)
+          tokens += n
+        }
+      }),
+    )
+    const seconds = (performance.now() - t0) / 1000
+    const after = engine.stats()
+    const steps = after.decodeSteps - before.decodeSteps
+    const prefillMs = after.prefillMs - before.prefillMs
+    const decodeMs = after.decodeMs - before.decodeMs
+    return {
+      loops,
+      concurrency,
+      requests: latencies.length,
+      tokens,
+      seconds: Number(seconds.toFixed(3)),
+      tokens_per_s: Number((tokens / seconds).toFixed(1)),
+      batch_size_mean: Number((steps ? (after.batchRows - before.batchRows) / steps : 0).toFixed(2)),
+      request_ms_mean: Number((latencies.reduce((a, b) => a + b, 0) / latencies.length).toFixed(1)),
+      prefill_time_fraction: Number((prefillMs / (prefillMs + decodeMs)).toFixed(3)),
+      decode_ms_per_token: Number((decodeMs / Math.max(1, after.batchRows - before.batchRows)).toFixed(3)),
+      prefill_ms_per_prompt_token: Number(
+        (prefillMs / Math.max(1, after.prefillTokens - before.prefillTokens)).toFixed(3),
+      ),
+    }
+  }
+
+  try {
+    // Warm-up at both batch sizes (first use of a shape grows the wasm heap), not measured.
+    await measure(2, 1, 10_000, 1, 8)
+    await measure(64, 64, 20_000, 1, 8)
+    const oneAtATime = await measure(settings.sequentialLoops, 1, 0)
+    const shared = await measure(settings.concurrentLoops, settings.concurrentLoops, 0)
+    return {
+      benchmark: 'engine',
+      backend: backend.name,
+      model: { ...modelConfig, parameters: parameterCount(modelConfig) },
+      settings,
+      one_at_a_time: oneAtATime,
+      continuous_batching_64: shared,
+      speedup_tokens_per_s: Number((shared.tokens_per_s / oneAtATime.tokens_per_s).toFixed(2)),
+    }
+  } finally {
+    await engine.stop()
+    await system.stop()
+    await loopSide.close()
+    await engineSide.close()
+    await server?.stop()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  }
+}
