@@ -11,6 +11,7 @@ type BenchModule = { run(options: Record<string, unknown>): Promise<unknown> }
 const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   messaging: () => import('../bench/messaging.ts'),
   model: () => import('../bench/model.ts'),
+  'rl-step': () => import('../bench/rl-step.ts'),
   sandbox: () => import('../bench/sandbox.ts'),
   engine: () => import('../bench/engine.ts'),
 }

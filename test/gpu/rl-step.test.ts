@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { AdamW } from '../../gpu/adamw.ts'
+import { chooseBackend } from '../../gpu/backend.ts'
 import { ConfigError, ShapeError } from '../../gpu/errors.ts'
 import { computeBatchAdvantages, RL_STEP_DEFAULTS, type RlBatch, rlStep } from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer, forward, type Transformer } from '../../gpu/transformer.ts'
@@ -258,5 +259,32 @@ describe('gpu/rl-step', () => {
       `5-step mean reward ${movingMean()} after ${rewardsPerStep.length} steps: ${trace}`,
     )
     disposeTransformer(model)
+  })
+
+  it('rl-step - the wasm backend gives the same step as cpu (loss, grad norm, updated weights; tol 1e-4)', async () => {
+    const rows = [
+      [1, 2, 3, 4, 5],
+      [1, 2, 3, 7, 8],
+    ]
+    const stepOn = async (backend: string) => {
+      await chooseBackend({ backend, log: () => {} })
+      const model = createTransformer(tiny, { seed: 5 })
+      const batch = makeBatch(model, rows, 2, [1, 0])
+      const metrics = await rlStep({ model, optimizer: new AdamW(model.params), lr: 1e-2, version: 0 }, batch)
+      const embed = Array.from(model.params.get('embed')!.dataSync())
+      disposeTransformer(model)
+      return { metrics, embed }
+    }
+    const cpu = await stepOn('cpu')
+    const wasm = await stepOn('wasm')
+    await chooseBackend({ backend: 'cpu', log: () => {} })
+    for (const key of ['loss/total', 'optim/grad_norm', 'actor/entropy', 'policy/approx_kl']) {
+      assert.ok(
+        Math.abs(cpu.metrics[key]! - wasm.metrics[key]!) < 1e-4,
+        `${key}: ${cpu.metrics[key]} vs ${wasm.metrics[key]}`,
+      )
+    }
+    const worst = Math.max(...cpu.embed.map((v, i) => Math.abs(v - wasm.embed[i]!)))
+    assert.ok(worst < 1e-4, `largest weight difference ${worst}`)
   })
 })
