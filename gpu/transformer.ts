@@ -255,6 +255,7 @@ interface ForwardContext {
   /** Additive attention mask `[batch or 1, 1, steps, keyLen]`: 0 allowed, -1e9 blocked. */
   mask: tf.Tensor4D
   cache?: KvCache
+  attention: AttentionMode
 }
 
 /** Rotary positions on `[n, heads, hd]` (RoFormer eq. 34, rotate-half form). */
@@ -269,8 +270,14 @@ function toHeads(x: tf.Tensor, b: number, t: number, h: number, hd: number): tf.
   return tf.reshape(tf.transpose(tf.reshape(x, [b, t, h, hd]), [0, 2, 1, 3]), [b * h, t, hd])
 }
 
-/** Query blocks at least this long use one 2-D matmul per head (faster on wasm than a batched matmul). */
-const PER_HEAD_MIN_QUERIES = 16
+/**
+ * How attention multiplies: `batched` uses one 3-D matmul for all heads; `per-head` one 2-D matmul
+ * per sequence and head (on wasm about a third faster for long blocks, since batched and transposed
+ * matmuls leave XNNPACK's fast path, but it costs a split per head); `auto` takes `per-head` for
+ * blocks of at least 64 queries with at most 64 sequence-heads, else `batched`.
+ */
+export const AttentionMode = { Auto: 'auto', Batched: 'batched', PerHead: 'per-head' } as const
+export type AttentionMode = (typeof AttentionMode)[keyof typeof AttentionMode]
 
 /**
  * Scaled dot-product attention `softmax(q k^T + mask) v` (Vaswani et al. 2017, eq. 1; the
@@ -283,12 +290,13 @@ function attention(
   v: tf.Tensor3D,
   mask: tf.Tensor4D,
   heads: number,
+  mode: AttentionMode,
 ): tf.Tensor3D {
   const [bh, t, hd] = q.shape
   const keyLen = k.shape[1]
   const maskBatch = mask.shape[0]
-  if (t < PER_HEAD_MIN_QUERIES) {
-    // Short query blocks (cached generation): one batched matmul each way, no gradient needed.
+  const perHead = mode === AttentionMode.PerHead || (mode === AttentionMode.Auto && t >= 64 && bh <= 64)
+  if (!perHead) {
     const scores = tf.matMul(q, k, false, true) // [b*h, t, keyLen]
     const masked = tf.add(tf.reshape(scores, [bh / heads, heads, t, keyLen]), mask)
     return tf.matMul(tf.reshape(tf.softmax(masked), [bh, t, keyLen]), v)
@@ -323,7 +331,7 @@ function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContex
   const kNew = toHeads(rope(model, tf.reshape(k2, [n, h, hd]), ctx), b, t, h, hd)
   const vNew = toHeads(v2, b, t, h, hd)
   const [k, v] = ctx.cache ? ctx.cache.append(i, kNew, vNew) : [kNew, vNew]
-  const attn = attention(toHeads(q, b, t, h, hd), k, v, ctx.mask, h) // [b*h, t, hd]
+  const attn = attention(toHeads(q, b, t, h, hd), k, v, ctx.mask, h, ctx.attention) // [b*h, t, hd]
   const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, d])
   const x1 = tf.add(x, matmul(merged as tf.Tensor2D, p('attn_out') as tf.Tensor2D)) as tf.Tensor2D
 
@@ -351,6 +359,8 @@ export interface ForwardOptions {
   cache?: KvCache
   /** Return only the last position's logits, `[batch, vocabSize]`. */
   lastOnly?: boolean
+  /** How attention multiplies; default `auto` (same values either way, up to rounding). */
+  attention?: AttentionMode
 }
 
 /** Causal additive mask `[1, 1, t, cached + t]`: query i sees keys j <= cached + i. */
@@ -401,7 +411,15 @@ export function hiddenStates(
     const pad = tf.reshape(tf.mul(tf.sub(keyMask.toFloat(), 1), 1e9), [b, 1, 1, cached + t])
     mask = tf.add(mask, pad) as tf.Tensor4D
   }
-  const ctx: ForwardContext = { batch: b, steps: t, cos, sin, mask, cache }
+  const ctx: ForwardContext = {
+    batch: b,
+    steps: t,
+    cos,
+    sin,
+    mask,
+    cache,
+    attention: options.attention ?? AttentionMode.Auto,
+  }
   let x = embedLookup(model.params.get('embed')!, flatIds)
   for (let i = 0; i < model.config.layers; i++) x = block(model, i, x, ctx)
   if (cache) cache.advance(t)
@@ -432,6 +450,8 @@ export interface LogprobOptions {
   attentionMask?: tf.Tensor2D
   /** As in `forward`. */
   positions?: tf.Tensor2D
+  /** As in `forward`. */
+  attention?: AttentionMode
 }
 
 /**

@@ -112,7 +112,7 @@ export async function run(options: { quick?: boolean }) {
     cpu: round(matmulFlops / best.cpuMs / 1e6),
   }
 
-  // 2. Training: forward, backward, AdamW on trainBatch x trainSeqLen tokens, after one warm-up step.
+  // 2. Training: forward, backward, AdamW on trainBatch x trainSeqLen tokens, after warm-up steps.
   const n = sizes.trainBatch * sizes.trainSeqLen
   const ids = Int32Array.from({ length: n }, () => rng.int(tokenizer.vocabSize))
   const batch: SftBatch = {
@@ -131,6 +131,7 @@ export async function run(options: { quick?: boolean }) {
     await optimizer.step(grads, 1e-4)
     tf.dispose(grads)
   }
+  await trainStep() // two warm-up steps: the wasm heap grows during the first ones
   await trainStep()
   const profile = await tf.profile(async () => {
     const { grads } = await lossAndGrads(model, () => sftLoss(model, batch))

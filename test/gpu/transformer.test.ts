@@ -106,9 +106,9 @@ describe('gpu/transformer', () => {
     disposeTransformer(model)
   })
 
-  for (const [label, seqLen, padded] of [
-    ['short blocks (batched attention)', 5, false],
-    ['long blocks with left padding (per-head attention)', 17, true],
+  for (const [label, seqLen, padded, attention] of [
+    ['batched attention', 5, false, 'batched'],
+    ['per-head attention with left padding', 17, true, 'per-head'],
   ] as const) {
     it(`transformer - gradients match central finite differences on a tiny config, ${label}`, async () => {
       const config = { ...tiny, contextLength: 32 }
@@ -140,7 +140,9 @@ describe('gpu/transformer', () => {
         : undefined
       // loss(theta) = sum_{b,t} coef[b,t] * log p(target | prefix)
       const loss = () =>
-        tf.sum(tf.mul(tokenLogprobs(model, tokens, targets, { attentionMask, positions }), coef)) as tf.Scalar
+        tf.sum(
+          tf.mul(tokenLogprobs(model, tokens, targets, { attentionMask, positions, attention }), coef),
+        ) as tf.Scalar
       const vars = [...model.params.values()]
       const { grads, value } = tf.variableGrads(loss, vars)
       value.dispose()
@@ -175,6 +177,26 @@ describe('gpu/transformer', () => {
       disposeTransformer(model)
     })
   }
+
+  it('transformer - per-head and batched attention agree', async () => {
+    const model = createTransformer({ ...tiny, contextLength: 32 }, { weights: spreadWeights(6) })
+    const rng = createRng(2)
+    const row = () => Array.from({ length: 20 }, () => rng.int(11))
+    const tokens = tf.tensor2d([row(), row()], [2, 20], 'int32')
+    const targets = tf.tensor2d([row(), row()], [2, 20], 'int32')
+    const mask = tf.tensor2d([new Array(20).fill(1), [0, 0, ...new Array(18).fill(1)]])
+    const a = await tokenLogprobs(model, tokens, targets, {
+      attentionMask: mask,
+      attention: 'per-head',
+    }).data()
+    const b = await tokenLogprobs(model, tokens, targets, {
+      attentionMask: mask,
+      attention: 'batched',
+    }).data()
+    for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i]! - b[i]!) < 1e-5, `position ${i}`)
+    tf.dispose([tokens, targets, mask])
+    disposeTransformer(model)
+  })
 
   it('transformer - a training step leaks no tensors', async () => {
     const model = createTransformer(tiny, { seed: 2 })
