@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
+import { registerEnv } from './commands/env.ts'
 import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
@@ -32,6 +33,7 @@ registerStatus(program)
 registerBench(program)
 registerSandbox(program)
 registerDemo(program)
+registerEnv(program)
 
 try {
   await program.parseAsync(process.argv)

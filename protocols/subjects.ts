@@ -39,6 +39,8 @@ export const Subjects = {
   envHeartbeat: (run: string) => subject(run, 'env', 'heartbeat'),
   /** Environment controller: administrative requests (drain, cancel all, list). */
   envAdmin: (run: string) => subject(run, 'env', 'admin'),
+  /** Environment events published by the controller (`env.worker_lost`). */
+  envEvents: (run: string) => subject(run, 'env', 'events'),
   /** One environment worker's own subject: sticky `interact` and `cancel` for its sessions. */
   envWorker: (run: string, workerId: string) => subject(run, 'env', 'worker', workerId),
   /** Fresh policy engines (queue group `policy-fresh`): `policy.generate`. */
@@ -74,7 +76,7 @@ export const QueueGroups = {
   policyStale: 'policy-stale',
   reward: 'reward',
   sandbox: 'sandbox',
-  envController: 'env.controller',
+  envController: 'env-controller',
   echo: 'echo',
 } as const
 export type QueueGroup = (typeof QueueGroups)[keyof typeof QueueGroups]

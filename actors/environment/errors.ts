@@ -85,3 +85,34 @@ export class InstanceError extends ProtocolError {
     this.task = task
   }
 }
+
+/** A session container could not be made or did not become healthy. */
+export class ContainerError extends ProtocolError {
+  override name = 'ContainerError'
+  readonly task: string
+  readonly image: string
+  constructor(task: string, image: string, cause: unknown) {
+    super(
+      ErrorCode.Unavailable,
+      `task '${task}': container from image '${image}' failed: ${String((cause as Error)?.message ?? cause)}`,
+      {
+        cause,
+        details: { task, image },
+      },
+    )
+    this.task = task
+    this.image = image
+  }
+}
+
+/** An OpenAI-compatible endpoint failed or answered something that is not a chat completion. */
+export class PolicyEndpointError extends Error {
+  override name = 'PolicyEndpointError'
+  readonly url: string
+  readonly status: number | undefined
+  constructor(url: string, message: string, status?: number, cause?: unknown) {
+    super(`${url}: ${message}`, { cause })
+    this.url = url
+    this.status = status
+  }
+}

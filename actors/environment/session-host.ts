@@ -17,6 +17,7 @@ import { resolveInstance } from './instance.ts'
 import { lookupTask, type TaskRegistry } from './registry.ts'
 import { Rng } from './rng.ts'
 import { Session } from './session.ts'
+import type { OpenContext } from './task.ts'
 import { validatorFor } from './tool-args.ts'
 
 /**
@@ -92,6 +93,11 @@ export class SessionHost {
     return [...this.sessions.keys()]
   }
 
+  /** True once drained. */
+  isDraining(): boolean {
+    return this.draining
+  }
+
   /** Stops taking new sessions; live ones go on. */
   drain(): void {
     this.draining = true
@@ -102,7 +108,10 @@ export class SessionHost {
    * @throws UnknownTaskError, DifficultyError, WorkerUnavailableError (full or draining),
    *   InstanceError, or what the task's `open` throws.
    */
-  async start(request: PayloadOf<typeof EnvStart>): Promise<PayloadOf<typeof EnvStarted>> {
+  async start(
+    request: PayloadOf<typeof EnvStart>,
+    context: OpenContext = {},
+  ): Promise<PayloadOf<typeof EnvStarted>> {
     const task = lookupTask(this.options.tasks, request.task)
     if (this.draining) throw new WorkerUnavailableError(this.options.workerId, 'draining')
     if (this.sessions.size >= this.options.capacity)
@@ -111,7 +120,7 @@ export class SessionHost {
     const validator = validatorFor(task.tools)
     this.counter += 1
     const id = `${this.options.workerId}-${this.counter}`
-    const session = await Session.open(id, task, resolved, validator, this.options.now())
+    const session = await Session.open(id, task, resolved, validator, this.options.now(), context)
     this.sessions.set(id, session)
     this.counts.started += 1
     return {

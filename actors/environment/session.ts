@@ -2,7 +2,7 @@ import type { ChatMessage, Millis, ToolMessage } from '../../protocols/index.ts'
 import { SessionStatus } from '../../protocols/index.ts'
 import { SessionEndedError } from './errors.ts'
 import type { ResolvedInstance } from './instance.ts'
-import type { AnyTask, TaskEpisode } from './task.ts'
+import type { AnyTask, OpenContext, TaskEpisode } from './task.ts'
 import type { ToolArgsValidator } from './tool-args.ts'
 
 /**
@@ -72,8 +72,9 @@ export class Session {
     resolved: ResolvedInstance,
     validator: ToolArgsValidator,
     now: Millis,
+    context: OpenContext = {},
   ): Promise<Session> {
-    const episode = await task.open(resolved.instance)
+    const episode = await task.open(resolved.instance, context)
     return new Session(id, task, resolved, episode, validator, now)
   }
 

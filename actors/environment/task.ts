@@ -62,6 +62,43 @@ export interface TaskEpisode {
   close?(): void | Promise<void>
 }
 
+/** A container made for a session (tasks that declare `container`). */
+export interface ContainerHandle {
+  readonly id: string
+  readonly name: string
+  /** Runs a command in the container; stdout and stderr are cut at 64 KiB each. */
+  exec(
+    cmd: string[],
+    options?: { timeoutMs?: number },
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>
+}
+
+/** What `open` gets besides the instance. */
+export interface OpenContext {
+  /** The session's container, when the task declares one. */
+  container?: ContainerHandle
+}
+
+/** How a task's sessions get containers: the controller makes them through dockerode. */
+export interface ContainerSpec {
+  /** A locally built image (never pulled). */
+  image: string
+  /** The command that keeps the container running (default `['sleep', '86400']`). */
+  cmd?: string[]
+  /** `exclusive`: one session, then removed; `shared`: reused by up to `maxUses` sessions. */
+  mode: 'exclusive' | 'shared'
+  /** Sessions per shared container before it is replaced. Default 8. */
+  maxUses?: number
+  /** Memory limit, bytes. Default 128 MiB. */
+  memoryBytes?: number
+  /** Process limit. Default 64. */
+  pids?: number
+  /** CPU limit in cores. Default 0.5. */
+  cpus?: number
+  /** A command that exits 0 once the container is ready (default `['true']`). */
+  health?: string[]
+}
+
 /** Options of a scripted expert. */
 export interface ExpertOptions {
   /** Probability, per tool step, of a mistake that the expert then notices and recovers from. */
@@ -98,7 +135,9 @@ export interface Task<I = unknown> {
    *  instance whose key hashes into the eval share is never produced for train). */
   key(instance: I): string
   /** Starts an episode of an instance. */
-  open(instance: I): TaskEpisode | Promise<TaskEpisode>
+  open(instance: I, context?: OpenContext): TaskEpisode | Promise<TaskEpisode>
+  /** Set when every session needs a container (made by the controller). */
+  readonly container?: ContainerSpec
   /** A scripted expert for an instance: it may read the instance (privileged), but acts only
    *  through the tools, so the trajectory it writes is real. */
   expert(instance: I, options: ExpertOptions): Policy

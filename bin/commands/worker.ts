@@ -26,6 +26,8 @@ export interface RoleHandle {
 /** The roles a `triad worker` process can take. A failed lookup lists them. */
 export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = {
   echo: async ({ system, transport, run, id }) => startEcho(system, transport, run, id),
+  env: async (ctx) => (await import('./env.ts')).startEnvRole(ctx),
+  'env-controller': async (ctx) => (await import('./env.ts')).startEnvControllerRole(ctx),
   sandbox: async (ctx) => (await import('./sandbox.ts')).startSandboxRole(ctx),
   policy: async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, false),
   'policy-stale': async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, true),

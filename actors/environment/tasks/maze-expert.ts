@@ -56,7 +56,7 @@ export function mazeExpert(m: MazeInstance, options: ExpertOptions): Policy {
       // A mistake costs up to two moves: make one only while the budget still covers it.
       if (rng.chance(options.errorRate) && m.budget - moves - here >= 2) {
         const walls = NAMES.filter((d) => !open.includes(d))
-        const away = open.filter((d) => d !== best)
+        const away = open.filter((d) => at(DIRECTIONS[d][0], DIRECTIONS[d][1]) >= here)
         if (walls.length && (away.length === 0 || rng.chance(0.5))) {
           const dir = rng.pick(walls)
           pending = { kind: 'wall' }

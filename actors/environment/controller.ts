@@ -1,0 +1,381 @@
+import {
+  EnvAck,
+  EnvCancelAll,
+  EnvDrain,
+  type Envelope,
+  EnvHeartbeat,
+  EnvList,
+  EnvStart,
+  EnvStarted,
+  EnvWorkerLost,
+  EnvWorkerStart,
+  EnvWorkers,
+  ErrorCode,
+  errorReply,
+  MessageRegistry,
+  type Millis,
+  type PayloadOf,
+  QueueGroups,
+  RemoteError,
+  Subjects,
+} from '../../protocols/index.ts'
+import {
+  type ActorRef,
+  type ActorSystem,
+  type Behaviour,
+  type Clock,
+  type Exposed,
+  envelope,
+  exposeActor,
+  type Served,
+  systemClock,
+  type Transport,
+} from '../runtime/index.ts'
+import type { ContainerManager } from './container-manager.ts'
+import { envWorkerAccepts } from './env-worker.ts'
+import { ContainerError } from './errors.ts'
+import type { TaskRegistry } from './registry.ts'
+import { WorkerTable } from './worker-table.ts'
+
+/**
+ * The environment controller actor (AgentRL's central controller): workers register and heartbeat
+ * (capacity, tasks, sessions); `env.start` goes to the live worker with the most free places
+ * (refusals and lost workers are skipped, the next one is tried); a worker silent for three
+ * intervals takes no new sessions, its sessions are reported failed (`env.worker_lost` on the
+ * events subject, and an `unavailable` error reply to every later request on its subject); drain
+ * and cancel-all go to the workers; containers for tasks that declare an image are made before the
+ * start and removed when the session ends. Counts show in its NATS service stats.
+ */
+
+/** Settings of the controller. */
+export interface EnvControllerOptions {
+  run: string
+  clock?: Clock
+  /** How often silent workers are looked for. Default 250 ms. */
+  checkMs?: Millis
+  /** Missed heartbeat intervals that make a worker silent. Default 3. */
+  silentAfter?: number
+  /** Deadline of a start forwarded to a worker. Default 10,000 ms. */
+  startTimeoutMs?: Millis
+  /** Task definitions, to know which tasks need containers. */
+  tasks?: TaskRegistry
+  /** Makes containers for tasks that declare an image. */
+  containers?: ContainerManager
+}
+
+/** Controller counters (monotonic). */
+export interface EnvControllerCounts {
+  /** Starts routed to a worker that answered with a session. */
+  started: number
+  /** Starts refused (no worker with room, unknown task, worker errors). */
+  refused: number
+  /** Starts that a worker refused and that went to another worker. */
+  rerouted: number
+  /** Sessions reported failed because their worker went silent. */
+  lost_sessions: number
+  /** Workers that went silent. */
+  lost_workers: number
+}
+
+interface SessionInfo {
+  worker: string
+  container?: string
+  startedAt: Millis
+}
+
+interface ControllerState {
+  table: WorkerTable
+  sessions: Map<string, SessionInfo>
+  tombstones: Map<string, Served>
+  counts: EnvControllerCounts
+}
+
+const TICK = 'env.tick'
+const startReplies = new MessageRegistry([EnvStarted])
+const ackReplies = new MessageRegistry([EnvAck])
+
+/** Messages the controller's subjects accept. */
+export const envControllerAccepts = new MessageRegistry([EnvStart, EnvList, EnvDrain, EnvCancelAll])
+
+/** The controller's behaviour. `view` receives the live state (for service stats). */
+export function envControllerBehaviour(
+  transport: Transport,
+  options: EnvControllerOptions,
+  view: { state?: ControllerState },
+): Behaviour<ControllerState> {
+  const clock = options.clock ?? systemClock
+  const timeoutMs = options.startTimeoutMs ?? 10_000
+
+  const endSession = async (s: ControllerState, id: string) => {
+    const info = s.sessions.get(id)
+    s.sessions.delete(id)
+    if (info?.container) await options.containers?.release(info.container)
+  }
+
+  const start = async (s: ControllerState, request: PayloadOf<typeof EnvStart>): Promise<Envelope> => {
+    const spec = options.tasks?.[request.task]?.container
+    if (spec && !options.containers)
+      return errorReply({
+        code: ErrorCode.Unavailable,
+        message: `task '${request.task}' needs containers; this controller has no docker`,
+      })
+    const tried = new Set<string>()
+    let lastError = ''
+    for (;;) {
+      const now = clock.now()
+      const w = s.table.choose(request.task, now, tried)
+      if (!w) break
+      tried.add(w.beat.worker)
+      w.active += 1
+      let container: { id: string; name: string } | undefined
+      try {
+        if (spec) container = await options.containers!.acquire(request.task, spec)
+        const reply = await transport.request(
+          w.beat.subject,
+          EnvWorkerStart.make({ start: request, container }),
+          {
+            timeoutMs,
+            replies: startReplies,
+            retryNoResponders: false,
+          },
+        )
+        const started = reply.payload as PayloadOf<typeof EnvStarted>
+        s.sessions.set(started.session, {
+          worker: w.beat.worker,
+          container: container?.id,
+          startedAt: clock.now(),
+        })
+        s.counts.started += 1
+        return reply
+      } catch (e) {
+        w.active -= 1
+        if (container) await options.containers!.release(container.id)
+        if (e instanceof ContainerError) {
+          s.counts.refused += 1
+          return errorReply(e.toPayload())
+        }
+        // The worker refused for a reason of the request (unknown task, bad difficulty): answer it.
+        if (e instanceof RemoteError && e.code !== ErrorCode.Unavailable) {
+          s.counts.refused += 1
+          return errorReply({
+            code: e.code,
+            message: e.message.slice(e.subject.length + 2),
+            details: e.details,
+          })
+        }
+        // Full, draining, lost or too slow: try the next worker.
+        lastError = `; last worker error: ${(e as Error).message}`
+        s.counts.rerouted += 1
+      }
+    }
+    s.counts.refused += 1
+    const live = s.table.liveTasks(clock.now())
+    if (!live.includes(request.task))
+      return errorReply({
+        code: ErrorCode.NotFound,
+        message: `unknown task '${request.task}'; valid tasks: ${live.join(', ') || '(no live env worker)'}`,
+      })
+    return errorReply({
+      code: ErrorCode.Unavailable,
+      message: `no live env worker has room for task '${request.task}'${lastError}`,
+    })
+  }
+
+  const lose = async (s: ControllerState, worker: string, subject: string, silentMs: Millis) => {
+    const lost = [...s.sessions].filter(([, i]) => i.worker === worker).map(([id]) => id)
+    for (const id of lost) await endSession(s, id)
+    s.counts.lost_sessions += lost.length
+    s.counts.lost_workers += 1
+    transport.publish(
+      Subjects.envEvents(options.run),
+      EnvWorkerLost.make({ worker, sessions: lost, silent_ms: silentMs }),
+    )
+    if (!s.tombstones.has(worker))
+      s.tombstones.set(
+        worker,
+        await transport.serve(subject, {
+          accepts: envWorkerAccepts,
+          handler: (m) => {
+            const session = (m.payload as { session?: string }).session
+            return errorReply({
+              code: ErrorCode.Unavailable,
+              message: `env worker '${worker}' was lost (no heartbeat for ${silentMs} ms)${session ? `; session '${session}' failed` : ''}`,
+              details: { worker, session },
+            })
+          },
+        }),
+      )
+  }
+
+  return {
+    init: () => {
+      const state: ControllerState = {
+        table: new WorkerTable(options.silentAfter ?? 3),
+        sessions: new Map(),
+        tombstones: new Map(),
+        counts: { started: 0, refused: 0, rerouted: 0, lost_sessions: 0, lost_workers: 0 },
+      }
+      view.state = state
+      return state
+    },
+    async receive(s, message) {
+      const now = clock.now()
+      switch (message.type) {
+        case EnvHeartbeat.type: {
+          const beat = message.payload as PayloadOf<typeof EnvHeartbeat>
+          if (s.table.heartbeat(beat, now) === 'revived') {
+            await s.tombstones.get(beat.worker)?.stop()
+            s.tombstones.delete(beat.worker)
+          }
+          // Sessions the worker no longer reports have ended (a session started less than two
+          // intervals ago may not be in this beat yet).
+          const live = new Set(beat.sessions)
+          for (const [id, info] of [...s.sessions])
+            if (info.worker === beat.worker && !live.has(id) && now - info.startedAt > 2 * beat.interval_ms)
+              await endSession(s, id)
+          return undefined
+        }
+        case TICK:
+          for (const w of s.table.newlySilent(now)) await lose(s, w.beat.worker, w.beat.subject, now - w.seen)
+          return undefined
+        case EnvStart.type:
+          return start(s, message.payload as PayloadOf<typeof EnvStart>)
+        case EnvList.type:
+          return EnvWorkers.make({ workers: s.table.list(now), counts: countsOf(s, options, now) })
+        case EnvDrain.type: {
+          const { worker } = message.payload as PayloadOf<typeof EnvDrain>
+          const w = s.table.get(worker)
+          if (!w)
+            return errorReply({
+              code: ErrorCode.NotFound,
+              message: `unknown env worker '${worker}'; workers: ${s.table.ids().join(', ') || '(none)'}`,
+            })
+          w.beat = { ...w.beat, draining: true }
+          return transport.request(w.beat.subject, message, {
+            timeoutMs,
+            replies: ackReplies,
+            retryNoResponders: false,
+          })
+        }
+        case EnvCancelAll.type: {
+          const { worker } = message.payload as PayloadOf<typeof EnvCancelAll>
+          let n = 0
+          const failed: string[] = []
+          for (const id of worker ? [worker] : s.table.ids()) {
+            const w = s.table.get(id)
+            if (!w || s.table.isSilent(w, now)) continue
+            try {
+              const r = await transport.request(w.beat.subject, EnvCancelAll.make({ worker: id }), {
+                timeoutMs,
+                replies: ackReplies,
+                retryNoResponders: false,
+              })
+              n += (r.payload as PayloadOf<typeof EnvAck>).sessions
+              for (const [sid, info] of [...s.sessions]) if (info.worker === id) await endSession(s, sid)
+            } catch (e) {
+              failed.push(`${id} (${(e as Error).message})`)
+            }
+          }
+          const note = failed.length ? `; not reached: ${failed.join(', ')}` : ''
+          return EnvAck.make({ message: `cancelled ${n} sessions${note}`, sessions: n })
+        }
+        default:
+          return errorReply({
+            code: ErrorCode.UnknownType,
+            message: `env controller does not serve '${message.type}'`,
+          })
+      }
+    },
+    async stop(s) {
+      for (const t of s.tombstones.values()) await t.stop()
+      s.tombstones.clear()
+    },
+  }
+}
+
+/** The numbers the controller shows: its counters, worker states, sessions, containers. */
+function countsOf(s: ControllerState, options: EnvControllerOptions, now: Millis): Record<string, number> {
+  const list = s.table.list(now)
+  const workerSums = { expired: 0, interactions: 0 }
+  for (const id of s.table.ids()) {
+    const c = s.table.get(id)!.beat.counts
+    workerSums.expired += c.expired
+    workerSums.interactions += c.interactions
+  }
+  return {
+    ...s.counts,
+    sessions_live: s.sessions.size,
+    workers_live: list.filter((w) => w.state === 'live').length,
+    workers_draining: list.filter((w) => w.state === 'draining').length,
+    workers_silent: list.filter((w) => w.state === 'silent').length,
+    sessions_expired: workerSums.expired,
+    interactions: workerSums.interactions,
+    ...(options.containers?.stats() ?? {}),
+  }
+}
+
+/** A running controller. */
+export interface EnvController {
+  readonly ref: ActorRef
+  /** Current counts (as in `env.list` and the service stats). */
+  counts(): Record<string, number>
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the controller in `system`: `env.start` on `Subjects.envStart(run)` (queue group
+ * `env-controller`, NATS service `env-controller` with the counts in its stats), admin requests on
+ * `Subjects.envAdmin(run)`, heartbeats from `Subjects.envHeartbeat(run)`, and the silent-worker check.
+ */
+export async function startEnvController(
+  system: ActorSystem,
+  transport: Transport,
+  options: EnvControllerOptions,
+): Promise<EnvController> {
+  const clock = options.clock ?? systemClock
+  const view: { state?: ControllerState } = {}
+  await options.containers?.start()
+  const ref = system.spawn('env-controller', envControllerBehaviour(transport, options, view), {
+    concurrency: 1024,
+  })
+  const counts = () => (view.state ? countsOf(view.state, options, clock.now()) : {})
+  const exposed: Exposed[] = [
+    await exposeActor(transport, ref, {
+      subject: Subjects.envStart(options.run),
+      queue: QueueGroups.envController,
+      accepts: envControllerAccepts,
+      service: { name: 'env-controller', description: 'triad environment controller', stats: counts },
+    }),
+    await exposeActor(transport, ref, {
+      subject: Subjects.envAdmin(options.run),
+      accepts: envControllerAccepts,
+      service: { name: 'env-admin', description: 'triad environment controller admin' },
+    }),
+  ]
+  const beats = transport.subscribe(Subjects.envHeartbeat(options.run), {
+    accepts: new MessageRegistry([EnvHeartbeat]),
+    handler: (m) => {
+      if (!ref.isStopped()) ref.tell(m)
+    },
+  })
+  let timer: unknown
+  let stopped = false
+  const tick = () => {
+    if (stopped || ref.isStopped()) return
+    ref.tell(envelope(TICK, {}) as Envelope)
+    timer = clock.setTimeout(tick, options.checkMs ?? 250)
+  }
+  tick()
+  return {
+    ref,
+    counts,
+    async stop() {
+      stopped = true
+      clock.clearTimeout(timer)
+      await beats.stop()
+      for (const e of exposed) await e.stop()
+      await ref.stop()
+      await options.containers?.stop()
+    },
+  }
+}

@@ -1,0 +1,107 @@
+import type { z } from 'zod'
+import type { EnvHeartbeat, EnvWorkerInfoSchema, Millis, PayloadOf } from '../../protocols/index.ts'
+
+/**
+ * The controller's table of env workers, built from heartbeats: who is live, silent (no heartbeat
+ * for `silentAfter` intervals: takes no new sessions, its sessions count as failed) or draining,
+ * and which live worker with the task has the most free places.
+ */
+
+type Heartbeat = PayloadOf<typeof EnvHeartbeat>
+
+/** One worker as last heard, with the starts routed to it since. */
+export interface WorkerEntry {
+  beat: Heartbeat
+  /** Time of the last heartbeat. */
+  seen: Millis
+  /** Sessions believed live: the last reported plus those started through the controller since. */
+  active: number
+  /** Set once the worker went silent (cleared by a new heartbeat). */
+  silentSince?: Millis
+}
+
+/** The worker table. */
+export class WorkerTable {
+  private readonly workers = new Map<string, WorkerEntry>()
+
+  /** @param silentAfter missed heartbeat intervals after which a worker is silent (3). */
+  constructor(private readonly silentAfter = 3) {}
+
+  /** Records a heartbeat; returns `registered` for a new worker, `revived` for a silent one. */
+  heartbeat(beat: Heartbeat, now: Millis): 'registered' | 'revived' | 'updated' {
+    const old = this.workers.get(beat.worker)
+    this.workers.set(beat.worker, { beat, seen: now, active: beat.active })
+    if (!old) return 'registered'
+    return old.silentSince !== undefined ? 'revived' : 'updated'
+  }
+
+  /** The entry of a worker. */
+  get(worker: string): WorkerEntry | undefined {
+    return this.workers.get(worker)
+  }
+
+  /** Every worker id. */
+  ids(): string[] {
+    return [...this.workers.keys()]
+  }
+
+  /** Whether a worker has missed `silentAfter` heartbeats at `now`. */
+  isSilent(e: WorkerEntry, now: Millis): boolean {
+    return now - e.seen > this.silentAfter * e.beat.interval_ms
+  }
+
+  /** Workers that became silent since the last call; marks them. */
+  newlySilent(now: Millis): WorkerEntry[] {
+    const out: WorkerEntry[] = []
+    for (const e of this.workers.values())
+      if (e.silentSince === undefined && this.isSilent(e, now)) {
+        e.silentSince = now
+        out.push(e)
+      }
+    return out
+  }
+
+  /**
+   * The live, non-draining worker serving `task` with the most free places (ties: the one heard
+   * from last), skipping `exclude`; undefined when none has room.
+   */
+  choose(task: string, now: Millis, exclude: ReadonlySet<string> = new Set()): WorkerEntry | undefined {
+    let best: WorkerEntry | undefined
+    let bestFree = 0
+    for (const e of this.workers.values()) {
+      if (exclude.has(e.beat.worker) || e.beat.draining || !e.beat.tasks.includes(task)) continue
+      if (e.silentSince !== undefined || this.isSilent(e, now)) continue
+      const free = e.beat.capacity - e.active
+      if (free > bestFree || (free === bestFree && best && free > 0 && e.seen > best.seen)) {
+        best = e
+        bestFree = free
+      }
+    }
+    return bestFree > 0 ? best : undefined
+  }
+
+  /** Every task name served by a live worker, sorted. */
+  liveTasks(now: Millis): string[] {
+    const s = new Set<string>()
+    for (const e of this.workers.values()) if (!this.isSilent(e, now)) for (const t of e.beat.tasks) s.add(t)
+    return [...s].sort()
+  }
+
+  /** The workers as `env.list` shows them. */
+  list(now: Millis): z.infer<typeof EnvWorkerInfoSchema>[] {
+    return [...this.workers.values()].map((e) => ({
+      worker: e.beat.worker,
+      subject: e.beat.subject,
+      state: this.isSilent(e, now) ? 'silent' : e.beat.draining ? 'draining' : 'live',
+      capacity: e.beat.capacity,
+      active: e.active,
+      tasks: e.beat.tasks,
+      last_seen_ms: now - e.seen,
+    }))
+  }
+
+  /** Forgets a worker. */
+  remove(worker: string): void {
+    this.workers.delete(worker)
+  }
+}

@@ -1,0 +1,168 @@
+import type { Command } from 'commander'
+import Docker from 'dockerode'
+import {
+  type AnyTask,
+  ContainerExec,
+  ContainerManager,
+  connectNats,
+  formatTrajectory,
+  getTask,
+  lookupTask,
+  OpenAIPolicy,
+  playEpisode,
+  playExpert,
+  startEnvController,
+  startEnvWorker,
+  systemClock,
+  type Trajectory,
+  taskRegistry,
+  tasks,
+} from '../../actors/index.ts'
+import { EnvCancelAll, EnvDrain, type Envelope, EnvList, Subjects } from '../../protocols/index.ts'
+import { CliError } from '../errors.ts'
+import type { RoleContext, RoleHandle } from './worker.ts'
+import { runWorker } from './worker.ts'
+
+/**
+ * `triad env ...`: run an env worker or the controller, try a task with a policy, and the
+ * controller's admin requests (list, drain, cancel-all).
+ */
+
+const num = (v: unknown, fallback: number): number => (v === undefined ? fallback : Number(v))
+
+/** The `env` worker role: an env worker serving `--tasks` (default all built-in tasks). */
+export async function startEnvRole(ctx: RoleContext): Promise<RoleHandle> {
+  const names = typeof ctx.options.tasks === 'string' ? ctx.options.tasks.split(',') : Object.keys(tasks)
+  let chosen: ReturnType<typeof taskRegistry>
+  try {
+    chosen = taskRegistry(names.map((n) => lookupTask(tasks, n.trim())))
+  } catch (e) {
+    throw new CliError((e as Error).message, { cause: e })
+  }
+  const worker = await startEnvWorker(ctx.system, ctx.transport, {
+    run: ctx.run,
+    id: ctx.id,
+    tasks: chosen,
+    capacity: num(ctx.options.capacity, 64),
+    heartbeatMs: num(ctx.options.heartbeatMs, 1000),
+    idleTimeoutMs: num(ctx.options.idleMs, 600_000),
+    seed: num(ctx.options.seed, 0),
+    containers: ctx.options.docker ? new ContainerExec(new Docker()) : undefined,
+  })
+  return { stop: () => worker.stop() }
+}
+
+/** The `env-controller` role: the controller, with containers when `--docker` is given. */
+export async function startEnvControllerRole(ctx: RoleContext): Promise<RoleHandle> {
+  const containers = ctx.options.docker
+    ? new ContainerManager({ docker: new Docker(), run: ctx.run, clock: systemClock })
+    : undefined
+  const controller = await startEnvController(ctx.system, ctx.transport, {
+    run: ctx.run,
+    tasks,
+    containers,
+    checkMs: num(ctx.options.checkMs, 250),
+  })
+  return { stop: () => controller.stop() }
+}
+
+/** Sends one admin request to the controller and prints the reply. */
+async function admin(options: { nats: string; run: string }, message: Envelope): Promise<void> {
+  const transport = await connectNats({
+    servers: options.nats,
+    run: options.run,
+    role: 'cli',
+    id: `env-${process.pid}`,
+  })
+  try {
+    const reply = await transport.request(Subjects.envAdmin(options.run), message, { timeoutMs: 10_000 })
+    process.stdout.write(`${JSON.stringify(reply.payload, null, 2)}\n`)
+  } finally {
+    await transport.close()
+  }
+}
+
+/** `triad env try`: plays one episode with the expert or an OpenAI-compatible endpoint and prints it. */
+async function tryTask(name: string, o: Record<string, string | boolean | undefined>): Promise<void> {
+  let task: AnyTask
+  try {
+    task = getTask(name)
+  } catch (e) {
+    throw new CliError((e as Error).message, { cause: e })
+  }
+  const policy = String(o.policy ?? 'expert')
+  const request = {
+    seed: Number(o.seed ?? 0),
+    difficulty: o.difficulty === undefined ? undefined : Number(o.difficulty),
+    split: (o.split === 'eval' ? 'eval' : 'train') as 'train' | 'eval',
+  }
+  let t: Trajectory
+  try {
+    if (policy === 'expert')
+      t = await playExpert(task, request, {
+        errorRate: Number(o.errorRate ?? 0.2),
+        successRate: 1,
+        seed: request.seed,
+      })
+    else if (policy.startsWith('openai:'))
+      t = await playEpisode(
+        task,
+        request,
+        new OpenAIPolicy({
+          url: policy.slice('openai:'.length),
+          model: String(o.model ?? 'default'),
+          apiKey: process.env.OPENAI_API_KEY,
+        }),
+      )
+    else throw new CliError(`unknown policy '${policy}'; use expert or openai:URL`)
+  } catch (e) {
+    if (e instanceof CliError) throw e
+    throw new CliError((e as Error).message, { cause: e })
+  } finally {
+    await (task as { pool?: () => { shutdown(): Promise<void> } }).pool?.().shutdown()
+  }
+  process.stdout.write(o.json ? `${JSON.stringify(t, null, 2)}\n` : `${formatTrajectory(t)}\n`)
+}
+
+export function registerEnv(program: Command): void {
+  const env = program.command('env').description('environments: workers, controller, trying tasks')
+  const common = (c: Command) =>
+    c
+      .option('--nats <url>', 'NATS server URL(s), comma separated', 'nats://127.0.0.1:4222')
+      .option('--run <id>', 'run id (subjects are triad.<run>.*)', 'default')
+  common(env.command('worker').description('serve sessions of built-in tasks'))
+    .option('--id <id>', 'worker id (default: host-pid)')
+    .option('--tasks <names>', `comma-separated task names (${Object.keys(tasks).join(', ')})`)
+    .option('--capacity <n>', 'most sessions at once', '64')
+    .option('--heartbeat-ms <ms>', 'heartbeat period', '1000')
+    .option('--idle-ms <ms>', 'idle session expiry', '600000')
+    .option('--seed <n>', 'seed for random instances', '0')
+    .option('--docker', 'run commands in session containers (tasks that declare an image)')
+    .action((o: { id?: string; nats: string; run: string }) => runWorker('env', o))
+  common(env.command('controller').description('route sessions to env workers; containers with --docker'))
+    .option('--id <id>', 'controller id (default: host-pid)')
+    .option('--check-ms <ms>', 'silent-worker check period', '250')
+    .option('--docker', 'make containers for tasks that declare an image')
+    .action((o: { id?: string; nats: string; run: string }) => runWorker('env-controller', o))
+  common(env.command('list').description("print the controller's workers and counts")).action(
+    (o: { nats: string; run: string }) => admin(o, EnvList.make({})),
+  )
+  common(env.command('drain').description('give a worker no new sessions').argument('<worker>')).action(
+    (worker: string, o: { nats: string; run: string }) => admin(o, EnvDrain.make({ worker })),
+  )
+  common(env.command('cancel-all').description('cancel every session')).action(
+    (o: { nats: string; run: string }) => admin(o, EnvCancelAll.make({})),
+  )
+  env
+    .command('try')
+    .description('play one episode of a task and print it')
+    .argument('<task>', `task name (${Object.keys(tasks).join(', ')})`)
+    .option('--policy <policy>', 'expert | openai:URL (an OpenAI-compatible endpoint)', 'expert')
+    .option('--model <name>', 'model name for an OpenAI-compatible endpoint', 'default')
+    .option('--seed <n>', 'instance seed', '0')
+    .option('--difficulty <d>', 'difficulty level (the task default when absent)')
+    .option('--split <split>', 'train | eval', 'train')
+    .option('--error-rate <p>', 'expert: mistakes per step', '0.2')
+    .option('--json', 'print the trajectory as JSON')
+    .action((name: string, o: Record<string, string | boolean | undefined>) => tryTask(name, o))
+}
