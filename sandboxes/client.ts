@@ -157,7 +157,13 @@ export class SandboxClient {
       }
       const text = await res.text()
       if (res.status === 200) {
-        const parsed = RunCodeResponseSchema.safeParse(JSON.parse(text))
+        let json: unknown
+        try {
+          json = JSON.parse(text)
+        } catch {
+          throw new SandboxHttpError(this.url, 200, `not JSON: ${text}`)
+        }
+        const parsed = RunCodeResponseSchema.safeParse(json)
         if (!parsed.success) throw new SandboxHttpError(this.url, 200, `not a run_code response: ${text}`)
         if (parsed.data.status === RunStatus.SandboxError && this.o.retrySandboxErrors && !last) {
           await this.backoff(attempt)

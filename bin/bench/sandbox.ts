@@ -1,17 +1,20 @@
 /**
  * `triad bench sandbox`: requests/s and p50/p99 latency of `print(1)` through the HTTP service at
- * 1, 16 and 128 concurrent callers, for the local and docker backends, against a baseline in the
+ * 1, 16 and 128 concurrent callers, for the local and docker (attach and exec modes) backends,
+ * against a baseline in the
  * same run (spawning `python3 -c 'print(1)'` directly on the host at the same concurrency, no
  * sandbox, no HTTP). `--soak S` adds a run of 128 callers for S seconds per backend, counting
  * failed requests (any transport error, non-200, or status other than Success).
  */
 import { execFile } from 'node:child_process'
+import { loadavg } from 'node:os'
 import { promisify } from 'node:util'
 import {
   BackendKind,
   buildSandboxServer,
   DEFAULT_LIMITS,
   DockerBackend,
+  DockerMode,
   LocalBackend,
   type SandboxBackend,
   type SandboxLimits,
@@ -104,17 +107,19 @@ export async function run(options: { quick?: boolean; soak?: string; backends?: 
   const seconds = options.quick ? 2 : 8
   const soak = options.soak ? Number(options.soak) : 0
   const callers = options.quick ? [1, 16] : [1, 16, 128]
-  const kinds = (process.env['TRIAD_BENCH_SANDBOX_BACKENDS'] ?? 'local,docker').split(',')
+  const kinds = (process.env['TRIAD_BENCH_SANDBOX_BACKENDS'] ?? 'local,docker,docker-exec').split(',')
   const limits: SandboxLimits = { ...DEFAULT_LIMITS }
   const result: Record<string, unknown> = {
     config: { code: 'print(1)', language: 'python', seconds, concurrency: limits.concurrency, soak },
+    loadAverageAtStart: loadavg().map((x) => Number(x.toFixed(2))),
   }
   const baseline: Load[] = []
   for (const c of callers) baseline.push(await load(c, seconds, baselineCall))
   result['baseline (python3 spawned on the host, no sandbox)'] = baseline
   for (const kind of kinds) {
     let backend: SandboxBackend
-    if (kind === BackendKind.Docker) backend = new DockerBackend({ limits })
+    if (kind === BackendKind.Docker) backend = new DockerBackend({ limits, mode: DockerMode.Attach })
+    else if (kind === 'docker-exec') backend = new DockerBackend({ limits, mode: DockerMode.Exec })
     else backend = new LocalBackend({ limits })
     try {
       await backend.start()
@@ -140,5 +145,6 @@ export async function run(options: { quick?: boolean; soak?: string; backends?: 
       await backend.close()
     }
   }
+  result['loadAverageAtEnd'] = loadavg().map((x) => Number(x.toFixed(2)))
   return result
 }

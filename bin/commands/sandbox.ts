@@ -18,19 +18,26 @@ const int = (v: string) => {
   return n
 }
 
-/** Makes and starts a backend of `kind` with `limits`. */
+/**
+ * Makes and starts a backend of `kind` with `limits`.
+ * @throws CliError for an unknown kind or docker mode; whatever the backend's `start` throws.
+ */
 export async function startBackend(
   kind: string,
   limits: SandboxLimits,
   image?: string,
+  dockerMode = 'attach',
 ): Promise<SandboxBackend> {
   let backend: SandboxBackend
   if (kind === BackendKind.Local) {
     const { LocalBackend } = await import('../../sandboxes/index.ts')
     backend = new LocalBackend({ limits })
   } else if (kind === BackendKind.Docker) {
-    const { DockerBackend } = await import('../../sandboxes/index.ts')
-    backend = new DockerBackend({ limits, image })
+    const { DockerBackend, DockerMode } = await import('../../sandboxes/index.ts')
+    const modes: readonly string[] = Object.values(DockerMode)
+    if (!modes.includes(dockerMode))
+      throw new CliError(`unknown docker mode '${dockerMode}'; known: ${modes.join(', ')}`)
+    backend = new DockerBackend({ limits, image, mode: dockerMode as 'attach' | 'exec' })
   } else throw new CliError(`unknown backend '${kind}'; known: ${Object.values(BackendKind).join(', ')}`)
   await backend.start()
   return backend
@@ -87,6 +94,11 @@ export function registerSandbox(program: Command): void {
     .option('--backend <kind>', 'docker | local', 'docker')
     .option('--image <name>', 'docker image (default triad-sandbox:latest)')
     .option(
+      '--docker-mode <mode>',
+      'attach (a warm runner per container) | exec (one docker exec per job)',
+      'attach',
+    )
+    .option(
       '--concurrency <n>',
       'jobs at once (warm containers / local slots)',
       int,
@@ -113,7 +125,12 @@ export function registerSandbox(program: Command): void {
         outputBytes: o['outputBytes'] as number,
         recycleAfter: o['recycleAfter'] as number,
       }
-      const backend = await startBackend(String(o['backend']), limits, o['image'] as string | undefined)
+      const backend = await startBackend(
+        String(o['backend']),
+        limits,
+        o['image'] as string | undefined,
+        String(o['dockerMode']),
+      )
       const app = buildSandboxServer({ backend, logger: Boolean(o['log']) })
       const address = await app.listen({ port: o['port'] as number, host: String(o['host']) })
       process.stderr.write(
