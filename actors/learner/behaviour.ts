@@ -33,7 +33,7 @@ export interface LearnerActorOptions {
    * a `checkpointDir` holding a checkpoint, the newest one is loaded, so a restart resumes there.
    */
   create: () => Promise<Learner>
-  /** Where to publish `metrics.report` after each step (role `learner`); none when absent. */
+  /** Where to publish `metrics.report` after each step (role `learner`, keys `learner/<rl-step key>`); none when absent. */
   metrics?: { transport: Transport; run: string; id: string; clock?: () => number }
   /** Checkpoint root to resume from at start (the learner's `checkpointDir`). */
   resumeFrom?: string
@@ -74,7 +74,8 @@ export function learnerBehaviour(options: LearnerActorOptions): Behaviour<Learne
           if (options.metrics) {
             const { transport, run, id, clock } = options.metrics
             const values: Record<string, number> = {}
-            for (const [k, v] of Object.entries(metrics)) values[`learner/${k}`] = v
+            for (const [k, v] of Object.entries(metrics))
+              values[k.startsWith('learner/') ? k : `learner/${k}`] = v
             transport.publish(
               Subjects.metrics(run, 'learner'),
               MetricsReport.make({

@@ -110,6 +110,7 @@ describe('actors/learner/behaviour', () => {
     assert.equal(reports[0]!.step, 1)
     assert.equal(reports[0]!.time, 1234)
     assert.equal(reports[0]!.values['learner/reward/mean/toy'], 0.5)
+    assert.equal(reports[0]!.values['learner/version'], 1)
 
     await assert.rejects(
       () => ask(LearnerStep.make({ groups: [group('long', 12)] })),
