@@ -5,6 +5,7 @@ import {
   type MetricsLine,
   metricsWildcard,
   NatsConnectError,
+  type NatsTransport,
   type Served,
   systemClock,
   type Transport,
@@ -12,6 +13,7 @@ import {
 import { checkToken, MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
 import { MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
+import { serviceRestarts } from '../monitor/service-restarts.ts'
 
 const accepts = new MessageRegistry([MetricsReport])
 
@@ -30,6 +32,8 @@ export interface MonitorOnceOptions {
   waitMs: number
   maxSteps?: number
   clock?: Clock
+  /** Reads the run's actor restarts (from the NATS services); called once after the window. */
+  restarts?: () => Promise<number | undefined>
 }
 
 /**
@@ -46,7 +50,8 @@ export async function monitorOnce(transport: Transport, options: MonitorOnceOpti
     throw new CliError(
       `no metrics on ${metricsWildcard(options.run)} within ${options.waitMs} ms; is run '${options.run}' running?`,
     )
-  return renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps })
+  const restarts = await options.restarts?.()
+  return renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps, serviceRestarts: restarts })
 }
 
 const positiveInt = (name: string) => (v: string) => {
@@ -86,7 +91,7 @@ export function registerMonitor(program: Command): void {
         } catch (err) {
           throw new CliError((err as Error).message, { cause: err })
         }
-        let transport: Transport
+        let transport: NatsTransport
         try {
           transport = await connectNats({
             servers: options.nats,
@@ -106,6 +111,7 @@ export function registerMonitor(program: Command): void {
                 run: options.run,
                 waitMs: options.wait,
                 maxSteps: options.maxSteps,
+                restarts: () => serviceRestarts(transport, options.run, 500),
               }),
             )
           } finally {
@@ -116,9 +122,27 @@ export function registerMonitor(program: Command): void {
         const state = new MetricsState()
         const sub = watchMetrics(transport, options.run, state)
         const tty = process.stdout.isTTY
+        // Actor restarts come from the run's NATS services, polled in the background.
+        let restarts: number | undefined
+        let polling: Promise<void> | undefined
+        const poll = () => {
+          polling ??= serviceRestarts(transport, options.run, Math.min(500, options.interval))
+            .then((r) => {
+              restarts = r
+            })
+            .catch(() => {})
+            .finally(() => {
+              polling = undefined
+            })
+        }
         const draw = () => {
+          poll()
           const text = state.reports
-            ? renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps })
+            ? renderSnapshot(state, {
+                run: options.run,
+                maxSteps: options.maxSteps,
+                serviceRestarts: restarts,
+              })
             : `run ${options.run}: waiting for metrics on ${metricsWildcard(options.run)}\n`
           process.stdout.write(tty ? `\x1b[H\x1b[J${text}` : `${text}\n`)
         }
@@ -129,6 +153,7 @@ export function registerMonitor(program: Command): void {
           process.once('SIGTERM', resolve)
         })
         clearInterval(timer)
+        await polling
         await sub.stop()
         await transport.close()
       },

@@ -25,7 +25,11 @@ export async function buildReport(runDir: string): Promise<BuiltReport> {
   const { dir, recipe } = await openRunDir(runDir, { create: false })
   const metrics = await readMetricsFile(dir.metricsFile)
   const evals = await readEvalResults(dir)
-  const sections = buildChartSections(metrics.lines)
+  const recipeTasks = (recipe as { tasks?: { name?: unknown }[] } | null)?.tasks
+  const known = Array.isArray(recipeTasks)
+    ? recipeTasks.map((t) => t?.name).filter((n): n is string => typeof n === 'string')
+    : []
+  const sections = buildChartSections(metrics.lines, known)
   const steps = metrics.lines.map((l) => l.step)
   const times = metrics.lines.map((l) => l.time)
   const facts: [string, string][] = [['metrics lines', String(metrics.lines.length)]]

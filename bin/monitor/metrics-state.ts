@@ -62,7 +62,8 @@ export const MonitorKeys = {
   tokensPerS: 'engine/tokens_per_s',
   stalenessMean: 'pipeline/staleness_mean',
   stalenessMax: 'pipeline/staleness_max',
-  loss: 'learner/loss',
+  /** The first of these present is the loss column. */
+  loss: ['learner/loss', 'learner/loss/total', 'learner/policy/loss'],
   maxSteps: 'run/max_steps',
 } as const
 
@@ -76,12 +77,17 @@ export interface SnapshotOptions {
   maxSteps?: number
   /** Characters of the bar (default 30). */
   barSize?: number
+  /**
+   * Actor restarts of the run's services (`$SRV.STATS` data `restarts`, summed), when known;
+   * otherwise every metric key ending in `/restarts` is summed.
+   */
+  serviceRestarts?: number
 }
 
 /**
  * Renders one terminal snapshot: a progress bar of learner steps, a table of success, reward and
  * difficulty per task, and a line of tokens/s (summed over engines), staleness, loss and actor
- * restarts (summed over every `.../restarts` key). Plain text without colours.
+ * restarts. Plain text without colours.
  */
 export function renderSnapshot(state: MetricsState, options: SnapshotOptions): string {
   const maxSteps = options.maxSteps ?? state.value(MonitorKeys.maxSteps, 'mean')
@@ -115,9 +121,10 @@ export function renderSnapshot(state: MetricsState, options: SnapshotOptions): s
   else lines.push('(no per-task metrics yet)')
 
   const restartKeys = state.keys().filter((k) => k.endsWith('/restarts'))
-  const restarts = restartKeys.length
-    ? restartKeys.reduce((n, k) => n + (state.value(k, 'sum') ?? 0), 0)
-    : undefined
+  const restarts =
+    options.serviceRestarts ??
+    (restartKeys.length ? restartKeys.reduce((n, k) => n + (state.value(k, 'sum') ?? 0), 0) : undefined)
+  const lossKey = MonitorKeys.loss.find((k) => state.value(k) !== undefined)
   const stats = new Table({
     head: ['tokens/s', 'staleness mean', 'staleness max', 'loss', 'restarts', 'reports'],
     style: { head: [], border: [], compact: true },
@@ -126,7 +133,7 @@ export function renderSnapshot(state: MetricsState, options: SnapshotOptions): s
     fmt(state.value(MonitorKeys.tokensPerS, 'sum'), 1),
     fmt(state.value(MonitorKeys.stalenessMean), 2),
     fmt(state.value(MonitorKeys.stalenessMax), 0),
-    fmt(state.value(MonitorKeys.loss), 4),
+    fmt(lossKey ? state.value(lossKey) : undefined, 4),
     restarts === undefined ? '-' : String(restarts),
     String(state.reports),
   ])

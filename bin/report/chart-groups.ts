@@ -39,40 +39,55 @@ interface Placement {
 
 /**
  * Places metric keys into charts, grouped by prefix:
- * - `area/name/task` (three or more segments): one chart `area/name` with a series per last segment
- *   (`rollout/success/calc` and `rollout/success/sql` share `rollout/success`); a two-segment key
- *   equal to such a chart (`rollout/success`, the overall value) joins it as series `all`;
- * - `area/stem_suffix` keys whose stem is shared by several keys of the area share one chart
- *   `area/stem_*` (`learner/clip_frac_high` and `learner/clip_frac_low` in `learner/clip_frac_*`);
+ * - a key whose last segment is a task name (`rollout/success/calc`) is a series of the chart of
+ *   its prefix (`rollout/success`, one series per task); the prefix itself as a key (the overall
+ *   value) joins that chart as series `all`;
+ * - sibling keys whose last segments share a stem before `_` share one chart
+ *   (`learner/policy/clip_frac_high` and `..._low` in `learner/policy/clip_frac_*`);
  * - any other key is a chart of its own.
+ * The section (area) is the first segment. `tasks` are the run's task names (from its recipe and
+ * from `rollout/success/<task>` keys).
  */
-export function placeKeys(keys: readonly string[]): Map<string, Placement> {
+export function placeKeys(keys: readonly string[], tasks: ReadonlySet<string>): Map<string, Placement> {
   const out = new Map<string, Placement>()
-  const deep = new Set<string>()
-  for (const k of keys) {
-    const segs = k.split('/')
-    if (segs.length >= 3) deep.add(segs.slice(0, -1).join('/'))
-  }
-  const stemCount = new Map<string, number>()
+  const parentOf = (k: string) => k.slice(0, Math.max(0, k.lastIndexOf('/')))
+  const lastOf = (k: string) => k.slice(k.lastIndexOf('/') + 1)
+  const isTaskKey = (k: string) => k.includes('/') && tasks.has(lastOf(k))
+  const perTask = new Set(keys.filter(isTaskKey).map(parentOf))
   const stemOf = (name: string) => (name.includes('_') ? name.slice(0, name.lastIndexOf('_')) : undefined)
+  const stemCount = new Map<string, number>()
   for (const k of keys) {
-    const segs = k.split('/')
-    const stem = segs.length === 2 ? stemOf(segs[1]!) : undefined
-    if (stem && !deep.has(k))
-      stemCount.set(`${segs[0]}/${stem}`, (stemCount.get(`${segs[0]}/${stem}`) ?? 0) + 1)
+    const stem = stemOf(lastOf(k))
+    if (stem && !isTaskKey(k) && !perTask.has(k)) {
+      const id = `${parentOf(k)}/${stem}`
+      stemCount.set(id, (stemCount.get(id) ?? 0) + 1)
+    }
   }
   for (const k of keys) {
-    const segs = k.split('/')
-    const area = segs.length > 1 ? segs[0]! : 'other'
-    if (segs.length >= 3) out.set(k, { area, chart: segs.slice(0, -1).join('/'), label: segs.at(-1)! })
-    else if (deep.has(k)) out.set(k, { area, chart: k, label: 'all' })
-    else if (segs.length === 2) {
-      const stem = stemOf(segs[1]!)
-      if (stem && (stemCount.get(`${area}/${stem}`) ?? 0) >= 2)
-        out.set(k, { area, chart: `${area}/${stem}_*`, label: segs[1]!.slice(stem.length + 1) })
-      else out.set(k, { area, chart: k, label: segs[1]! })
-    } else out.set(k, { area, chart: k, label: k })
+    const area = k.includes('/') ? k.slice(0, k.indexOf('/')) : 'other'
+    const last = lastOf(k)
+    const stem = stemOf(last)
+    if (isTaskKey(k)) out.set(k, { area, chart: parentOf(k), label: last })
+    else if (perTask.has(k)) out.set(k, { area, chart: k, label: 'all' })
+    else if (stem && (stemCount.get(`${parentOf(k)}/${stem}`) ?? 0) >= 2)
+      out.set(k, {
+        area,
+        chart: `${parentOf(k) ? `${parentOf(k)}/` : ''}${stem}_*`,
+        label: last.slice(stem.length + 1),
+      })
+    else out.set(k, { area, chart: k, label: last })
   }
+  return out
+}
+
+/** Task names of a run: those given (from its recipe) and every `<task>` of `rollout/success/<task>`. */
+export function taskNames(lines: readonly MetricsLine[], known: readonly string[] = []): Set<string> {
+  const out = new Set(known)
+  for (const line of lines)
+    for (const key of Object.keys(line.values)) {
+      const m = /^rollout\/success\/([^/]+)$/.exec(key)
+      if (m) out.add(m[1]!)
+    }
   return out
 }
 
@@ -84,7 +99,10 @@ export const isRateKey = (key: string) => /_per_s$/.test(key)
  * values of one actor (`role:id`) are averaged; the actors' values are then summed for rate keys
  * (`..._per_s`: the engines' throughputs add up) and averaged for every other key.
  */
-export function buildChartSections(lines: readonly MetricsLine[]): ChartSection[] {
+export function buildChartSections(
+  lines: readonly MetricsLine[],
+  knownTasks: readonly string[] = [],
+): ChartSection[] {
   // key -> step -> actor -> [sum, count]
   const acc = new Map<string, Map<number, Map<string, [number, number]>>>()
   for (const line of lines) {
@@ -107,7 +125,7 @@ export function buildChartSections(lines: readonly MetricsLine[]): ChartSection[
     return isRateKey(key) ? total : total / perActor.length
   }
   const keys = [...acc.keys()].sort()
-  const placement = placeKeys(keys)
+  const placement = placeKeys(keys, taskNames(lines, knownTasks))
   const charts = new Map<string, { area: string; keys: string[] }>()
   for (const k of keys) {
     const p = placement.get(k)!

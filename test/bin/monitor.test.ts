@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { connectNats, InProcessTransport, ManualClock } from '../../actors/index.ts'
+import { connectNats, InProcessTransport, ManualClock, type NatsTransport } from '../../actors/index.ts'
 import { monitorOnce } from '../../bin/commands/monitor.ts'
 import { CliError } from '../../bin/errors.ts'
 import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
-import { MetricsReport, Subjects } from '../../protocols/index.ts'
+import { MessageRegistry, MetricsReport, Subjects } from '../../protocols/index.ts'
 import { syntheticMetrics } from '../support/synthetic-run.ts'
 import { startTriad } from '../support/triad-process.ts'
 
@@ -18,6 +18,26 @@ const EXPECTED_ROWS = [
   row('maze', '0.525', '0.400', '1'),
   row('sql ', '0.425', '0.400', '1'),
 ]
+
+/**
+ * Publishes the synthetic metrics of run `run` every 100 ms until `until` settles (core NATS is
+ * at-most-once and the child subscribes at some point), with a 60 s deadline.
+ */
+async function publishUntil<T>(nats: NatsTransport, run: string, until: Promise<T>): Promise<T> {
+  let settled = false
+  const done = until.then((v) => {
+    settled = true
+    return v
+  })
+  const deadline = Date.now() + 60_000
+  while (!settled && Date.now() < deadline) {
+    for (const line of syntheticMetrics(10))
+      nats.publish(Subjects.metrics(run, line.role), MetricsReport.make(line))
+    await Promise.race([done, new Promise((r) => setTimeout(r, 100))])
+  }
+  if (!settled) throw new Error('the monitor did not finish within 60 s')
+  return done
+}
 
 describe('bin/monitor', () => {
   it('renderSnapshot - progress bar, a row per task, tokens/s summed over engines, restarts', () => {
@@ -74,8 +94,24 @@ describe('bin/monitor', () => {
     await t.close()
   })
 
-  it('triad monitor --once - prints a snapshot of a run from the NATS metrics subjects', async () => {
+  it('triad monitor --once - prints a snapshot of a run from the NATS metrics subjects and services', async () => {
     const run = `mon-${process.pid}`
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '0' })
+    // A service of the run whose actor restarted twice, and one of another run.
+    const served = await Promise.all(
+      [run, 'other-run'].map((r, i) =>
+        nats.serve(`triad.${r}.montest.ping`, {
+          accepts: new MessageRegistry([MetricsReport]),
+          handler: (m) => m,
+          service: {
+            name: 'triad-montest',
+            description: 'monitor test',
+            metadata: { run: r },
+            stats: () => ({ restarts: 2 + 5 * i }),
+          },
+        }),
+      ),
+    )
     const child = startTriad([
       'monitor',
       '--nats',
@@ -88,25 +124,46 @@ describe('bin/monitor', () => {
       '--max-steps',
       '20',
     ])
-    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '0' })
-    let exited = false
-    const done = child.exited.then((r) => {
-      exited = true
-      return r
-    })
-    // Core NATS is at-most-once and the child subscribes at some point: publish until it exits.
-    const deadline = Date.now() + 60_000
-    while (!exited && Date.now() < deadline) {
-      for (const line of syntheticMetrics(10))
-        nats.publish(Subjects.metrics(run, line.role), MetricsReport.make(line))
-      await Promise.race([done, new Promise((r) => setTimeout(r, 100))])
-    }
+    const { code } = await publishUntil(nats, run, child.exited)
+    await Promise.all(served.map((s) => s.stop()))
     await nats.close()
-    const { code } = await done
     const out = child.stdout.join('\n')
     assert.equal(code, 0, child.stderr())
     assert.match(out, new RegExp(`^run ${run} .* 45%  step 9/20`))
     for (const pattern of EXPECTED_ROWS) assert.match(out, pattern)
+    // restarts from the run's service (2), not the other run's (7) nor the metric (1)
+    assert.match(out, row('1400', '1.50', '3', '0.1000', '2'))
+  })
+
+  it('triad monitor - redraws live until stopped', async () => {
+    const run = `live-${process.pid}`
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '1' })
+    const child = startTriad([
+      'monitor',
+      '--nats',
+      'nats://127.0.0.1:4222',
+      '--run',
+      run,
+      '--interval',
+      '200',
+    ])
+    const shown = new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        const out = child.stdout.join('\n')
+        if (EXPECTED_ROWS.every((p) => p.test(out))) {
+          clearInterval(timer)
+          resolve()
+        }
+      }, 50)
+    })
+    await publishUntil(nats, run, shown)
+    await nats.close()
+    assert.match(
+      child.stdout[0]!,
+      new RegExp(`^run ${run}: waiting for metrics on triad\\.${run}\\.metrics\\.>`),
+    )
+    child.child.kill('SIGTERM')
+    assert.equal((await child.exited).code, 0, child.stderr())
   })
 
   it('triad monitor - a NATS URL that does not answer is a clear error', async () => {

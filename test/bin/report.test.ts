@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { buildReport } from '../../bin/commands/report.ts'
-import { buildChartSections, placeKeys } from '../../bin/report/chart-groups.ts'
+import { buildChartSections, placeKeys, taskNames } from '../../bin/report/chart-groups.ts'
 import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
 import { makeSyntheticRun } from '../support/synthetic-run.ts'
 import { startTriad } from '../support/triad-process.ts'
@@ -13,27 +13,61 @@ const tmp = () => mkdtempSync(join(tmpdir(), 'triad-report-'))
 const attr = (dom: string, name: string) => new RegExp(`<body[^>]*\\b${name}="(\\d+)"`).exec(dom)?.[1]
 
 describe('bin/report', () => {
-  it('placeKeys - groups keys by prefix: per-task families, shared stems, single keys', () => {
-    const placed = placeKeys([
-      'rollout/success',
-      'rollout/success/calc',
-      'rollout/success/sql',
-      'learner/clip_frac_high',
-      'learner/clip_frac_low',
-      'learner/loss',
-      'engine/tokens_per_s',
-      'uptime',
-    ])
+  it('placeKeys - groups keys by prefix: per-task series, shared stems, single keys', () => {
+    const placed = placeKeys(
+      [
+        'rollout/success',
+        'rollout/success/calc',
+        'rollout/success/sql',
+        'learner/policy/clip_frac_high',
+        'learner/policy/clip_frac_low',
+        'learner/policy/dual_clip_frac',
+        'learner/loss/total',
+        'learner/reward/mean',
+        'learner/reward/mean/calc',
+        'env/difficulty/calc',
+        'env/difficulty/calc/level_1',
+        'env/difficulty/calc/level_2',
+        'engine/tokens_per_s',
+        'uptime',
+      ],
+      new Set(['calc', 'sql']),
+    )
     assert.deepEqual(Object.fromEntries(placed), {
       'rollout/success': { area: 'rollout', chart: 'rollout/success', label: 'all' },
       'rollout/success/calc': { area: 'rollout', chart: 'rollout/success', label: 'calc' },
       'rollout/success/sql': { area: 'rollout', chart: 'rollout/success', label: 'sql' },
-      'learner/clip_frac_high': { area: 'learner', chart: 'learner/clip_frac_*', label: 'high' },
-      'learner/clip_frac_low': { area: 'learner', chart: 'learner/clip_frac_*', label: 'low' },
-      'learner/loss': { area: 'learner', chart: 'learner/loss', label: 'loss' },
+      'learner/policy/clip_frac_high': {
+        area: 'learner',
+        chart: 'learner/policy/clip_frac_*',
+        label: 'high',
+      },
+      'learner/policy/clip_frac_low': { area: 'learner', chart: 'learner/policy/clip_frac_*', label: 'low' },
+      'learner/policy/dual_clip_frac': {
+        area: 'learner',
+        chart: 'learner/policy/dual_clip_frac',
+        label: 'dual_clip_frac',
+      },
+      'learner/loss/total': { area: 'learner', chart: 'learner/loss/total', label: 'total' },
+      'learner/reward/mean': { area: 'learner', chart: 'learner/reward/mean', label: 'all' },
+      'learner/reward/mean/calc': { area: 'learner', chart: 'learner/reward/mean', label: 'calc' },
+      'env/difficulty/calc': { area: 'env', chart: 'env/difficulty', label: 'calc' },
+      'env/difficulty/calc/level_1': { area: 'env', chart: 'env/difficulty/calc/level_*', label: '1' },
+      'env/difficulty/calc/level_2': { area: 'env', chart: 'env/difficulty/calc/level_*', label: '2' },
       'engine/tokens_per_s': { area: 'engine', chart: 'engine/tokens_per_s', label: 'tokens_per_s' },
       uptime: { area: 'other', chart: 'uptime', label: 'uptime' },
     })
+  })
+
+  it('taskNames - takes the recipe tasks and every rollout/success/<task>', () => {
+    const line = {
+      role: 'rollout',
+      id: '0',
+      step: 0,
+      time: 0,
+      values: { 'rollout/success/maze': 1, 'rollout/success': 1 },
+    }
+    assert.deepEqual([...taskNames([line], ['calc'])].sort(), ['calc', 'maze'])
   })
 
   it('buildChartSections - averages an actor over a step, sums rates over actors, averages the rest', () => {
