@@ -1,6 +1,28 @@
 /**
  * The policy model: backend choice, tokenizer and chat template, transformer, sampler with KV
- * cache, optimizer, SFT trainer and checkpoints. Other folders import from here only.
+ * cache, optimizer, SFT trainer, checkpoints, RL losses. Other folders import from here only.
+ *
+ * The surface the learner and the policy engines use (tensors float32 unless noted; `[batch,
+ * seqLen]` arrays are row-major):
+ * - `chooseBackend({backend?})`: pick and activate tfjs-node-gpu, tfjs-node, wasm or cpu
+ *   (`TRIAD_BACKEND` forces one); returns `{name, ...}` to record with the run.
+ * - `new Tokenizer()`: byte-level ids 0..255 plus special tokens (`imEndId` ends a turn).
+ *   `renderChat(tok, messages, {tools})` gives `{ids: Int32Array, lossMask: Uint8Array}` (1 on
+ *   assistant tokens); `renderPrompt` ends with the assistant header; `parseAssistant(text)` gives
+ *   `{ok: true, message}` or `{ok: false, error}` and never throws.
+ * - `createTransformer(config, {seed} | {weights})`, `disposeTransformer(model)`;
+ *   `forward(model, tokens [batch, seqLen] int32)` gives logits `[batch, seqLen, vocabSize]`;
+ *   `tokenLogprobs(model, tokens, targets)` gives `[batch, seqLen]` log p(target), differentiable.
+ * - `generate(model, prompts: number[][], {maxNewTokens, temperature, topP, stopTokens, seed})`
+ *   gives per prompt `{tokens: Int32Array, logprobs: Float32Array, finishReason}` (KV cache,
+ *   ragged prompts); `ContinuousBatcher` shares passes among concurrent requests.
+ * - `new AdamW(model.params, {weightDecay, maxGradNorm})`, `.step(grads by name, lr)`;
+ *   `lossAndGrads(model, lossFn)`; `warmupCosine({peakLr, warmupSteps, totalSteps})`.
+ * - `makeBatches(renderedChats, ...)`, `sftStep(model, opt, batch, lr)`, `trainSft(...)` (loss
+ *   curve records); `rlStep` for GRPO-TCR.
+ * - `saveCheckpoint(dir, model, {tokenizer})` / `loadCheckpoint(dir)` (model.safetensors,
+ *   config.json, tokenizer.json); `getWeights(model)` / `setWeights(model, record)` move weights as
+ *   `Record<string, Float32Array>`; `encodeSafetensors` / `decodeSafetensors` for bytes.
  */
 
 export * from './adamw.ts'
