@@ -12,6 +12,7 @@ import {
   renderChat,
   type SftLogRecord,
   sftLoss,
+  sftStep,
   Tokenizer,
   tokenLogprobs,
   trainSft,
@@ -126,6 +127,27 @@ describe('gpu/sft', () => {
     assert.ok(records[0]!.loss > 4, `initial loss ${records[0]!.loss}`)
     assert.ok(records[39]!.loss < 1, `final loss ${records[39]!.loss}`)
     assert.equal(JSON.parse(JSON.stringify(records[5])).step, 6)
+    opt.dispose()
+    disposeTransformer(model)
+  })
+
+  it('sft - a full step (loss, gradients, AdamW) leaks no tensors', async () => {
+    const model = createTransformer(
+      { layers: 1, width: 8, heads: 2, contextLength: 8, vocabSize: 16 },
+      { seed: 3 },
+    )
+    const opt = new AdamW(model.params)
+    const [batch] = makeBatches([ex([1, 2, 3, 4], [0, 1, 1, 1])], {
+      batchTokens: 64,
+      contextLength: 8,
+      padId: 0,
+    })
+    await sftStep(model, opt, batch!, 1e-3)
+    const before = tf.memory()
+    const record = await sftStep(model, opt, batch!, 1e-3)
+    assert.equal(record.step, 2)
+    assert.equal(tf.memory().numTensors, before.numTensors)
+    assert.equal(tf.memory().numBytes, before.numBytes)
     opt.dispose()
     disposeTransformer(model)
   })
