@@ -395,6 +395,26 @@ export class ContinuousBatcher {
   }
 
   /**
+   * Resolves once no request waits or runs (new submits while draining are served too), or after
+   * `timeoutMs`. @returns true when drained, false on the deadline.
+   */
+  async drain(timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<false>((r) => {
+      timer = setTimeout(() => r(false), timeoutMs)
+    })
+    const idle = (async () => {
+      while (this.running) await this.idle
+      return true as const
+    })()
+    try {
+      return await Promise.race([idle, deadline])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /**
    * Stops the loop: waiting and running requests reject with BatcherClosedError; cache tensors are
    * freed. Models are not disposed (the caller owns them; retired ones went to `onModelRetired`).
    */

@@ -3,9 +3,11 @@ import {
   ConfigError,
   ContinuousBatcher,
   type ContinuousBatcherOptions,
+  createRng,
   createTransformer,
   disposeTransformer,
   fullConfig,
+  type Rng,
   ShapeError,
   type Transformer,
   type TransformerConfig,
@@ -61,7 +63,10 @@ export interface PolicyEngineOptions {
   modelConfig: TransformerConfig
   /** Initial weights (version 0 until an announcement is taken); default `initWeights(modelConfig, seed)`. */
   weights?: WeightMap
-  /** Seed of the default initial weights; default 0. */
+  /**
+   * Seed of the default initial weights, and of the sampling seeds drawn for requests that carry
+   * none (so repeated prompts still get different samples); default 0.
+   */
   seed?: number
   /** Model name in `weights.published` (`Subjects.weights(run, model)`); default `policy`. */
   model?: string
@@ -73,6 +78,8 @@ export interface PolicyEngineOptions {
   maxBatch?: number
   /** Requests the actor holds at once (default 1024); more wait in its mailbox. */
   concurrency?: number
+  /** On `stop`, how long running requests may take to finish before they are failed, ms (default 10,000). */
+  drainTimeoutMs?: Millis
   /** Interval of `metrics.report`, ms (default 5,000; 0 for none). */
   metricsIntervalMs?: Millis
   clock?: Clock
@@ -122,6 +129,8 @@ interface EngineState {
   loaded: number[]
   skipped: number
   loadFailures: number
+  /** Draws a sampling seed for each request that has none. */
+  seeds: Rng
 }
 
 /**
@@ -223,6 +232,7 @@ export async function startPolicyEngine(
         loaded: [version],
         skipped: 0,
         loadFailures: 0,
+        seeds: createRng((options.seed ?? 0) ^ 0x5eed),
       }
       live = state
       notifyVersion(version)
@@ -248,7 +258,7 @@ export async function startPolicyEngine(
           temperature: p.temperature,
           topP: p.top_p,
           stopTokens: p.stop_tokens,
-          seed: p.seed,
+          seed: p.seed ?? state.seeds.int(2 ** 31),
         })
         return PolicyGenerated.make({
           tokens: g.tokens as Int32Array<ArrayBuffer>,
@@ -372,6 +382,7 @@ export async function startPolicyEngine(
       timer = undefined
       await exposed.stop()
       await weightsSub.stop()
+      await live?.batcher.drain(options.drainTimeoutMs ?? 10_000)
       await ref.stop()
     },
   }

@@ -297,6 +297,35 @@ describe('actors/policy/engine - policy engines over NATS', () => {
     await stale.stop()
   })
 
+  it('policy engine - requests without a seed get different samples; stop lets running requests finish', async () => {
+    const reached = latch()
+    const release = latch()
+    let iteration = 0
+    const engine = await startPolicyEngine(system, server, {
+      run: RUN,
+      id: 'e',
+      modelConfig: config,
+      weights: spread(7),
+      metricsIntervalMs: 0,
+      loadLatest: false,
+      stepGate: async () => {
+        if (++iteration === 2) {
+          reached.open()
+          await release.promise
+        }
+      },
+    })
+    await server.flush()
+    const pending = [1, 2].map(() => ask(Subjects.policyFresh(RUN), [4, 4, 4], 10, { temperature: 1 }))
+    await within(reached.promise, 10_000, 'the generations to be under way')
+    const stopping = engine.stop()
+    release.open()
+    const [a, b] = await within(Promise.all(pending), 10_000, 'the running requests')
+    await stopping
+    assert.equal(a.tokens.length, 10)
+    assert.notDeepEqual(Array.from(a.tokens), Array.from(b.tokens))
+  })
+
   it('policy engine - a fresh engine starts on the newest stored version; bad options are typed errors', async () => {
     await store.publish(client, 'policy', 20, spread(20))
     const engine = await startPolicyEngine(system, server, {
