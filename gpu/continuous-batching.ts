@@ -47,6 +47,13 @@ export interface BatchedGeneration extends Generation {
 export interface ContinuousBatcherOptions {
   /** Most sequences decoded together (running + admitted); the rest wait. Default 64. */
   maxBatch?: number
+  /**
+   * Most padded prompt tokens (rows x longest prompt) in one prefill pass; default 512. Waiting
+   * requests are admitted one such chunk per loop iteration, between decode steps (as chunked
+   * prefill schedulers do), because one huge prefill costs more per token on CPU backends (its
+   * attention scores grow with rows x length^2) and stalls every running sequence meanwhile.
+   */
+  prefillTokens?: number
   /** Version of the first model; default 0. */
   version?: number
   /** Called with a replaced model once no sequence runs on it any more (for example to dispose it). */
@@ -287,6 +294,7 @@ interface Cohort {
  */
 export class ContinuousBatcher {
   private readonly maxBatch: number
+  private readonly prefillTokens: number
   private readonly waiting: Waiting[] = []
   private readonly cohorts: Cohort[] = []
   private current: Cohort
@@ -313,6 +321,10 @@ export class ContinuousBatcher {
     if (!Number.isInteger(maxBatch) || maxBatch < 1)
       throw new ConfigError('maxBatch', maxBatch, 'must be a positive integer')
     this.maxBatch = maxBatch
+    const prefillTokens = options.prefillTokens ?? 512
+    if (!Number.isInteger(prefillTokens) || prefillTokens < 1)
+      throw new ConfigError('prefillTokens', prefillTokens, 'must be a positive integer')
+    this.prefillTokens = prefillTokens
     this.current = this.cohortOf(model, options.version ?? 0)
   }
 
@@ -488,14 +500,23 @@ export class ContinuousBatcher {
   }
 
   /**
-   * Prefills up to the free slots of waiting requests together (left-padded, like `generate`),
-   * picks each one's first token and merges their cache into the cohort's.
+   * Prefills the next chunk of waiting requests together (left-padded, like `generate`): as many
+   * as fit the free slots and the `prefillTokens` budget, at least one; picks each one's first
+   * token and merges their cache into the cohort's.
    */
   private async admit(cohort: Cohort): Promise<void> {
     const running = this.cohorts.reduce((s, c) => s + c.rows.length, 0)
     const free = this.maxBatch - running
     if (free <= 0 || this.waiting.length === 0) return
-    const batch = this.waiting.splice(0, free)
+    let take = 1
+    let longest = this.waiting[0]!.prompt.length
+    while (take < Math.min(free, this.waiting.length)) {
+      const next = Math.max(longest, this.waiting[take]!.prompt.length)
+      if ((take + 1) * next > this.prefillTokens) break
+      longest = next
+      take++
+    }
+    const batch = this.waiting.splice(0, take)
     const n = batch.length
     const width = Math.max(...batch.map((w) => w.prompt.length))
     const ids = new Int32Array(n * width)

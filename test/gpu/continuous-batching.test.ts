@@ -144,6 +144,20 @@ describe('gpu/continuous-batching', () => {
     await batcher.close()
   })
 
+  it('continuous-batching - a prefill token budget admits requests in chunks with the same outputs', async () => {
+    const batcher = new ContinuousBatcher(model, { prefillTokens: 10 })
+    const gens = await Promise.all(
+      prompts.map((p) => batcher.submit(Int32Array.from(p), { maxNewTokens: 6, temperature: 0 })),
+    )
+    for (let i = 0; i < prompts.length; i++) {
+      const [alone] = await generate(model, [prompts[i]!], { maxNewTokens: 6, temperature: 0 })
+      assert.deepEqual(Array.from(gens[i]!.tokens), Array.from(alone!.tokens))
+    }
+    // [7], [2, 5] (2 x 5 = 10), [1], [11]: the budget holds unless one prompt alone exceeds it.
+    assert.equal(batcher.stats().prefills, 4)
+    await batcher.close()
+  })
+
   it('continuous-batching - stop tokens, max tokens and the context limit end requests of different lengths', async () => {
     const batcher = new ContinuousBatcher(model, { maxBatch: 2 })
     const greedy = (await generate(model, [prompts[0]!], { maxNewTokens: 6, temperature: 0 }))[0]!
@@ -215,6 +229,7 @@ describe('gpu/continuous-batching', () => {
     await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 2, temperature: -1 }), ConfigError)
     await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 2, topP: 0 }), ConfigError)
     assert.throws(() => new ContinuousBatcher(model, { maxBatch: 0 }), ConfigError)
+    assert.throws(() => new ContinuousBatcher(model, { prefillTokens: 0 }), ConfigError)
     await batcher.close()
     await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 2 }), BatcherClosedError)
   })
