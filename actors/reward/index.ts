@@ -1,2 +1,7 @@
 export * from './errors.ts'
+export * from './judge-prompt.ts'
+export * from './policy-step-reward.ts'
+export * from './reward-actor.ts'
+export * from './reward-model.ts'
+export * from './reward-training.ts'
 export * from './triad-switches.ts'

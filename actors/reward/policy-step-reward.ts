@@ -1,0 +1,120 @@
+import { computeGroupStepAdvantages } from '../../gpu/index.ts'
+import type { Trajectory } from '../../protocols/index.ts'
+import { RewardModelConfigError } from './errors.ts'
+import type { TriadSwitches } from './triad-switches.ts'
+
+/**
+ * The policy's side of the dynamic triad: the G samples of one task instance with the reward
+ * model's judgements of their steps become token-level advantages for the learner's `RlBatch`
+ * (`stepAdvantages`), by `R_j = O + lambda * mean_l S_jl` z-scored per step index
+ * (`computeGroupStepAdvantages`). With the `stepReward` switch off the judgements are ignored and
+ * `R_j = O`.
+ */
+
+/**
+ * Ground-truth labels of a trajectory's steps from the task's `step_good/<j>` metrics: +1 good, -1
+ * bad, 0 when the task gives no label for step j.
+ * @returns `[turns]` int8.
+ */
+export function stepLabels(t: Pick<Trajectory, 'metrics' | 'turns'>): Int8Array {
+  const out = new Int8Array(t.turns)
+  for (let j = 0; j < t.turns; j++) {
+    const v = t.metrics[`step_good/${j}`]
+    if (v !== undefined) out[j] = v > 0 ? 1 : -1
+  }
+  return out
+}
+
+/**
+ * Step accuracy of judgements against labels: over the labelled steps (label != 0), the share of
+ * judgements equal to the label (an unparseable judgement counts as wrong).
+ * @param judgements `[steps * m]` step-major.
+ * @param labels `[steps]`: +1, -1, or 0 for unlabelled.
+ * @returns the accuracy in [0, 1], or undefined when no step is labelled.
+ * @throws RewardModelConfigError when the lengths disagree.
+ */
+export function judgementAccuracy(
+  judgements: ArrayLike<number>,
+  m: number,
+  labels: ArrayLike<number>,
+): number | undefined {
+  if (judgements.length !== labels.length * m)
+    throw new RewardModelConfigError(
+      'judgements',
+      judgements.length,
+      `expected ${labels.length} steps x m = ${m}`,
+    )
+  let right = 0
+  let total = 0
+  for (let j = 0; j < labels.length; j++) {
+    if (labels[j] === 0) continue
+    for (let l = 0; l < m; l++) {
+      total++
+      if (judgements[j * m + l] === labels[j]) right++
+    }
+  }
+  return total === 0 ? undefined : right / total
+}
+
+/** Result of `policyStepAdvantages`. */
+export interface PolicyStepAdvantages {
+  /** Per sample, `[seqLen_i]` float32 token advantages (the rows of `RlBatch.stepAdvantages`). */
+  tokenAdvantages: Float32Array[]
+  /**
+   * - `reward/step_reward_enabled`: the switch (1 on, 0 off);
+   * - `reward/step_judged`: steps whose judgements were used (0 when off);
+   * - `reward/judgement_mean`: mean of the parseable judgements used (absent when none);
+   * - `reward/step_reward_mean`: mean `R_j` over every step.
+   */
+  metrics: Record<string, number>
+}
+
+/**
+ * Token advantages of one group from its outcomes and step judgements.
+ * @param samples the G trajectories of one task instance.
+ * @param judgements per sample, its `[turns * m]` step-major judgements (+1, -1, 0), or undefined
+ *   when it was not judged (its steps then get `R_j = O`). Ignored when the switch is off.
+ * @throws RewardModelConfigError when a sample's judgements do not cover its turns; ShapeError on
+ *   bad turn starts.
+ */
+export function policyStepAdvantages(
+  samples: readonly Pick<Trajectory, 'reward' | 'turn_starts' | 'loss_mask'>[],
+  judgements: readonly (ArrayLike<number> | undefined)[],
+  switches: TriadSwitches,
+): PolicyStepAdvantages {
+  const { enabled, lambda, m } = switches.stepReward
+  let judged = 0
+  let sSum = 0
+  let sCount = 0
+  const rollouts = samples.map((t, i) => {
+    const turns = t.turn_starts.length
+    const flat = enabled ? judgements[i] : undefined
+    if (flat && flat.length !== turns * m)
+      throw new RewardModelConfigError(`judgements[${i}]`, flat.length, `expected ${turns} turns x m = ${m}`)
+    const perStep: ArrayLike<number>[] = []
+    for (let j = 0; j < turns; j++) {
+      if (!flat) {
+        perStep.push([])
+        continue
+      }
+      const s = Array.prototype.slice.call(flat, j * m, (j + 1) * m) as number[]
+      perStep.push(s)
+      judged++
+      for (const v of s)
+        if (v !== 0) {
+          sSum += v
+          sCount++
+        }
+    }
+    return { outcome: t.reward, judgements: perStep, turnStarts: t.turn_starts, lossMask: t.loss_mask }
+  })
+  const g = computeGroupStepAdvantages(rollouts, enabled ? lambda : 0)
+  const all = g.rewards.flatMap((r) => [...r])
+  const metrics: Record<string, number> = {
+    'reward/step_reward_enabled': enabled ? 1 : 0,
+    'reward/step_judged': judged,
+    'reward/step_reward_mean': all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0,
+  }
+  if (sCount) metrics['reward/judgement_mean'] = sSum / sCount
+  return { tokenAdvantages: g.tokenAdvantages, metrics }
+}

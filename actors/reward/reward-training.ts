@@ -1,0 +1,265 @@
+import * as tf from '@tensorflow/tfjs'
+import {
+  computeConsistencyRewards,
+  computePolicyLossGrpoTcr,
+  GRPO_TCR_DEFAULTS,
+  type GradientOptimizer,
+  type GrpoTcrConfig,
+  hiddenStates,
+  type Transformer,
+  UNPARSEABLE_PENALTY,
+} from '../../gpu/index.ts'
+import { RewardModelConfigError } from './errors.ts'
+import { BAD_VERDICT_TOKEN, GOOD_VERDICT_TOKEN } from './judge-prompt.ts'
+import type { TriadSwitches } from './triad-switches.ts'
+
+/**
+ * Training the reward model by consistency (RLAnything, arXiv 2602.02488; DESIGN.md): each sampled
+ * verdict token is a one-token "response" to its judge prompt; its reward is the consistency reward
+ * `(O + mean S) * S_l` (a fixed penalty when unparseable), z-scored across the m judgements of the
+ * step, and that z-score is the token's advantage. The policy's GRPO-TCR loss
+ * (`computePolicyLossGrpoTcr`, `gpu/grpo.ts`) trains it on a `[steps, m]` matrix: row j holds the m
+ * verdict tokens of step j, which all follow the same prompt, so one forward pass per prompt gives
+ * `logp_theta` of all m (m times less work than m copies of the prompt).
+ */
+
+/** One judged step, as the learner has it. */
+export interface JudgedStep {
+  /** The judge prompt the verdicts were sampled after, `[promptLen]` int32. */
+  prompt: Int32Array
+  /** Outcome O of the episode the step belongs to. */
+  outcome: number
+  /** `[m]` sampled verdict token ids. */
+  tokens: ArrayLike<number>
+  /** `[m]` their log-probabilities under the sampling distribution. */
+  logprobs: ArrayLike<number>
+  /** `[m]` judgements: +1, -1, 0 unparseable. */
+  judgements: ArrayLike<number>
+}
+
+/** The reward model's training batch; matrices are `[steps, m]` row-major. */
+export interface RewardModelBatch {
+  steps: number
+  m: number
+  /** Judge prompt of each step. */
+  prompts: Int32Array[]
+  /** `[steps, m]` int32 verdict tokens (the one-token responses). */
+  tokens: Int32Array
+  /** `[steps, m]` float32 behavior log-probabilities (recorded at sampling). */
+  behaviorLogprobs: Float32Array
+  /** `[steps, m]` float32 advantages: consistency rewards z-scored across each row. */
+  advantages: Float32Array
+  /** `[steps, m]` float32 consistency rewards before the z-score. */
+  rewards: Float32Array
+}
+
+/**
+ * Builds the reward model's batch from judged steps: consistency rewards and their per-step z-scores
+ * (`computeConsistencyRewards`) as the advantages of the verdict tokens.
+ * @param penalty reward of an unparseable judgement; default `UNPARSEABLE_PENALTY` (-3).
+ * @returns the batch and its metrics: `reward_model/unparseable_frac` (share of judgements that did
+ *   not parse), `reward_model/consistency_mean` (mean reward before the z-score, penalties included),
+ *   `reward_model/judgements`.
+ * @throws RewardModelConfigError on no steps, an empty prompt, or rows of different m.
+ */
+export function buildRewardModelBatch(
+  steps: readonly JudgedStep[],
+  penalty: number = UNPARSEABLE_PENALTY,
+): { batch: RewardModelBatch; metrics: Record<string, number> } {
+  if (steps.length === 0) throw new RewardModelConfigError('steps', 0, 'need at least one judged step')
+  const m = steps[0]!.tokens.length
+  const n = steps.length * m
+  const batch: RewardModelBatch = {
+    steps: steps.length,
+    m,
+    prompts: [],
+    tokens: new Int32Array(n),
+    behaviorLogprobs: new Float32Array(n),
+    advantages: new Float32Array(n),
+    rewards: new Float32Array(n),
+  }
+  let unparseable = 0
+  let rawSum = 0
+  steps.forEach((s, j) => {
+    if (m === 0 || s.tokens.length !== m || s.logprobs.length !== m || s.judgements.length !== m)
+      throw new RewardModelConfigError(
+        `steps[${j}]`,
+        s.tokens.length,
+        `needs m = ${m} > 0 tokens, logprobs and judgements`,
+      )
+    if (s.prompt.length === 0) throw new RewardModelConfigError(`steps[${j}].prompt`, 0, 'empty prompt')
+    batch.prompts.push(s.prompt)
+    const { raw, advantages } = computeConsistencyRewards({
+      outcome: s.outcome,
+      judgements: s.judgements,
+      penalty,
+    })
+    for (let l = 0; l < m; l++) {
+      const k = j * m + l
+      batch.tokens[k] = s.tokens[l]!
+      batch.behaviorLogprobs[k] = s.logprobs[l]!
+      batch.advantages[k] = advantages[l]! // A_l = z-score of (O + mean S) * S_l across the m judgements
+      batch.rewards[k] = raw[l]!
+      if (s.judgements[l] === 0) unparseable++
+      rawSum += raw[l]!
+    }
+  })
+  return {
+    batch,
+    metrics: {
+      'reward_model/unparseable_frac': unparseable / n,
+      'reward_model/consistency_mean': rawSum / n,
+      'reward_model/judgements': n,
+    },
+  }
+}
+
+/** Settings of a reward-model update. */
+export interface RewardModelStepConfig {
+  /** GRPO-TCR loss settings; DemyAgent's defaults. */
+  loss: GrpoTcrConfig
+  /** Global gradient-norm clip; default 1.0 (DESIGN.md). */
+  maxGradNorm: number
+  /** Temperature the verdicts were sampled at (logits are divided by it); default 1. */
+  temperature: number
+  /**
+   * Weight of the verdict-entropy bonus (default 0): the loss subtracts `coef * mean_j H_j`, with
+   * `H_j` the entropy of the step's two verdicts renormalised (`q = p(+) / (p(+) + p(-))`). The
+   * consistency advantages are 0 when all m judgements of a step agree, so a judge that collapses
+   * onto one verdict (easy from random weights, where the first verdict to appear wins) stops
+   * learning; this bonus keeps both verdicts sampled without rewarding unparseable tokens, as a
+   * full-vocabulary entropy bonus would.
+   */
+  verdictEntropyCoef: number
+}
+
+/** DemyAgent's GRPO-TCR defaults, grad clip 1.0, temperature 1. */
+export const REWARD_MODEL_STEP_DEFAULTS: Readonly<RewardModelStepConfig> = Object.freeze({
+  loss: GRPO_TCR_DEFAULTS,
+  maxGradNorm: 1,
+  temperature: 1,
+  verdictEntropyCoef: 0,
+})
+
+/**
+ * `log softmax(logits / T)` of the next token after each prompt, `[prompts, vocabSize]` (left-padded
+ * batch, padding masked, positions from each prompt's first token). Differentiable.
+ */
+function lastLogSoftmax(
+  model: Transformer,
+  prompts: readonly Int32Array[],
+  temperature: number,
+): tf.Tensor2D {
+  const b = prompts.length
+  const width = Math.max(...prompts.map((p) => p.length))
+  const ids = new Int32Array(b * width)
+  const pos = new Int32Array(b * width)
+  const real = new Float32Array(b * width)
+  prompts.forEach((p, i) => {
+    const off = width - p.length
+    ids.set(p, i * width + off)
+    for (let k = 0; k < p.length; k++) {
+      pos[i * width + off + k] = k
+      real[i * width + off + k] = 1
+    }
+  })
+  const h = hiddenStates(model, tf.tensor2d(ids, [b, width], 'int32'), {
+    positions: tf.tensor2d(pos, [b, width], 'int32'),
+    attentionMask: tf.tensor2d(real, [b, width]),
+    lastOnly: true,
+  })
+  let logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // tied: h E^T
+  if (temperature !== 1) logits = logits.div(temperature)
+  return tf.logSoftmax(logits) as tf.Tensor2D
+}
+
+/** What a reward-model update updates. */
+export interface RewardModelTrainState {
+  model: Transformer
+  /** A `tf.train.Optimizer` or anything with `applyGradients` by variable name. */
+  optimizer: GradientOptimizer
+}
+
+/**
+ * One GRPO-TCR update of the reward model on a `RewardModelBatch`, unless the `trainRewardModel`
+ * switch is off. `logp_theta` of each verdict token comes from one forward pass over the step's
+ * prompt; the loss is `computePolicyLossGrpoTcr` over the `[steps, m]` matrix (all entries
+ * trained), the gradient is clipped to global norm `maxGradNorm`, and the optimizer steps. A
+ * non-finite gradient norm skips the update.
+ * @returns metrics: the loss's `policy/*` keys prefixed `reward_model/`, `reward_model/grad_norm`,
+ *   `reward_model/updates` (1 when it trained, 0 when switched off or skipped) and
+ *   `triad/switch/train_reward_model`.
+ * @throws RewardModelConfigError on a bad config.
+ */
+export function trainRewardModelStep(
+  state: RewardModelTrainState,
+  batch: RewardModelBatch,
+  switches: TriadSwitches,
+  config: RewardModelStepConfig = REWARD_MODEL_STEP_DEFAULTS,
+): Record<string, number> {
+  const out: Record<string, number> = {
+    'triad/switch/train_reward_model': switches.trainRewardModel ? 1 : 0,
+    'reward_model/updates': 0,
+  }
+  if (!switches.trainRewardModel) return out
+  if (!(config.maxGradNorm > 0))
+    throw new RewardModelConfigError('maxGradNorm', config.maxGradNorm, 'must be > 0')
+  if (!(config.temperature > 0))
+    throw new RewardModelConfigError('temperature', config.temperature, 'must be > 0')
+  const { steps, m } = batch
+  const vocab = state.model.config.vocabSize
+  const shape: [number, number] = [steps, m]
+  const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
+  const advantages = tf.tensor2d(batch.advantages, shape)
+  const mask = tf.ones(shape) as tf.Tensor2D
+  const picks = tf.oneHot(tf.tensor1d(batch.tokens, 'int32'), vocab).reshape([steps, m, vocab]) // [steps, m, V]
+  const verdictColumns = tf
+    .oneHot(tf.tensor1d([GOOD_VERDICT_TOKEN, BAD_VERDICT_TOKEN], 'int32'), vocab)
+    .transpose() // [V, 2]
+  const kept: Record<string, tf.Scalar> = {}
+  const { value, grads } = tf.variableGrads(() => {
+    const logSm = lastLogSoftmax(state.model, batch.prompts, config.temperature) // [steps, V]
+    const logProbs = picks.mul(logSm.reshape([steps, 1, vocab])).sum(-1) as tf.Tensor2D // log p(verdict_jl | prompt_j)
+    const { loss, metrics } = computePolicyLossGrpoTcr(
+      { logProbs, behaviorLogProbs: behavior, advantages, mask },
+      config.loss,
+    )
+    for (const [k, t] of Object.entries(metrics)) kept[k] = tf.keep(t)
+    const pair = logSm.matMul(verdictColumns) // [steps, 2] log p(+), log p(-) (one-hot matmul: wasm has no gather gradient)
+    const logQ = pair.sub(pair.logSumExp(1, true)) // log of the renormalised pair
+    const entropy = logQ.exp().mul(logQ).sum(1).neg().mean() // mean_j H_j
+    kept['verdict_entropy'] = tf.keep(entropy as tf.Scalar)
+    return config.verdictEntropyCoef ? loss.sub(entropy.mul(config.verdictEntropyCoef)) : loss // L - coef * H
+  }, [...state.model.params.values()])
+  const gradNorm = tf.tidy(
+    () =>
+      tf
+        .addN(Object.values(grads).map((g) => g.square().sum()))
+        .sqrt()
+        .dataSync()[0]!,
+  ) // ||g||_2
+  if (Number.isFinite(gradNorm)) {
+    const scale = Math.min(1, config.maxGradNorm / (gradNorm + 1e-6)) // g <- g * min(1, max_norm / ||g||)
+    const clipped = tf.tidy(() => {
+      const c: Record<string, tf.Tensor> = {}
+      for (const [name, g] of Object.entries(grads)) c[name] = scale < 1 ? g.mul(scale) : g.clone()
+      return c
+    })
+    state.optimizer.applyGradients(clipped)
+    tf.dispose(Object.values(clipped))
+    out['reward_model/updates'] = 1
+  }
+  for (const [k, t] of Object.entries(kept)) out[`reward_model/${k}`] = t.dataSync()[0]!
+  out['reward_model/grad_norm'] = gradNorm
+  tf.dispose([
+    value,
+    behavior,
+    advantages,
+    mask,
+    picks,
+    verdictColumns,
+    ...Object.values(grads),
+    ...Object.values(kept),
+  ])
+  return out
+}
