@@ -3,9 +3,9 @@ import {
   computeConsistencyRewards,
   computePolicyLossGrpoTcr,
   GRPO_TCR_DEFAULTS,
-  type GradientOptimizer,
   type GrpoTcrConfig,
   hiddenStates,
+  type RlOptimizer,
   type Transformer,
   UNPARSEABLE_PENALTY,
 } from '../../gpu/index.ts'
@@ -118,8 +118,6 @@ export function buildRewardModelBatch(
 export interface RewardModelStepConfig {
   /** GRPO-TCR loss settings; DemyAgent's defaults. */
   loss: GrpoTcrConfig
-  /** Global gradient-norm clip; default 1.0 (DESIGN.md). */
-  maxGradNorm: number
   /** Temperature the verdicts were sampled at (logits are divided by it); default 1. */
   temperature: number
   /**
@@ -133,10 +131,9 @@ export interface RewardModelStepConfig {
   verdictEntropyCoef: number
 }
 
-/** DemyAgent's GRPO-TCR defaults, grad clip 1.0, temperature 1. */
+/** DemyAgent's GRPO-TCR defaults, temperature 1, no verdict-entropy bonus. */
 export const REWARD_MODEL_STEP_DEFAULTS: Readonly<RewardModelStepConfig> = Object.freeze({
   loss: GRPO_TCR_DEFAULTS,
-  maxGradNorm: 1,
   temperature: 1,
   verdictEntropyCoef: 0,
 })
@@ -176,34 +173,34 @@ function lastLogSoftmax(
 /** What a reward-model update updates. */
 export interface RewardModelTrainState {
   model: Transformer
-  /** A `tf.train.Optimizer` or anything with `applyGradients` by variable name. */
-  optimizer: GradientOptimizer
+  /** The reward model's own `AdamW` (which clips the global gradient norm, 1.0 by default). */
+  optimizer: RlOptimizer
+  /** Learning rate of this step. */
+  lr: number
 }
 
 /**
  * One GRPO-TCR update of the reward model on a `RewardModelBatch`, unless the `trainRewardModel`
  * switch is off. `logp_theta` of each verdict token comes from one forward pass over the step's
  * prompt; the loss is `computePolicyLossGrpoTcr` over the `[steps, m]` matrix (all entries
- * trained), the gradient is clipped to global norm `maxGradNorm`, and the optimizer steps. A
- * non-finite gradient norm skips the update.
+ * trained), and the optimizer steps (AdamW clips the global gradient norm). A non-finite gradient
+ * norm skips the update.
  * @returns metrics: the loss's `policy/*` keys prefixed `reward_model/`, `reward_model/grad_norm`,
  *   `reward_model/updates` (1 when it trained, 0 when switched off or skipped) and
  *   `triad/switch/train_reward_model`.
  * @throws RewardModelConfigError on a bad config.
  */
-export function trainRewardModelStep(
+export async function trainRewardModelStep(
   state: RewardModelTrainState,
   batch: RewardModelBatch,
   switches: TriadSwitches,
   config: RewardModelStepConfig = REWARD_MODEL_STEP_DEFAULTS,
-): Record<string, number> {
+): Promise<Record<string, number>> {
   const out: Record<string, number> = {
     'triad/switch/train_reward_model': switches.trainRewardModel ? 1 : 0,
     'reward_model/updates': 0,
   }
   if (!switches.trainRewardModel) return out
-  if (!(config.maxGradNorm > 0))
-    throw new RewardModelConfigError('maxGradNorm', config.maxGradNorm, 'must be > 0')
   if (!(config.temperature > 0))
     throw new RewardModelConfigError('temperature', config.temperature, 'must be > 0')
   const { steps, m } = batch
@@ -212,10 +209,10 @@ export function trainRewardModelStep(
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
   const advantages = tf.tensor2d(batch.advantages, shape)
   const mask = tf.ones(shape) as tf.Tensor2D
-  const picks = tf.oneHot(tf.tensor1d(batch.tokens, 'int32'), vocab).reshape([steps, m, vocab]) // [steps, m, V]
-  const verdictColumns = tf
-    .oneHot(tf.tensor1d([GOOD_VERDICT_TOKEN, BAD_VERDICT_TOKEN], 'int32'), vocab)
-    .transpose() // [V, 2]
+  const picks = tf.tidy(() => tf.oneHot(tf.tensor1d(batch.tokens, 'int32'), vocab).reshape([steps, m, vocab])) // [steps, m, V]
+  const verdictColumns = tf.tidy(() =>
+    tf.oneHot(tf.tensor1d([GOOD_VERDICT_TOKEN, BAD_VERDICT_TOKEN], 'int32'), vocab).transpose(),
+  ) // [V, 2]
   const kept: Record<string, tf.Scalar> = {}
   const { value, grads } = tf.variableGrads(() => {
     const logSm = lastLogSoftmax(state.model, batch.prompts, config.temperature) // [steps, V]
@@ -231,6 +228,9 @@ export function trainRewardModelStep(
     kept['verdict_entropy'] = tf.keep(entropy as tf.Scalar)
     return config.verdictEntropyCoef ? loss.sub(entropy.mul(config.verdictEntropyCoef)) : loss // L - coef * H
   }, [...state.model.params.values()])
+  const names = new Map([...state.model.params].map(([name, variable]) => [variable.name, name]))
+  const byName: Record<string, tf.Tensor> = {}
+  for (const [varName, g] of Object.entries(grads)) byName[names.get(varName)!] = g
   const gradNorm = tf.tidy(
     () =>
       tf
@@ -239,14 +239,7 @@ export function trainRewardModelStep(
         .dataSync()[0]!,
   ) // ||g||_2
   if (Number.isFinite(gradNorm)) {
-    const scale = Math.min(1, config.maxGradNorm / (gradNorm + 1e-6)) // g <- g * min(1, max_norm / ||g||)
-    const clipped = tf.tidy(() => {
-      const c: Record<string, tf.Tensor> = {}
-      for (const [name, g] of Object.entries(grads)) c[name] = scale < 1 ? g.mul(scale) : g.clone()
-      return c
-    })
-    state.optimizer.applyGradients(clipped)
-    tf.dispose(Object.values(clipped))
+    await state.optimizer.step(byName, state.lr)
     out['reward_model/updates'] = 1
   }
   for (const [k, t] of Object.entries(kept)) out[`reward_model/${k}`] = t.dataSync()[0]!
