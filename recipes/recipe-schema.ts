@@ -203,7 +203,7 @@ export const CheckpointsSchema = z.strictObject({
 
 /** When the run stops: whichever limit comes first. */
 export const BudgetSchema = z.strictObject({
-  /** Largest number of RL learner steps (default 200). */
+  /** Largest number of RL learner steps (default 200 when `maxMinutes` is not set either). */
   maxSteps: int(1).optional(),
   /** Largest wall-clock time of the whole run, SFT included, minutes (default: no limit). */
   maxMinutes: positive().optional(),

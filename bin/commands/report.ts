@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { Command } from 'commander'
 import { NotARunDirError, openRunDir, readEvalResults, readMetricsFile } from '../../actors/index.ts'
 import { CliError } from '../errors.ts'
-import { buildChartSections } from '../report/chart-groups.ts'
+import { buildChartSections, latestPerTask, taskNames } from '../report/chart-groups.ts'
 import { renderReportHtml } from '../report/render-html.ts'
 
 /** A rendered report and what it holds. */
@@ -30,13 +30,17 @@ export async function buildReport(runDir: string): Promise<BuiltReport> {
     ? recipeTasks.map((t) => t?.name).filter((n): n is string => typeof n === 'string')
     : []
   const sections = buildChartSections(metrics.lines, known)
-  const steps = metrics.lines.map((l) => l.step)
-  const times = metrics.lines.map((l) => l.time)
+  const latest = latestPerTask(sections, taskNames(metrics.lines, known))
+  // reduce, not Math.min(...xs): a long run has more lines than a call takes arguments
+  const range = (xs: number[]) =>
+    xs.reduce(([lo, hi], x) => [Math.min(lo, x), Math.max(hi, x)], [Infinity, -Infinity])
+  const [firstStep, lastStep] = range(metrics.lines.map((l) => l.step))
+  const [firstTime, lastTime] = range(metrics.lines.map((l) => l.time))
   const facts: [string, string][] = [['metrics lines', String(metrics.lines.length)]]
-  if (steps.length) facts.push(['steps', `${Math.min(...steps)}–${Math.max(...steps)}`])
-  if (times.length) {
-    facts.push(['started', new Date(Math.min(...times)).toISOString()])
-    facts.push(['span', `${((Math.max(...times) - Math.min(...times)) / 60_000).toFixed(1)} min`])
+  if (metrics.lines.length) {
+    facts.push(['steps', `${firstStep}–${lastStep}`])
+    facts.push(['started', new Date(firstTime).toISOString()])
+    facts.push(['span', `${((lastTime - firstTime) / 60_000).toFixed(1)} min`])
   }
   facts.push(['roles', [...new Set(metrics.lines.map((l) => l.role))].sort().join(', ') || '-'])
   const warnings: string[] = []
@@ -45,7 +49,15 @@ export async function buildReport(runDir: string): Promise<BuiltReport> {
       `metrics.jsonl: skipped ${metrics.bad.length} line(s) that are not metrics reports (line ${metrics.bad.slice(0, 5).join(', ')}${metrics.bad.length > 5 ? ', ...' : ''})`,
     )
   for (const e of evals.errors) warnings.push(e.message)
-  const html = renderReportHtml({ runId: dir.id, recipe, sections, evals: evals.results, facts, warnings })
+  const html = renderReportHtml({
+    runId: dir.id,
+    recipe,
+    sections,
+    latest,
+    evals: evals.results,
+    facts,
+    warnings,
+  })
   return {
     html,
     charts: sections.reduce((n, s) => n + s.charts.length, 0),

@@ -163,3 +163,29 @@ export function buildChartSections(
     .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
     .map(([area, list]) => ({ area, charts: list.sort((a, b) => a.title.localeCompare(b.title)) }))
 }
+
+/** The newest value of each per-task series: one row per task, one column per chart. */
+export interface LatestPerTask {
+  /** Chart titles that have a series per task (`rollout/success`, `env/difficulty`, ...). */
+  columns: string[]
+  rows: { task: string; values: (number | null)[] }[]
+}
+
+/** For every chart with per-task series, the last value each task's series has. */
+export function latestPerTask(sections: readonly ChartSection[], tasks: ReadonlySet<string>): LatestPerTask {
+  const charts = sections.flatMap((s) => s.charts).filter((c) => c.series.some((s) => tasks.has(s.label)))
+  const last = (y: readonly (number | null)[]) => {
+    for (let i = y.length - 1; i >= 0; i--) if (y[i] !== null) return y[i]!
+    return null
+  }
+  return {
+    columns: charts.map((c) => c.title),
+    rows: [...tasks].sort().map((task) => ({
+      task,
+      values: charts.map((c) => {
+        const series = c.series.find((s) => s.label === task)
+        return series ? last(series.y) : null
+      }),
+    })),
+  }
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import type { EvalResult } from '../../actors/index.ts'
-import type { ChartSection } from './chart-groups.ts'
+import type { ChartSection, LatestPerTask } from './chart-groups.ts'
 
 const require = createRequire(import.meta.url)
 
@@ -41,7 +41,7 @@ function scriptJson(value: unknown): string {
 }
 
 function formatCell(v: unknown): string {
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(4).replace(/0+$/, '0')
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : String(Number(v.toFixed(4)))
   if (v === null || v === undefined) return ''
   return String(v)
 }
@@ -71,6 +71,8 @@ export interface ReportContent {
   /** The run's stored recipe (shown folded). */
   recipe: unknown
   sections: ChartSection[]
+  /** The newest value of each per-task series (shown first). */
+  latest: LatestPerTask
   evals: { file: string; result: EvalResult }[]
   /** Facts shown under the title: lines read, steps, time span, skipped lines. */
   facts: [string, string][]
@@ -167,6 +169,18 @@ export function renderReportHtml(content: ReportContent): string {
           .join('')}</div></section>`,
     )
     .join('\n')
+  const latest = content.latest
+  const latestHtml =
+    latest.columns.length && latest.rows.length
+      ? `<section class="area"><h2>latest per task</h2><table id="latest"><thead><tr><th>task</th>${latest.columns
+          .map((c) => `<th>${escapeHtml(c)}</th>`)
+          .join('')}</tr></thead><tbody>${latest.rows
+          .map(
+            (r) =>
+              `<tr><td>${escapeHtml(r.task)}</td>${r.values.map((v) => `<td class="num">${escapeHtml(formatCell(v))}</td>`).join('')}</tr>`,
+          )
+          .join('')}</tbody></table></section>`
+      : ''
   const evalHtml = content.evals.length
     ? `<section class="area"><h2>evaluation</h2>${content.evals.map((e) => evalTable(e.file, e.result)).join('\n')}</section>`
     : ''
@@ -196,6 +210,7 @@ pre { background: #f6f6f6; padding: 8px; overflow: auto; }
 <div class="facts">${content.facts.map(([k, v]) => `<span><b>${escapeHtml(k)}</b> ${escapeHtml(v)}</span>`).join('')}</div>
 ${content.warnings.map((w) => `<p class="warn">${escapeHtml(w)}</p>`).join('\n')}
 ${sections.length ? '' : '<p>No metrics in metrics.jsonl yet.</p>'}
+${latestHtml}
 ${chartHtml}
 ${evalHtml}
 <section class="area"><h2>recipe</h2><details><summary>recipe.json</summary><pre>${escapeHtml(

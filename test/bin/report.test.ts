@@ -116,6 +116,11 @@ describe('bin/report', () => {
     )
     assert.match(report.html, /skipped 1 line\(s\) that are not metrics reports \(line 121\)/)
     assert.match(report.html, /<th>pass_at_k<\/th>/)
+    // latest per task, at step 29: success calc = 0.1 + 29/40, reward = -0.5 + 29/30, difficulty 3
+    assert.match(
+      report.html,
+      /<th>rollout\/reward<\/th><th>rollout\/success<\/th><th>env\/difficulty<\/th>.*<tr><td>calc<\/td><td class="num">0\.4667<\/td><td class="num">0\.825<\/td><td class="num">3<\/td><\/tr>/,
+    )
   })
 
   it('buildReport - the charts draw in headless Chromium', async (t) => {
