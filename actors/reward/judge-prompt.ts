@@ -77,3 +77,17 @@ export function renderJudgePrompt(
     rest = rest.slice(1)
   }
 }
+
+/**
+ * The steps of an episode to judge: one `JudgeStep` per assistant message, with every message
+ * before it as its history.
+ * @param messages the whole conversation (first messages, then assistant and tool turns).
+ * @returns `[turns]` steps in order.
+ */
+export function episodeJudgeSteps(task: string, messages: readonly ChatMessage[]): JudgeStep[] {
+  const out: JudgeStep[] = []
+  messages.forEach((m, i) => {
+    if (m.role === 'assistant') out.push({ task, history: messages.slice(0, i), step: m })
+  })
+  return out
+}

@@ -64,7 +64,9 @@ export interface PolicyStepAdvantages {
    * - `reward/step_reward_enabled`: the switch (1 on, 0 off);
    * - `reward/step_judged`: steps whose judgements were used (0 when off);
    * - `reward/judgement_mean`: mean of the parseable judgements used (absent when none);
-   * - `reward/step_reward_mean`: mean `R_j` over every step.
+   * - `reward/step_reward_mean`: mean `R_j` over every step;
+   * - `reward_model/step_accuracy`: share of the used judgements that agree with the task's
+   *   `step_good/<j>` labels (`judgementAccuracy`), when some used step is labelled.
    */
   metrics: Record<string, number>
 }
@@ -78,7 +80,9 @@ export interface PolicyStepAdvantages {
  *   bad turn starts.
  */
 export function policyStepAdvantages(
-  samples: readonly Pick<Trajectory, 'reward' | 'turn_starts' | 'loss_mask'>[],
+  samples: readonly (Pick<Trajectory, 'reward' | 'turn_starts' | 'loss_mask'> & {
+    metrics?: Trajectory['metrics']
+  })[],
   judgements: readonly (ArrayLike<number> | undefined)[],
   switches: TriadSwitches,
 ): PolicyStepAdvantages {
@@ -86,6 +90,8 @@ export function policyStepAdvantages(
   let judged = 0
   let sSum = 0
   let sCount = 0
+  let right = 0
+  let labelled = 0
   const rollouts = samples.map((t, i) => {
     const turns = t.turn_starts.length
     const flat = enabled ? judgements[i] : undefined
@@ -99,6 +105,11 @@ export function policyStepAdvantages(
       }
       const s = Array.prototype.slice.call(flat, j * m, (j + 1) * m) as number[]
       perStep.push(s)
+      const label = t.metrics?.[`step_good/${j}`]
+      if (label !== undefined) {
+        labelled += m
+        right += s.filter((v) => v === (label > 0 ? 1 : -1)).length
+      }
       judged++
       for (const v of s)
         if (v !== 0) {
@@ -116,5 +127,6 @@ export function policyStepAdvantages(
     'reward/step_reward_mean': all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0,
   }
   if (sCount) metrics['reward/judgement_mean'] = sSum / sCount
+  if (labelled) metrics['reward_model/step_accuracy'] = right / labelled
   return { tokenAdvantages: g.tokenAdvantages, metrics }
 }

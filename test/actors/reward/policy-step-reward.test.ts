@@ -55,6 +55,10 @@ describe('actors/reward/policy-step-reward', () => {
     assert.equal(metrics['reward/step_judged'], 4)
     assert.equal(metrics['reward/judgement_mean'], -1 / 7)
     assert.equal(metrics['reward/step_reward_mean'], (1.5 + 0.5 - 0.5 + 0) / 4)
+    assert.equal(metrics['reward_model/step_accuracy'], undefined, 'no labels, no accuracy')
+    // With the task's labels on sample 0 (step 0 good, step 1 bad): [+1, +1] both right, [-1, ?] one of two
+    const labelled = [{ ...samples[0]!, metrics: { 'step_good/0': 1, 'step_good/1': 0 } }, samples[1]!]
+    assert.equal(policyStepAdvantages(labelled, judged, on).metrics['reward_model/step_accuracy'], 3 / 4)
   })
 
   it('policy step reward - off: judgements ignored, every step gets the GRPO advantage of the outcome', () => {
