@@ -2,7 +2,8 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { CheckpointError } from './errors.ts'
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from './safetensors.ts'
-import { Tokenizer, type TokenizerSettings } from './tokenizer.ts'
+import type { Tokenizer } from './tokenizer.ts'
+import { loadTokenizer, tokenizerJson } from './tokenizer-file.ts'
 import {
   createTransformer,
   type FullTransformerConfig,
@@ -57,10 +58,7 @@ export async function saveCheckpoint(
     encodeSafetensors(tensors, { format: 'pt', ...options.metadata }),
   )
   await writeAtomic(path.join(dir, CheckpointFile.Config), `${JSON.stringify(config, null, 2)}\n`)
-  await writeAtomic(
-    path.join(dir, CheckpointFile.Tokenizer),
-    `${JSON.stringify(options.tokenizer.settings, null, 2)}\n`,
-  )
+  await writeAtomic(path.join(dir, CheckpointFile.Tokenizer), tokenizerJson(options.tokenizer))
 }
 
 /** A loaded checkpoint. */
@@ -131,14 +129,8 @@ export async function readCheckpointWeights(dir: string): Promise<{
  */
 export async function loadCheckpoint(dir: string): Promise<LoadedCheckpoint> {
   const { config, weights, metadata } = await readCheckpointWeights(dir)
-  const tokenizerFile = path.join(dir, CheckpointFile.Tokenizer)
-  let tokenizer: Tokenizer
-  try {
-    tokenizer = new Tokenizer((await readJson(tokenizerFile)) as TokenizerSettings)
-  } catch (err) {
-    if (err instanceof CheckpointError) throw err
-    throw new CheckpointError(tokenizerFile, (err as Error).message, { cause: err })
-  }
+  // The tokenizer with its merges, if any (the model's vocabulary includes them).
+  const tokenizer = await loadTokenizer(path.join(dir, CheckpointFile.Tokenizer))
   if (tokenizer.vocabSize !== config.vocabSize)
     throw new CheckpointError(dir, `tokenizer has ${tokenizer.vocabSize} ids, model ${config.vocabSize}`)
   return { model: createTransformer(config, { weights }), tokenizer, metadata }

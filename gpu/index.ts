@@ -6,7 +6,9 @@
  * seqLen]` arrays are row-major):
  * - `chooseBackend({backend?})`: pick and activate tfjs-node-gpu, tfjs-node, wasm or cpu
  *   (`TRIAD_BACKEND` forces one); returns `{name, ...}` to record with the run.
- * - `new Tokenizer()`: byte-level ids 0..255 plus special tokens (`imEndId` ends a turn).
+ * - `new Tokenizer()`: byte-level ids 0..255 plus special tokens (`imEndId` ends a turn);
+ *   `learnTaskTokenizer(texts, merges)` adds byte-pair merges learned from a corpus (`bpe.ts`);
+ *   `saveTokenizer(file, tok)` / `loadTokenizer(file)` share it between processes (`tokenizer.json`).
  *   `renderChat(tok, messages, {tools})` gives `{ids: Int32Array, lossMask: Uint8Array}` (1 on
  *   assistant tokens); `renderPrompt` ends with the assistant header; `parseAssistant(text)` gives
  *   `{ok: true, message}` or `{ok: false, error}` and never throws.
@@ -29,6 +31,7 @@ export * from './adamw.ts'
 export * from './advantage.ts'
 export * from './aggregation.ts'
 export * from './backend.ts'
+export * from './bpe.ts'
 export * from './chat-template.ts'
 export * from './checkpoint.ts'
 export * from './consistency-reward.ts'
@@ -51,5 +54,6 @@ export * from './sft.ts'
 export * from './shape.ts'
 export * from './step-reward.ts'
 export * from './tokenizer.ts'
+export * from './tokenizer-file.ts'
 export * from './transformer.ts'
 export * from './weights.ts'

@@ -1,9 +1,12 @@
+import { BytePairEncoding, learnMerges, type MergePair } from './bpe.ts'
 import { ConfigError, TemplateError } from './errors.ts'
 
 /**
- * Byte-level tokenizer with special tokens. Ids 0..255 are the bytes of the UTF-8 text; special
- * tokens follow from id 256 in the order of `TokenizerSettings.specialTokens`. Every string encodes
- * (no unknown token) and every id sequence decodes (invalid UTF-8 becomes U+FFFD).
+ * Byte-level tokenizer with special tokens and optional byte-pair merges. Ids 0..255 are the bytes
+ * of the UTF-8 text; special tokens follow from id 256 in the order of
+ * `TokenizerSettings.specialTokens`; merge k (see `bpe.ts`) is id `256 + specialTokens.length + k`.
+ * Every string encodes (no unknown token) and every id sequence decodes (invalid UTF-8 becomes
+ * U+FFFD). Merges never join a special token, so special tokens stay single ids.
  */
 
 /** The special tokens of the default chat vocabulary, in id order from 256. */
@@ -25,6 +28,11 @@ export interface TokenizerSettings {
   kind: 'byte'
   /** Special tokens, ids 256, 257, ... in this order. Must include every `SpecialToken` value. */
   specialTokens: readonly string[]
+  /**
+   * Byte-pair merges in rank order (`learnMerges`): merge k joins the ids `[a, b]` (bytes or
+   * earlier merges, never special tokens) into id `256 + specialTokens.length + k`. Default none.
+   */
+  merges?: readonly MergePair[]
 }
 
 /** The default settings: bytes plus every `SpecialToken` (vocabulary size 264). */
@@ -43,8 +51,10 @@ const utf8Encoder = new TextEncoder()
 export class Tokenizer {
   /** Settings it was built from. */
   readonly settings: TokenizerSettings
-  /** Number of token ids: 256 bytes plus the special tokens. */
+  /** Number of token ids: 256 bytes, the special tokens, the merges. */
   readonly vocabSize: number
+  /** Id of the first merge (256 plus the number of special tokens). */
+  readonly firstMergeId: number
   /** Id of `<pad>`. */
   readonly padId: number
   /** Id of `<eos>`. */
@@ -59,8 +69,12 @@ export class Tokenizer {
   readonly toolCallEndId: number
   private readonly specialIds: ReadonlyMap<string, number>
   private readonly specialsByLength: readonly string[]
+  private readonly bpe: BytePairEncoding | undefined
 
-  /** @throws ConfigError when the settings lack a `SpecialToken`, repeat one, or have an unknown kind. */
+  /**
+   * @throws ConfigError when the settings lack a `SpecialToken`, repeat one, have an unknown kind,
+   *   or have a malformed merge (see `BytePairEncoding`).
+   */
   constructor(settings: TokenizerSettings = DEFAULT_TOKENIZER_SETTINGS) {
     if (settings.kind !== 'byte') throw new ConfigError('kind', settings.kind, "only 'byte' tokenizers exist")
     const ids = new Map<string, number>()
@@ -71,8 +85,16 @@ export class Tokenizer {
     })
     for (const tok of Object.values(SpecialToken))
       if (!ids.has(tok)) throw new ConfigError('specialTokens', settings.specialTokens, `missing ${tok}`)
-    this.settings = { kind: 'byte', specialTokens: [...settings.specialTokens] }
-    this.vocabSize = BYTE_VOCAB + settings.specialTokens.length
+    this.firstMergeId = BYTE_VOCAB + settings.specialTokens.length
+    const merges = settings.merges ?? []
+    if (!Array.isArray(merges)) throw new ConfigError('merges', merges, 'must be an array of [id, id] pairs')
+    this.bpe = merges.length > 0 ? new BytePairEncoding(merges, this.firstMergeId) : undefined
+    this.settings = {
+      kind: 'byte',
+      specialTokens: [...settings.specialTokens],
+      ...(this.bpe ? { merges: this.bpe.merges } : {}),
+    }
+    this.vocabSize = this.firstMergeId + merges.length
     this.specialIds = ids
     this.specialsByLength = [...ids.keys()].sort((a, b) => b.length - a.length)
     this.padId = ids.get(SpecialToken.Pad)!
@@ -95,7 +117,18 @@ export class Tokenizer {
 
   /** Whether `id` is a special token id. */
   isSpecial(id: number): boolean {
-    return id >= BYTE_VOCAB && id < this.vocabSize
+    return id >= BYTE_VOCAB && id < this.firstMergeId
+  }
+
+  /** Number of byte-pair merges (0 for the plain byte-level vocabulary). */
+  get mergeCount(): number {
+    return this.vocabSize - this.firstMergeId
+  }
+
+  /** Plain text to ids, appended to `out`: its UTF-8 bytes, merged when there are merges. */
+  private encodePlain(text: string, out: number[]): void {
+    if (this.bpe) this.bpe.encodeText(text, out)
+    else for (const b of utf8Encoder.encode(text)) out.push(b)
   }
 
   /**
@@ -103,12 +136,17 @@ export class Tokenizer {
    * text cannot inject a turn boundary); with `allowSpecial` they become their special ids.
    */
   encode(text: string, options: { allowSpecial?: boolean } = {}): Int32Array {
-    if (!options.allowSpecial) return Int32Array.from(utf8Encoder.encode(text))
+    if (!options.allowSpecial) {
+      if (!this.bpe) return Int32Array.from(utf8Encoder.encode(text))
+      const out: number[] = []
+      this.bpe.encodeText(text, out)
+      return Int32Array.from(out)
+    }
     const out: number[] = []
     let plainStart = 0
     let i = 0
     const flush = (end: number) => {
-      if (end > plainStart) for (const b of utf8Encoder.encode(text.slice(plainStart, end))) out.push(b)
+      if (end > plainStart) this.encodePlain(text.slice(plainStart, end), out)
     }
     while (i < text.length) {
       let matched: string | undefined
@@ -126,8 +164,9 @@ export class Tokenizer {
   }
 
   /**
-   * Ids to text. Special ids become their strings (or nothing with `skipSpecial`); ids outside the
-   * vocabulary become U+FFFD; byte runs that are not valid UTF-8 decode with U+FFFD.
+   * Ids to text. Merge ids become their bytes; special ids become their strings (or nothing with
+   * `skipSpecial`); ids outside the vocabulary become U+FFFD; byte runs that are not valid UTF-8
+   * decode with U+FFFD (a merge may hold part of a character; the run is decoded as a whole).
    */
   decode(ids: ArrayLike<number>, options: { skipSpecial?: boolean } = {}): string {
     let text = ''
@@ -141,9 +180,11 @@ export class Tokenizer {
     for (let k = 0; k < ids.length; k++) {
       const id = ids[k]!
       if (id >= 0 && id < BYTE_VOCAB) bytes.push(id)
+      else if (id >= this.firstMergeId && id < this.vocabSize)
+        for (const b of this.bpe!.bytesOf(id)!) bytes.push(b)
       else {
         flush()
-        if (id >= BYTE_VOCAB && id < this.vocabSize) {
+        if (id >= BYTE_VOCAB && id < this.firstMergeId) {
           if (!options.skipSpecial) text += this.settings.specialTokens[id - BYTE_VOCAB]
         } else text += '\uFFFD'
       }
@@ -151,4 +192,23 @@ export class Tokenizer {
     flush()
     return text
   }
+}
+
+/**
+ * A tokenizer for the task corpus: the default chat vocabulary plus `merges` byte-pair merges
+ * learned from `texts` (`learnMerges`, special-token strings are boundaries). Deterministic: every
+ * process that learns from the same texts gets the same tokenizer; still, learn once and share it
+ * with `saveTokenizer` / `loadTokenizer`.
+ * @param texts the corpus, e.g. expert trajectories rendered with `renderChat` and decoded.
+ * @param merges how many merges at most (fewer when the corpus has no pair left occurring twice).
+ * @throws ConfigError for a negative or non-integer `merges`.
+ */
+export function learnTaskTokenizer(texts: readonly string[], merges: number): Tokenizer {
+  const base = DEFAULT_TOKENIZER_SETTINGS
+  const learned = learnMerges(texts, {
+    merges,
+    firstId: BYTE_VOCAB + base.specialTokens.length,
+    separators: base.specialTokens,
+  })
+  return new Tokenizer({ ...base, merges: learned })
 }

@@ -11,6 +11,7 @@ import {
   disposeTransformer,
   forward,
   getWeights,
+  learnTaskTokenizer,
   loadCheckpoint,
   ShapeError,
   saveCheckpoint,
@@ -52,6 +53,21 @@ describe('gpu/checkpoint', () => {
     for (const name of Object.keys(a)) assert.deepEqual(b[name], a[name], name)
     const cfg = JSON.parse(await readFile(path.join(dir, 'a', 'config.json'), 'utf8'))
     assert.equal(cfg.architecture, 'triad-decoder')
+    disposeTransformer(model)
+    disposeTransformer(loaded.model)
+  })
+
+  it('checkpoint - a tokenizer with merges is restored with them', async () => {
+    await chooseBackend({ backend: 'wasm', log: () => {} })
+    const text = 'Go west. Go east. Go west again.'
+    const merged = learnTaskTokenizer([text, text], 6)
+    const model = createTransformer({ ...config, vocabSize: merged.vocabSize }, { seed: 3 })
+    await saveCheckpoint(path.join(dir, 'm'), model, { tokenizer: merged })
+    const loaded = await loadCheckpoint(path.join(dir, 'm'))
+    assert.equal(loaded.tokenizer.vocabSize, 270)
+    assert.deepEqual(loaded.tokenizer.settings.merges, merged.settings.merges)
+    assert.deepEqual([...loaded.tokenizer.encode(text)], [...merged.encode(text)])
+    assert.equal(loaded.model.config.vocabSize, 270)
     disposeTransformer(model)
     disposeTransformer(loaded.model)
   })
