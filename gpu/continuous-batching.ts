@@ -159,24 +159,32 @@ class RaggedStore {
   }
 
   /** Keeps only rows `keep` (ascending), then drops leading columns that are padding in every row. */
-  select(keep: readonly number[], rows: number, longest: number): void {
+  select(keep: readonly number[], longest: number): void {
     const drop = this.length - longest
     const h = this.heads
+    // Contiguous runs of kept rows: slices along the outer axis and one concat are plain copies
+    // (a 4-D gather is far slower on the wasm backend).
+    const runs: [number, number][] = []
+    for (const i of keep) {
+      const last = runs[runs.length - 1]
+      if (last && last[1] === i) last[1] = i + 1
+      else runs.push([i, i + 1])
+    }
+    const cut = <T extends tf.Tensor>(t: T, per: number): T => {
+      const parts = runs.map(([a, b]) => {
+        const begin = t.shape.map(() => 0)
+        const size = [...t.shape]
+        begin[0] = a * per
+        size[0] = (b - a) * per
+        begin[1] = drop
+        size[1] = t.shape[1]! - drop
+        return tf.slice(t, begin, size)
+      })
+      return (parts.length === 1 ? parts[0]! : tf.concat(parts, 0)) as T
+    }
     tf.tidy(() => {
-      const idx = tf.tensor1d(Int32Array.from(keep), 'int32')
-      for (let l = 0; l < this.layers; l++) {
-        const pick = (t: tf.Tensor3D) => {
-          const [, len, hd] = t.shape
-          const g = tf.gather(tf.reshape(t, [rows, h, len, hd]), idx, 0)
-          const s = drop > 0 ? tf.slice(g, [0, 0, drop, 0], [keep.length, h, len - drop, hd]) : g
-          return tf.reshape(s, [keep.length * h, len - drop, hd]) as tf.Tensor3D
-        }
-        this.replace(l, pick(this.keys[l]!), pick(this.values[l]!))
-      }
-      const m = tf.gather(this.mask!, idx, 0)
-      this.replaceMask(
-        (drop > 0 ? tf.slice(m, [0, drop], [keep.length, this.length - drop]) : m) as tf.Tensor2D,
-      )
+      for (let l = 0; l < this.layers; l++) this.replace(l, cut(this.keys[l]!, h), cut(this.values[l]!, h))
+      this.replaceMask(cut(this.mask!, 1))
     })
     this.length -= drop
   }
@@ -554,11 +562,11 @@ export class ContinuousBatcher {
     this.counters.prefillMs += performance.now() - t0
     const rows = batch.map((request) => ({ request, tokens: [], logprobs: [], total: request.prompt.length }))
     const keep = this.sample(rows, data, cohort)
-    if (keep.length < n) store.select(keep, n, Math.max(0, ...keep.map((i) => rows[i]!.total - 1)))
     if (keep.length === 0) {
       store.dispose()
       return
     }
+    if (keep.length < n) store.select(keep, Math.max(...keep.map((i) => rows[i]!.total - 1)))
     cohort.store.merge(store)
     for (const i of keep) cohort.rows.push(rows[i]!)
   }
@@ -594,7 +602,7 @@ export class ContinuousBatcher {
       return
     }
     // Cached tokens of a row: all but its last pick.
-    cohort.store.select(keep, b, Math.max(...cohort.rows.map((r) => r.total - 1)))
+    cohort.store.select(keep, Math.max(...cohort.rows.map((r) => r.total - 1)))
   }
 
   /**

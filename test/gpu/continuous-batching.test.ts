@@ -180,6 +180,17 @@ describe('gpu/continuous-batching', () => {
     assert.deepEqual(Array.from(ctx!.tokens), Array.from(ctxAlone!.tokens))
     assert.equal(one!.tokens.length, 1)
     await batcher.close()
+    // The middle row retires first: the rows kept are not contiguous.
+    const mixed = new ContinuousBatcher(model)
+    const lengths = [8, 2, 8]
+    const outs = await Promise.all(
+      lengths.map((n, i) => mixed.submit(Int32Array.from(prompts[i]!), { maxNewTokens: n, temperature: 0 })),
+    )
+    for (let i = 0; i < 3; i++) {
+      const [alone] = await generate(model, [prompts[i]!], { maxNewTokens: lengths[i]!, temperature: 0 })
+      assert.deepEqual(Array.from(outs[i]!.tokens), Array.from(alone!.tokens))
+    }
+    await mixed.close()
     // A short sequence outlives a long one: the shared cache shrinks back to what it needs.
     const both = new ContinuousBatcher(model)
     const [, outlives] = await Promise.all([
