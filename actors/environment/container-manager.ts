@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type Docker from 'dockerode'
 import type { Millis } from '../../protocols/index.ts'
 import type { Clock } from '../runtime/index.ts'
+import { execIn } from './container-exec.ts'
 import { ContainerError } from './errors.ts'
 import type { ContainerSpec } from './task.ts'
 
@@ -178,18 +179,9 @@ export class ContainerManager {
     const deadline = Date.now() + (this.options.healthTimeoutMs ?? 10_000)
     let last = 'not run'
     while (Date.now() < deadline) {
-      const exec = await container.exec({ Cmd: cmd, AttachStdout: false, AttachStderr: false })
-      await exec.start({ Detach: true })
-      for (let i = 0; i < 50; i++) {
-        const info = await exec.inspect()
-        if (!info.Running) {
-          if (info.ExitCode === 0) return
-          last = `exit ${info.ExitCode}`
-          break
-        }
-        await new Promise((r) => setTimeout(r, 20))
-      }
-      await new Promise((r) => setTimeout(r, 100))
+      const r = await execIn(this.options.docker, container, cmd, Math.max(1, deadline - Date.now()))
+      if (r.exitCode === 0) return
+      last = `exit ${r.exitCode}${r.stderr ? `: ${r.stderr.slice(0, 200)}` : ''}`
     }
     throw new Error(`health check ${JSON.stringify(cmd)} did not pass: ${last}`)
   }

@@ -1,6 +1,7 @@
 /** The environment layer: the task interface, sessions, built-in tasks and their experts. */
 
 export * from './container-exec.ts'
+export * from './container-image.ts'
 export * from './container-manager.ts'
 export * from './controller.ts'
 export * from './deliberate-turn.ts'

@@ -86,7 +86,7 @@ describe('actors/environment/controller - env workers in other OS processes over
         '--capacity',
         '4',
         '--heartbeat-ms',
-        '150',
+        '250',
       ])
     }
     await Promise.all(Object.values(workers).map((w) => w.waitForLine((j) => j.event === 'ready')))
