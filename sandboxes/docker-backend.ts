@@ -3,7 +3,7 @@ import { PassThrough, type Writable } from 'node:stream'
 import Docker from 'dockerode'
 import type { RunCodeRequest } from '../protocols/index.ts'
 import { BackendKind, type BackendStats, type SandboxBackend } from './backend.ts'
-import { BackendError, SandboxImageError } from './errors.ts'
+import { BackendError, SandboxImageError, SandboxLostError } from './errors.ts'
 import { BINDS_LABEL, DEFAULT_IMAGE, LAYOUT_LABEL, LAYOUT_VERSION, SANDBOX_UID } from './image.ts'
 import type { SandboxLimits } from './limits.ts'
 import { RunnerChannel } from './runner-channel.ts'
@@ -136,6 +136,8 @@ export class DockerBackend implements SandboxBackend {
         slot.memoryMB = memoryMB
       }
       if (slot.channel) {
+        if (!slot.channel.alive)
+          throw new SandboxLostError(`container ${slot.container.id.slice(0, 12)} exited`)
         const r = await slot.channel.run(job, deadlineMs)
         slot.alive = slot.channel.alive
         return r
@@ -150,16 +152,23 @@ export class DockerBackend implements SandboxBackend {
 
   /** Exec mode: one `docker exec` of the runner; kills the container past `deadlineMs`. */
   private async exec(slot: PoolContainer, job: RunnerJob, deadlineMs: number): Promise<RunnerResult> {
-    const exec = await slot.container.exec({
-      Cmd: [...RUNNER_ARGV],
-      User: '0:0',
-      WorkingDir: WORKDIR,
-      Env: [],
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-    })
+    let exec: Docker.Exec
+    try {
+      exec = await slot.container.exec({
+        Cmd: [...RUNNER_ARGV],
+        User: '0:0',
+        WorkingDir: WORKDIR,
+        Env: [],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      })
+    } catch (cause) {
+      // nothing ran yet: the container is gone (409 not running, 404 removed)
+      slot.alive = false
+      throw new SandboxLostError((cause as Error).message, { cause })
+    }
     const stream = await exec.start({ hijack: true, stdin: true })
     const maxOut = this.maxOut
     return await new Promise<RunnerResult>((resolve) => {

@@ -73,3 +73,11 @@ export class SandboxImageError extends Error {
     this.image = image
   }
 }
+
+/** A warm sandbox was found dead before a job started in it; the pool replaces it and retries. */
+export class SandboxLostError extends Error {
+  override name = 'SandboxLostError'
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`a warm sandbox was lost before the job started: ${detail}`, { cause: options?.cause })
+  }
+}

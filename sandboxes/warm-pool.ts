@@ -1,3 +1,4 @@
+import { SandboxLostError } from './errors.ts'
 import type { RunnerResult } from './runner-job.ts'
 import { SlotQueue } from './slot-queue.ts'
 
@@ -60,24 +61,37 @@ export class WarmPool<S extends WarmSandbox> {
   }
 
   /**
-   * Runs `job` on a warm sandbox.
-   * @throws SandboxBusyError when the wait line is full; rejections of `job` are turned into `{error}`.
+   * Runs `job` on a warm sandbox. A sandbox found dead (`alive` false, or `job` throwing
+   * SandboxLostError before it started anything) is replaced and the job tried on another one.
+   * @throws SandboxBusyError when the wait line is full; other rejections of `job` become `{error}`.
    */
   async use(job: (sandbox: S) => Promise<RunnerResult>): Promise<RunnerResult> {
     if (!this.queue || this.closed) return { error: 'the sandbox pool is not running' }
-    const sandbox = await this.queue.acquire()
-    let result: RunnerResult
-    try {
-      result = await job(sandbox)
-    } catch (err) {
-      result = { error: (err as Error).message }
+    for (let lost = 0; ; lost++) {
+      const sandbox = await this.queue.acquire()
+      if (!sandbox.alive) {
+        // died while idle (killed, OOM, daemon restart): replace it and take another
+        void this.replace(sandbox)
+        continue
+      }
+      let result: RunnerResult
+      try {
+        result = await job(sandbox)
+      } catch (err) {
+        if (err instanceof SandboxLostError && lost < this.spec.size) {
+          sandbox.alive = false
+          void this.replace(sandbox)
+          continue
+        }
+        result = { error: (err as Error).message }
+      }
+      sandbox.runs++
+      this.done++
+      const breach = 'error' in result || result.breaches.length > 0
+      if (breach || !sandbox.alive || sandbox.runs >= this.spec.recycleAfter) void this.replace(sandbox)
+      else this.queue.release(sandbox)
+      return result
     }
-    sandbox.runs++
-    this.done++
-    const breach = 'error' in result || result.breaches.length > 0
-    if (breach || !sandbox.alive || sandbox.runs >= this.spec.recycleAfter) void this.replace(sandbox)
-    else this.queue.release(sandbox)
-    return result
   }
 
   private async make(): Promise<S> {

@@ -111,6 +111,29 @@ function suite(mode: DockerMode): void {
       assert.equal(r.body.run_result?.stdout, '/tmp:\n\n/work:\nmain.sh\n')
     })
 
+    it(`${area} - a container killed under a running job gives SandboxError; the pool heals`, async () => {
+      const pending = post(url, { code: 'import time\ntime.sleep(20)', language: 'python', run_timeout: 30 })
+      while (backend.stats().running < 1) await new Promise((r) => setImmediate(r))
+      const mine = await docker.listContainers({
+        filters: { label: ['triad.sandbox.owner'], ancestor: [IMAGE] },
+      })
+      await Promise.all(
+        mine.map((c) =>
+          docker
+            .getContainer(c.Id)
+            .kill()
+            .catch(() => {}),
+        ),
+      )
+      const r = await pending
+      assert.equal(r.code, 200)
+      assert.equal(r.body.status, 'SandboxError', JSON.stringify(r.body))
+      assert.equal(r.body.run_result?.status, 'Error')
+      const next = await post(url, { code: 'print("healed")', language: 'python' })
+      assert.equal(next.body.status, 'Success', JSON.stringify(next.body))
+      assert.equal(next.body.run_result?.stdout, 'healed\n')
+    })
+
     hostileCases(area, target)
     badRequestCases(area, target)
 
