@@ -14,6 +14,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   'rl-step': () => import('../bench/rl-step.ts'),
   sandbox: () => import('../bench/sandbox.ts'),
   engine: () => import('../bench/engine.ts'),
+  tokenizer: () => import('../bench/tokenizer.ts'),
 }
 
 export function registerBench(program: Command): void {
