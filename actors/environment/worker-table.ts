@@ -62,22 +62,24 @@ export class WorkerTable {
   }
 
   /**
-   * The live, non-draining worker serving `task` with the most free places (ties: the one heard
-   * from last), skipping `exclude`; undefined when none has room.
+   * The live, non-draining worker serving `task` with the most free places by the table's estimate
+   * (ties: the one heard from last), skipping `exclude`. The estimate only grows between heartbeats
+   * (ended sessions show in the next one), so a worker that looks full is still offered last: the
+   * worker itself refuses when it is full and the caller tries the next.
    */
   choose(task: string, now: Millis, exclude: ReadonlySet<string> = new Set()): WorkerEntry | undefined {
     let best: WorkerEntry | undefined
-    let bestFree = 0
+    let bestFree = Number.NEGATIVE_INFINITY
     for (const e of this.workers.values()) {
       if (exclude.has(e.beat.worker) || e.beat.draining || !e.beat.tasks.includes(task)) continue
-      if (e.silentSince !== undefined || this.isSilent(e, now)) continue
+      if (e.silentSince !== undefined || this.isSilent(e, now) || e.beat.capacity === 0) continue
       const free = e.beat.capacity - e.active
-      if (free > bestFree || (free === bestFree && best && free > 0 && e.seen > best.seen)) {
+      if (free > bestFree || (free === bestFree && best && e.seen > best.seen)) {
         best = e
         bestFree = free
       }
     }
-    return bestFree > 0 ? best : undefined
+    return best
   }
 
   /** Every task name served by a live worker, sorted. */

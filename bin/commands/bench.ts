@@ -15,6 +15,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   sandbox: () => import('../bench/sandbox.ts'),
   engine: () => import('../bench/engine.ts'),
   tokenizer: () => import('../bench/tokenizer.ts'),
+  env: () => import('../bench/env.ts'),
 }
 
 export function registerBench(program: Command): void {

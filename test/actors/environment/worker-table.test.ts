@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { WorkerTable } from '../../../actors/environment/index.ts'
+
+const beat = (
+  worker: string,
+  o: { capacity?: number; active?: number; draining?: boolean; tasks?: string[] } = {},
+) => ({
+  worker,
+  subject: `s.${worker}`,
+  capacity: o.capacity ?? 4,
+  active: o.active ?? 0,
+  tasks: o.tasks ?? ['calc'],
+  draining: o.draining ?? false,
+  sessions: [],
+  interval_ms: 100,
+  counts: { started: 0, ended: 0, expired: 0, cancelled: 0, errors: 0, interactions: 0 },
+})
+
+describe('actors/environment/worker-table', () => {
+  it('worker-table - the worker with the most free places is chosen; the estimate grows with each start', () => {
+    const t = new WorkerTable()
+    assert.equal(t.heartbeat(beat('a', { active: 1 }), 0), 'registered')
+    t.heartbeat(beat('b', { active: 2 }), 0)
+    const first = t.choose('calc', 10)!
+    assert.equal(first.beat.worker, 'a')
+    first.active += 2
+    assert.equal(t.choose('calc', 10)!.beat.worker, 'b')
+    assert.equal(t.choose('maze', 10), undefined)
+    assert.equal(t.choose('calc', 10, new Set(['a', 'b'])), undefined)
+  })
+
+  it('worker-table - silent after three missed intervals, revived by a heartbeat', () => {
+    const t = new WorkerTable(3)
+    t.heartbeat(beat('a'), 0)
+    assert.deepEqual(t.newlySilent(300), [])
+    assert.deepEqual(
+      t.newlySilent(301).map((e) => e.beat.worker),
+      ['a'],
+    )
+    assert.deepEqual(t.newlySilent(400), [])
+    assert.equal(t.choose('calc', 301), undefined)
+    assert.equal(t.list(301)[0]!.state, 'silent')
+    assert.equal(t.heartbeat(beat('a'), 500), 'revived')
+    assert.equal(t.choose('calc', 500)!.beat.worker, 'a')
+  })
+
+  it('worker-table - draining workers take no new sessions and show as draining', () => {
+    const t = new WorkerTable()
+    t.heartbeat(beat('a', { draining: true }), 0)
+    assert.equal(t.choose('calc', 0), undefined)
+    assert.equal(t.list(0)[0]!.state, 'draining')
+  })
+})
