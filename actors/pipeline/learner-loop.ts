@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import type { TakenGroup, TrajectoryConsumer } from './trajectory-stream.ts'
@@ -41,6 +41,27 @@ export interface PipelineCheckpoint {
   usedSeqs: number[]
   /** Directory of the model checkpoint. */
   dir: string
+}
+
+/**
+ * One line of `acks.jsonl` in the checkpoint directory: the audit trail of what the learner
+ * acknowledged. `used` groups were trained on in steps the checkpoint of `version` holds;
+ * `dropped` were acknowledged without training (staler than the bound, or already used).
+ */
+export interface AckRecord {
+  version: number
+  used: number[]
+  dropped: number[]
+}
+
+/** Reads the audit trail of a checkpoint directory. */
+export function readAckRecords(checkpointDir: string): AckRecord[] {
+  const f = join(checkpointDir, 'acks.jsonl')
+  if (!existsSync(f)) return []
+  return readFileSync(f, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as AckRecord)
 }
 
 /** Reads `latest.json` of a checkpoint directory, if any. */
@@ -116,7 +137,10 @@ export class LearnerLoop {
         discard.push(t)
       } else use.push(t)
     }
-    if (discard.length) await this.consumer.ack(discard)
+    if (discard.length) {
+      await this.consumer.ack(discard)
+      this.audit({ version: this.core.version, used: [], dropped: discard.map((t) => t.seq) })
+    }
     if (use.length === 0) return false
     const t0 = performance.now()
     const stalenessValues = use.map((t) => this.core.version - oldestVersion(t.group))
@@ -158,17 +182,42 @@ export class LearnerLoop {
     writeFileSync(tmp, JSON.stringify(record))
     renameSync(tmp, join(this.settings.checkpointDir, 'latest.json'))
     await this.consumer.ack(this.held)
+    this.audit({ version: this.core.version, used: record.usedSeqs, dropped: [] })
     for (const t of this.held) this.skipSeqs.add(t.seq)
     this.held = []
     return record
   }
 
-  /** Runs steps until `stop()` or `maxSteps` steps. */
-  async run(maxSteps = Number.POSITIVE_INFINITY): Promise<void> {
-    while (!this.stopping && this.counts.steps < maxSteps) await this.runOnce()
+  private audit(record: AckRecord): void {
+    appendFileSync(join(this.settings.checkpointDir, 'acks.jsonl'), `${JSON.stringify(record)}\n`)
+  }
+
+  /**
+   * Runs steps until `stop()` or `maxSteps` steps. A failure to reach the stream (NATS down,
+   * reconnecting) is reported and retried after a pause; the held groups stay held.
+   */
+  async run(maxSteps = Number.POSITIVE_INFINITY, onError: (err: unknown) => void = () => {}): Promise<void> {
+    let pause = 250
+    while (!this.stopping && this.counts.steps < maxSteps) {
+      try {
+        await this.runOnce()
+        pause = 250
+      } catch (err) {
+        if (!isTransient(err)) throw err
+        onError(err)
+        await new Promise((r) => setTimeout(r, pause))
+        pause = Math.min(pause * 2, 5_000)
+      }
+    }
   }
 
   stop(): void {
     this.stopping = true
   }
+}
+
+/** Errors of an unreachable or restarting NATS server, which a retry can outlive. */
+function isTransient(err: unknown): boolean {
+  const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? ''} ${String((err as Error)?.cause ?? '')}`
+  return /timeout|disconnect|connection|closed|no responders|heartbeat|consumer deleted|not found|503|reconnect/i.test(text)
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { Command } from 'commander'
 import {
@@ -56,12 +57,19 @@ export async function runWorker(
     process.stderr.write(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}\n`),
   )
   const handle = await start({ system, transport, run: options.run, id, options })
+  // A role whose work ends by itself (the learner at its last step) ends the process.
+  const finished = (handle as { done?: Promise<void> }).done
   process.stdout.write(
     `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
   )
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve)
     process.once('SIGINT', resolve)
+    finished?.then(resolve, (err: Error) => {
+      process.stderr.write(`triad worker: ${role} failed: ${err.stack ?? err.message}\n`)
+      process.exitCode = 1
+      resolve()
+    })
   })
   await handle.stop()
   await system.stop()
@@ -76,6 +84,7 @@ export function registerWorker(program: Command): void {
     .option('--nats <url>', 'NATS server URL(s), comma separated', 'nats://127.0.0.1:4222')
     .option('--run <id>', 'run id (subjects are triad.<run>.*)', 'default')
     .option('--id <id>', 'this worker id (default: host-pid)')
+    .option('--config <file>', "the run's node-config.json (learner, rollout)")
     .action(async (options: { role: string; nats: string; run: string; id?: string }) => {
       await runWorker(options.role, options)
     })

@@ -1,0 +1,66 @@
+import type { RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
+import type { TaskMixEntry } from '../rollout/rollout.ts'
+
+/**
+ * What every node of a run needs to know, resolved from the recipe by `triad run` and written to
+ * the run directory as `node-config.json`; `triad worker --config FILE` reads it on any machine.
+ */
+export interface NodeConfig {
+  /** Run id: subjects are `triad.<run>.*`. */
+  run: string
+  /** The run directory (checkpoints, metrics); must be shared by the learner's machine. */
+  runDir: string
+  /** Seed of everything random, split per role from here. */
+  seed: number
+  /** Compute backend to force (`wasm`, `cpu`, `tensorflow`...); the best available when absent. */
+  backend?: string
+  /** Policy model size (the vocabulary comes from the tokenizer). */
+  model: Omit<TransformerConfig, 'vocabSize'>
+  tasks: TaskMixEntry[]
+  /** Cold-start SFT on expert trajectories (DemyAgent), before RL. */
+  sft: {
+    enabled: boolean
+    /** Expert episodes per task. */
+    episodesPerTask: number
+    /** Per-step probability of an expert mistake it then recovers from. */
+    errorRate: number
+    /** Share of expert episodes that end solved. */
+    successRate: number
+    epochs: number
+    lr: number
+    batchTokens: number
+  }
+  rl: {
+    /** G: samples per task instance. */
+    groupSize: number
+    lr: number
+    /** GRPO-TCR settings (defaults: DemyAgent). */
+    step: Partial<RlStepConfig>
+  }
+  pipeline: {
+    mode: 'async' | 'sync'
+    freshEngines: number
+    staleEngines: number
+    /** Probability a turn goes to a stale engine (AgentRL cross-policy sampling). */
+    rho: number
+    /** Stale engines take new weights every this many learner steps. */
+    staleEvery: number
+    /** Groups more than this many versions behind are dropped. */
+    stalenessBound: number
+    /** Least groups per learner step (async); exactly this many in sync mode. */
+    minGroups: number
+    /** Most groups per learner step (async). */
+    maxGroups: number
+    /** Buffer bound of the trajectory stream, groups. */
+    bufferGroups: number
+    /** Agent loops in flight. */
+    concurrency: number
+    maxTurns: number
+    maxNewTokens: number
+    temperature: number
+    topP: number
+    checkpointEvery: number
+  }
+  /** Stop after this many learner steps. */
+  maxSteps: number
+}

@@ -1,0 +1,118 @@
+import { join } from 'node:path'
+import {
+  type SftLogRecord,
+  Tokenizer,
+  chooseBackend,
+  createTransformer,
+  initWeights,
+  loadCheckpoint,
+  saveCheckpoint,
+} from '../../gpu/index.ts'
+import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { Learner } from '../learner/index.ts'
+import { type LearnerCore, LearnerLoop, readLatestCheckpoint } from '../pipeline/learner-loop.ts'
+import { TrajectoryConsumer, ensureTrajectoryStream } from '../pipeline/trajectory-stream.ts'
+import type { NatsTransport } from '../runtime/nats-transport.ts'
+import { WeightStore } from '../weights/index.ts'
+import { coldStart } from './cold-start.ts'
+import type { NodeConfig } from './config.ts'
+
+/** A started node role. */
+export interface NodeHandle {
+  /** Resolves when the role's work is done (the learner: `maxSteps` reached). */
+  done: Promise<void>
+  stop(): Promise<void>
+}
+
+/** Publishes one `metrics.report` for a role. */
+export function reportMetrics(transport: NatsTransport, run: string, role: string, id: string) {
+  return (values: Record<string, number>, step: number) =>
+    transport.publish(Subjects.metrics(run, role), MetricsReport.make({ role, id, step, time: Date.now(), values }))
+}
+
+/**
+ * The learner node: makes sure the trajectory stream exists, restores the latest checkpoint (or
+ * runs the cold-start SFT, or starts from random weights), publishes version 0's weights, and runs
+ * the learner loop until `maxSteps`.
+ */
+export async function startLearnerNode(transport: NatsTransport, config: NodeConfig, id: string): Promise<NodeHandle> {
+  const log = (line: string) => process.stderr.write(`[learner] ${line}\n`)
+  const backend = await chooseBackend({ backend: config.backend, log })
+  const report = reportMetrics(transport, config.run, 'learner', id)
+  await ensureTrajectoryStream(transport.nc, { run: config.run, maxGroups: config.pipeline.bufferGroups, ackWaitMs: 60_000 })
+  const checkpointDir = join(config.runDir, 'checkpoints')
+  const sftDir = join(checkpointDir, 'sft')
+  const latest = readLatestCheckpoint(checkpointDir)
+  const tokenizer = new Tokenizer()
+  const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
+
+  let model: ReturnType<typeof createTransformer>
+  if (latest) {
+    model = (await loadCheckpoint(latest.dir)).model
+    log(`resuming from ${latest.dir} (version ${latest.version})`)
+  } else {
+    try {
+      model = (await loadCheckpoint(sftDir)).model
+      log(`starting from the SFT checkpoint ${sftDir}`)
+    } catch {
+      model = createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
+      if (config.sft.enabled) {
+        log('cold-start SFT on expert trajectories')
+        const onLog = (r: SftLogRecord) =>
+          report({ 'sft/loss': r.loss, 'sft/tokens_per_s': r.tokensPerSecond ?? 0, 'sft/step': r.step }, 0)
+        const sft = await coldStart(model, tokenizer, config, onLog)
+        log(`SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.skipped} too long), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`)
+        await saveCheckpoint(sftDir, model, { tokenizer, metadata: { version: '0', phase: 'sft', backend: backend.name } })
+      }
+    }
+  }
+  const learner = await Learner.create({
+    model,
+    tokenizer,
+    lr: config.rl.lr,
+    rl: config.rl.step,
+    version: latest?.version ?? 0,
+  })
+  if (latest) await learner.loadCheckpoint(latest.dir)
+
+  const store = await WeightStore.open(transport.nc, config.run)
+  await store.publish(transport, 'policy', learner.version, await learner.weights())
+  const core: LearnerCore = {
+    get version() {
+      return learner.version
+    },
+    step: (groups: readonly TrajectoryGroupPayload[]) => learner.step(groups),
+    weights: () => learner.weights(),
+    saveCheckpoint: async (dir: string) => {
+      await learner.saveCheckpoint(dir)
+    },
+  }
+  const consumer = await TrajectoryConsumer.open(transport.nc, config.run)
+  const p = config.pipeline
+  const sync = p.mode === 'sync'
+  const loop = new LearnerLoop(
+    core,
+    consumer,
+    {
+      minGroups: p.minGroups,
+      maxGroups: sync ? p.minGroups : p.maxGroups,
+      stalenessBound: p.stalenessBound,
+      checkpointEvery: p.checkpointEvery,
+      checkpointDir,
+      waitMs: 5_000,
+    },
+    async (version, weights) => {
+      await store.publish(transport, 'policy', version, weights)
+    },
+    report,
+    latest,
+  )
+  const done = loop.run(Math.max(0, config.maxSteps - learner.version), (err) => log(`stream unavailable, retrying: ${(err as Error).message}`))
+  return {
+    done,
+    stop: async () => {
+      loop.stop()
+      await done.catch(() => undefined)
+    },
+  }
+}

@@ -1,0 +1,127 @@
+import { Tokenizer, chooseBackend } from '../../gpu/index.ts'
+import { MessageRegistry, Subjects, WeightsPublished } from '../../protocols/index.ts'
+import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
+import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
+import { EnvClient } from '../rollout/env-client.ts'
+import { PolicyRouter, mulberry32 } from '../rollout/policy-router.ts'
+import { RolloutDriver } from '../rollout/rollout.ts'
+import type { ActorSystem } from '../runtime/actor-system.ts'
+import type { NatsTransport } from '../runtime/nats-transport.ts'
+import type { NodeConfig } from './config.ts'
+import { type NodeHandle, reportMetrics } from './learner-node.ts'
+
+/** How often the rollout side publishes its metrics, ms. */
+const METRICS_INTERVAL_MS = 2_000
+
+/**
+ * The rollout node: fresh and stale policy engines, and the rollout driver (one agent loop per
+ * trajectory, grouped G per task instance). Environments are reached through the controller
+ * (`env.start`), wherever their workers run. Finished groups go to the trajectory stream.
+ *
+ * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
+ * brake). Synchronous mode (the baseline): generate `minGroups` groups, then wait for the next
+ * weight version before the next batch.
+ */
+export async function startRolloutNode(
+  system: ActorSystem,
+  transport: NatsTransport,
+  config: NodeConfig,
+  id: string,
+): Promise<NodeHandle> {
+  const log = (line: string) => process.stderr.write(`[rollout] ${line}\n`)
+  await chooseBackend({ backend: config.backend, log })
+  const tokenizer = new Tokenizer()
+  const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
+  const p = config.pipeline
+  const engines: PolicyEngine[] = []
+  for (let i = 0; i < p.freshEngines; i++)
+    engines.push(await startPolicyEngine(system, transport, { run: config.run, id: `${id}-fresh-${i}`, modelConfig, stale: false }))
+  for (let i = 0; i < p.staleEngines; i++)
+    engines.push(
+      await startPolicyEngine(system, transport, {
+        run: config.run,
+        id: `${id}-stale-${i}`,
+        modelConfig,
+        stale: true,
+        staleEvery: p.staleEvery,
+      }),
+    )
+
+  // The newest learner version announced (the groups record it as `started_version`).
+  let version = 0
+  const versionWaiters: { at: number; resolve: () => void }[] = []
+  const weightsSub = transport.subscribe(Subjects.weights(config.run, 'policy'), {
+    accepts: new MessageRegistry([WeightsPublished]),
+    handler: (m) => {
+      version = Math.max(version, (m.payload as { version: number }).version)
+      for (const w of versionWaiters.splice(0)) if (version >= w.at) w.resolve()
+      else versionWaiters.push(w)
+    },
+  })
+  const untilVersion = (at: number) =>
+    version >= at ? Promise.resolve() : new Promise<void>((resolve) => versionWaiters.push({ at, resolve }))
+
+  const router = new PolicyRouter(transport, config.run, p.staleEngines > 0 ? p.rho : 0, mulberry32(config.seed + 17))
+  const publisher = new TrajectoryPublisher(transport.nc, config.run)
+  const driver = new RolloutDriver(
+    id,
+    { env: new EnvClient(transport, config.run), policy: router, tokenizer },
+    {
+      tasks: config.tasks,
+      groupSize: config.rl.groupSize,
+      concurrency: p.concurrency,
+      attempts: 3,
+      seed: config.seed + 101,
+      episode: {
+        maxTurns: p.maxTurns,
+        maxNewTokens: p.maxNewTokens,
+        contextLength: config.model.contextLength,
+        temperature: p.temperature,
+        topP: p.topP,
+      },
+    },
+    async (group) => {
+      await publisher.publish(group)
+    },
+    () => version,
+  )
+
+  const report = reportMetrics(transport, config.run, 'rollout', id)
+  const timer = setInterval(() => {
+    const values: Record<string, number> = {
+      ...driver.metrics(),
+      'rollout/turns_fresh': router.counts.fresh,
+      'rollout/turns_stale': router.counts.stale,
+      'rollout/stale_fallbacks': router.counts.staleFallback,
+      'pipeline/backpressure_waits': publisher.waits,
+    }
+    report(values, version)
+  }, METRICS_INTERVAL_MS)
+
+  let stopping = false
+  const done = (async () => {
+    if (p.mode === 'async') {
+      await driver.runForever((err) => log(`group failed: ${(err as Error).message}`))
+      return
+    }
+    while (!stopping && version < config.maxSteps) {
+      const at = version
+      await driver.runBatch(p.minGroups)
+      await untilVersion(at + 1)
+      // The next batch must come from the new weights: wait for the fresh engines to load them.
+      await Promise.all(engines.slice(0, p.freshEngines).map((e) => e.whenVersion(at + 1)))
+    }
+  })()
+  return {
+    done,
+    stop: async () => {
+      stopping = true
+      driver.stop()
+      for (const w of versionWaiters.splice(0)) w.resolve()
+      await done.catch(() => undefined)
+      clearInterval(timer)
+      await weightsSub.stop()
+      await Promise.all(engines.map((e) => e.stop()))
+    },
+  }
+}
