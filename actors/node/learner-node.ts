@@ -59,7 +59,7 @@ export async function startLearnerNode(transport: NatsTransport, config: NodeCon
       if (config.sft.enabled) {
         log('cold-start SFT on expert trajectories')
         const onLog = (r: SftLogRecord) =>
-          report({ 'sft/loss': r.loss, 'sft/tokens_per_s': r.tokensPerSecond ?? 0, 'sft/step': r.step }, 0)
+          report({ 'sft/loss': r.loss, 'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0, 'sft/step': r.step, 'sft/grad_norm': r.gradNorm }, 0)
         const sft = await coldStart(model, tokenizer, config, onLog)
         log(`SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.skipped} too long), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`)
         await saveCheckpoint(sftDir, model, { tokenizer, metadata: { version: '0', phase: 'sft', backend: backend.name } })
