@@ -1,11 +1,11 @@
 import {
   AdamW,
   type RenderedChat,
+  renderChat,
   type SftLogRecord,
+  sftStepCount,
   type Tokenizer,
   type Transformer,
-  renderChat,
-  sftStepCount,
   trainSft,
   warmupCosine,
 } from '../../gpu/index.ts'
@@ -49,13 +49,21 @@ export async function coldStart(
   onLog: (record: SftLogRecord) => void,
 ): Promise<{ records: SftLogRecord[]; examples: number; skipped: number }> {
   const { examples, skipped } = await expertExamples(config, tokenizer, model.config.contextLength)
-  if (examples.length === 0) throw new Error('no expert trajectory fits the model context: raise contextLength')
-  const steps = sftStepCount(examples, model, { epochs: config.sft.epochs, batchTokens: config.sft.batchTokens })
+  if (examples.length === 0)
+    throw new Error('no expert trajectory fits the model context: raise contextLength')
+  const steps = sftStepCount(examples, model, {
+    epochs: config.sft.epochs,
+    batchTokens: config.sft.batchTokens,
+  })
   const optimizer = new AdamW(model.params)
   const records = await trainSft(model, optimizer, examples, {
     epochs: config.sft.epochs,
     batchTokens: config.sft.batchTokens,
-    schedule: warmupCosine({ peakLr: config.sft.lr, warmupSteps: Math.max(1, Math.floor(steps / 10)), totalSteps: steps }),
+    schedule: warmupCosine({
+      peakLr: config.sft.lr,
+      warmupSteps: Math.max(1, Math.floor(steps / 10)),
+      totalSteps: steps,
+    }),
     seed: config.seed,
     onLog,
   })

@@ -1,17 +1,17 @@
 import { join } from 'node:path'
 import {
-  type SftLogRecord,
-  Tokenizer,
   chooseBackend,
   createTransformer,
   initWeights,
   loadCheckpoint,
+  type SftLogRecord,
   saveCheckpoint,
+  Tokenizer,
 } from '../../gpu/index.ts'
 import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop, readLatestCheckpoint } from '../pipeline/learner-loop.ts'
-import { TrajectoryConsumer, ensureTrajectoryStream } from '../pipeline/trajectory-stream.ts'
+import { ensureTrajectoryStream, TrajectoryConsumer } from '../pipeline/trajectory-stream.ts'
 import type { NatsTransport } from '../runtime/nats-transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import { coldStart } from './cold-start.ts'
@@ -27,7 +27,10 @@ export interface NodeHandle {
 /** Publishes one `metrics.report` for a role. */
 export function reportMetrics(transport: NatsTransport, run: string, role: string, id: string) {
   return (values: Record<string, number>, step: number) =>
-    transport.publish(Subjects.metrics(run, role), MetricsReport.make({ role, id, step, time: Date.now(), values }))
+    transport.publish(
+      Subjects.metrics(run, role),
+      MetricsReport.make({ role, id, step, time: Date.now(), values }),
+    )
 }
 
 /**
@@ -35,11 +38,19 @@ export function reportMetrics(transport: NatsTransport, run: string, role: strin
  * runs the cold-start SFT, or starts from random weights), publishes version 0's weights, and runs
  * the learner loop until `maxSteps`.
  */
-export async function startLearnerNode(transport: NatsTransport, config: NodeConfig, id: string): Promise<NodeHandle> {
+export async function startLearnerNode(
+  transport: NatsTransport,
+  config: NodeConfig,
+  id: string,
+): Promise<NodeHandle> {
   const log = (line: string) => process.stderr.write(`[learner] ${line}\n`)
   const backend = await chooseBackend({ backend: config.backend, log })
   const report = reportMetrics(transport, config.run, 'learner', id)
-  await ensureTrajectoryStream(transport.nc, { run: config.run, maxGroups: config.pipeline.bufferGroups, ackWaitMs: 60_000 })
+  await ensureTrajectoryStream(transport.nc, {
+    run: config.run,
+    maxGroups: config.pipeline.bufferGroups,
+    ackWaitMs: 60_000,
+  })
   const checkpointDir = join(config.runDir, 'checkpoints')
   const sftDir = join(checkpointDir, 'sft')
   const latest = readLatestCheckpoint(checkpointDir)
@@ -59,10 +70,23 @@ export async function startLearnerNode(transport: NatsTransport, config: NodeCon
       if (config.sft.enabled) {
         log('cold-start SFT on expert trajectories')
         const onLog = (r: SftLogRecord) =>
-          report({ 'sft/loss': r.loss, 'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0, 'sft/step': r.step, 'sft/grad_norm': r.gradNorm }, 0)
+          report(
+            {
+              'sft/loss': r.loss,
+              'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0,
+              'sft/step': r.step,
+              'sft/grad_norm': r.gradNorm,
+            },
+            0,
+          )
         const sft = await coldStart(model, tokenizer, config, onLog)
-        log(`SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.skipped} too long), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`)
-        await saveCheckpoint(sftDir, model, { tokenizer, metadata: { version: '0', phase: 'sft', backend: backend.name } })
+        log(
+          `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.skipped} too long), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
+        )
+        await saveCheckpoint(sftDir, model, {
+          tokenizer,
+          metadata: { version: '0', phase: 'sft', backend: backend.name },
+        })
       }
     }
   }
@@ -107,7 +131,9 @@ export async function startLearnerNode(transport: NatsTransport, config: NodeCon
     report,
     latest,
   )
-  const done = loop.run(Math.max(0, config.maxSteps - learner.version), (err) => log(`stream unavailable, retrying: ${(err as Error).message}`))
+  const done = loop.run(Math.max(0, config.maxSteps - learner.version), (err) =>
+    log(`stream unavailable, retrying: ${(err as Error).message}`),
+  )
   return {
     done,
     stop: async () => {

@@ -1,9 +1,9 @@
-import { Tokenizer, chooseBackend } from '../../gpu/index.ts'
+import { chooseBackend, Tokenizer } from '../../gpu/index.ts'
 import { MessageRegistry, Subjects, WeightsPublished } from '../../protocols/index.ts'
-import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
+import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
-import { PolicyRouter, mulberry32 } from '../rollout/policy-router.ts'
+import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import type { NatsTransport } from '../runtime/nats-transport.ts'
@@ -35,7 +35,14 @@ export async function startRolloutNode(
   const p = config.pipeline
   const engines: PolicyEngine[] = []
   for (let i = 0; i < p.freshEngines; i++)
-    engines.push(await startPolicyEngine(system, transport, { run: config.run, id: `${id}-fresh-${i}`, modelConfig, stale: false }))
+    engines.push(
+      await startPolicyEngine(system, transport, {
+        run: config.run,
+        id: `${id}-fresh-${i}`,
+        modelConfig,
+        stale: false,
+      }),
+    )
   for (let i = 0; i < p.staleEngines; i++)
     engines.push(
       await startPolicyEngine(system, transport, {
@@ -54,14 +61,20 @@ export async function startRolloutNode(
     accepts: new MessageRegistry([WeightsPublished]),
     handler: (m) => {
       version = Math.max(version, (m.payload as { version: number }).version)
-      for (const w of versionWaiters.splice(0)) if (version >= w.at) w.resolve()
-      else versionWaiters.push(w)
+      for (const w of versionWaiters.splice(0))
+        if (version >= w.at) w.resolve()
+        else versionWaiters.push(w)
     },
   })
   const untilVersion = (at: number) =>
     version >= at ? Promise.resolve() : new Promise<void>((resolve) => versionWaiters.push({ at, resolve }))
 
-  const router = new PolicyRouter(transport, config.run, p.staleEngines > 0 ? p.rho : 0, mulberry32(config.seed + 17))
+  const router = new PolicyRouter(
+    transport,
+    config.run,
+    p.staleEngines > 0 ? p.rho : 0,
+    mulberry32(config.seed + 17),
+  )
   const publisher = new TrajectoryPublisher(transport.nc, config.run)
   const driver = new RolloutDriver(
     id,

@@ -219,5 +219,7 @@ export class LearnerLoop {
 /** Errors of an unreachable or restarting NATS server, which a retry can outlive. */
 function isTransient(err: unknown): boolean {
   const text = `${(err as Error)?.name ?? ''} ${(err as Error)?.message ?? ''} ${String((err as Error)?.cause ?? '')}`
-  return /timeout|disconnect|connection|closed|no responders|heartbeat|consumer deleted|not found|503|reconnect/i.test(text)
+  return /timeout|disconnect|connection|closed|no responders|heartbeat|consumer deleted|not found|503|reconnect/i.test(
+    text,
+  )
 }
