@@ -39,6 +39,8 @@ export interface NodeConfig {
   }
   pipeline: {
     mode: 'async' | 'sync'
+    /** Env workers started in the rollout process (default 1); more can join with `triad worker --role env`. */
+    envWorkers?: number
     freshEngines: number
     staleEngines: number
     /** Probability a turn goes to a stale engine (AgentRL cross-policy sampling). */

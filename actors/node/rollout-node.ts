@@ -1,6 +1,7 @@
 import { chooseBackend, Tokenizer } from '../../gpu/index.ts'
 import { MessageRegistry, Subjects, WeightsPublished } from '../../protocols/index.ts'
 import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
+import { startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
 import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
@@ -33,6 +34,20 @@ export async function startRolloutNode(
   const tokenizer = new Tokenizer()
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
   const p = config.pipeline
+  // Environments: a controller and env workers in this process (more workers may join from
+  // other machines with `triad worker --role env`; the controller routes to all of them).
+  const controller = await startEnvController(system, transport, { run: config.run, tasks })
+  const envWorkers = []
+  for (let i = 0; i < (p.envWorkers ?? 1); i++)
+    envWorkers.push(
+      await startEnvWorker(system, transport, {
+        run: config.run,
+        id: `${id}-env-${i}`,
+        tasks,
+        capacity: Math.max(64, p.concurrency),
+        seed: config.seed + i,
+      }),
+    )
   const engines: PolicyEngine[] = []
   for (let i = 0; i < p.freshEngines; i++)
     engines.push(
@@ -135,6 +150,8 @@ export async function startRolloutNode(
       clearInterval(timer)
       await weightsSub.stop()
       await Promise.all(engines.map((e) => e.stop()))
+      await Promise.all(envWorkers.map((w) => w.stop()))
+      await controller.stop()
     },
   }
 }

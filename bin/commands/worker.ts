@@ -5,8 +5,11 @@ import {
   type ActorSystem,
   connectNats,
   type NatsTransport,
+  type NodeConfig,
   startActorSystem,
   startEcho,
+  startLearnerNode,
+  startRolloutNode,
 } from '../../actors/index.ts'
 import { CliError } from '../errors.ts'
 
@@ -32,6 +35,29 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
   sandbox: async (ctx) => (await import('./sandbox.ts')).startSandboxRole(ctx),
   policy: async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, false),
   'policy-stale': async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, true),
+  learner: async ({ transport, id, options }) => startLearnerNode(transport, readNodeConfig(options), id),
+  rollout: async ({ system, transport, id, options }) =>
+    startRolloutNode(system, transport, readNodeConfig(options), id),
+}
+
+/**
+ * The node config of `--config FILE` (written by `triad run` into the run directory as
+ * `node-config.json`).
+ * @throws CliError when the option is missing or the file is not a node config.
+ */
+export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
+  const file = options.config
+  if (typeof file !== 'string')
+    throw new CliError("this role needs --config FILE (a run directory's node-config.json)")
+  let config: NodeConfig
+  try {
+    config = JSON.parse(readFileSync(file, 'utf8')) as NodeConfig
+  } catch (err) {
+    throw new CliError(`cannot read the node config ${file}: ${(err as Error).message}`, { cause: err })
+  }
+  if (typeof config?.run !== 'string' || typeof config.pipeline !== 'object')
+    throw new CliError(`${file} is not a triad node config (no run or pipeline)`)
+  return config
 }
 
 /**
@@ -41,11 +67,13 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
  */
 export async function runWorker(
   role: string,
-  options: { nats: string; run: string; id?: string },
+  options: { nats: string; run: string; id?: string; config?: string },
 ): Promise<void> {
   const start = workerRoles[role]
   if (!start)
     throw new CliError(`unknown role '${role}'; known roles: ${Object.keys(workerRoles).join(', ')}`)
+  // A node config names its run: the subjects follow it unless --run says otherwise.
+  if (options.config && options.run === 'default') options.run = readNodeConfig(options).run
   const id = options.id ?? `${hostname()}-${process.pid}`
   const transport = await connectNats({ servers: options.nats, run: options.run, role, id }).catch(
     (err: Error) => {
@@ -85,7 +113,7 @@ export function registerWorker(program: Command): void {
     .option('--run <id>', 'run id (subjects are triad.<run>.*)', 'default')
     .option('--id <id>', 'this worker id (default: host-pid)')
     .option('--config <file>', "the run's node-config.json (learner, rollout)")
-    .action(async (options: { role: string; nats: string; run: string; id?: string }) => {
+    .action(async (options: { role: string; nats: string; run: string; id?: string; config?: string }) => {
       await runWorker(options.role, options)
     })
 }
