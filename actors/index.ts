@@ -1,6 +1,7 @@
 export * from './diagnostics/index.ts'
 export * from './env-adapter/index.ts'
 export * from './environment/index.ts'
+export * from './evaluation/index.ts'
 export * from './launcher/index.ts'
 export * from './learner/index.ts'
 export * from './node/index.ts'

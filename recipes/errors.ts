@@ -41,8 +41,8 @@ export class RecipeLoadError extends Error {
 /** `startRun` before the training pipeline is wired in. */
 export class RunNotAvailableError extends Error {
   override name = 'RunNotAvailableError'
-  constructor() {
-    super('starting a run is not available yet: the training pipeline is not wired into triad run')
+  constructor(reason = 'starting a run is not available here') {
+    super(reason)
   }
 }
 

@@ -13,6 +13,11 @@ export interface ProcessSpec {
   env?: NodeJS.ProcessEnv
   /** Appends the child's stdout and stderr here when given. */
   logFile?: string
+  /**
+   * `permanent` (default): restarted whenever it exits. `transient`: restarted only after an
+   * abnormal exit (non-zero code or a signal); a clean exit means its work is done.
+   */
+  restart?: 'permanent' | 'transient'
 }
 
 /** What happened to a child. */
@@ -29,6 +34,8 @@ export interface SupervisedProcess {
   restarts(): number
   /** Resolves when the child has printed its `{"event":"ready"}` line (after the latest start). */
   ready(): Promise<void>
+  /** Resolves when a `transient` child has exited cleanly (its work is done). */
+  readonly finished: Promise<void>
 }
 
 /**
@@ -46,6 +53,8 @@ export class ProcessSupervisor {
       ready: Promise<void>
       restarts: number
       log?: WriteStream
+      finished: boolean
+      onFinished: () => void
     }
   >()
   private stopping = false
@@ -78,7 +87,12 @@ export class ProcessSupervisor {
       restarts: 0,
       log: spec.logFile ? createWriteStream(spec.logFile, { flags: 'a' }) : undefined,
       child: undefined as ChildProcess | undefined,
+      finished: false,
+      onFinished: () => {},
     }
+    const finishedPromise = new Promise<void>((resolve) => {
+      entry.onFinished = resolve
+    })
     this.children.set(spec.name, entry)
     this.launch(spec.name)
     return {
@@ -86,6 +100,7 @@ export class ProcessSupervisor {
       pid: () => entry.child?.pid,
       restarts: () => entry.restarts,
       ready: () => entry.ready,
+      finished: finishedPromise,
     }
   }
 
@@ -113,6 +128,11 @@ export class ProcessSupervisor {
     child.once('exit', (code, signal) => {
       this.emit({ type: 'exited', name, pid: child.pid!, code, signal })
       if (this.stopping) return
+      if (spec.restart === 'transient' && code === 0) {
+        entry.finished = true
+        entry.onFinished()
+        return
+      }
       const decision = entry.tracker.onCrash(Date.now())
       if (decision.action !== 'restart') {
         this.emit({ type: 'gave-up', name, restarts: entry.restarts })

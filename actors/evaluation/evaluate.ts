@@ -1,0 +1,103 @@
+import { ContinuousBatcher, Tokenizer, type Transformer, avgAtK, passAtKOver } from '../../gpu/index.ts'
+import { getTask, playEpisode } from '../environment/index.ts'
+import { ModelPolicy } from './model-policy.ts'
+
+/** What to evaluate. */
+export interface EvaluationSettings {
+  /** Tasks and the difficulty to evaluate each at (the task's default when absent). */
+  tasks: readonly { name: string; difficulty?: number }[]
+  /** Samples per instance. */
+  k: number
+  /** Held-out instances per task (indices 0..n-1 of the eval split). */
+  instances: number
+  maxNewTokens: number
+  /** Sampling temperature (1: the policy's own distribution, as in training). */
+  temperature: number
+  topP?: number
+  /** Most sequences decoded together. */
+  maxBatch?: number
+  seed: number
+  /** Called after each finished episode with (done, total). */
+  onProgress?: (done: number, total: number) => void
+}
+
+/** One row per task and difficulty. */
+export interface EvaluationRow {
+  [key: string]: string | number
+  task: string
+  difficulty: number
+  /** Instances. */
+  n: number
+  k: number
+  /** Mean success over the k samples, averaged over instances (DemyAgent's avg@k). */
+  avg_at_k: number
+  avg_at_k_se: number
+  /** Unbiased pass@k (Chen et al. 2021, eq. 1) from the k samples, averaged over instances. */
+  pass_at_k: number
+  pass_at_k_se: number
+  /** Mean outcome reward. */
+  reward: number
+  /** Mean assistant turns per episode. */
+  turns: number
+}
+
+/**
+ * avg@k and pass@k on the held-out split: k sampled episodes of each of `instances` eval
+ * instances per task, all played at once through one continuous batcher.
+ */
+export async function evaluatePolicy(model: Transformer, settings: EvaluationSettings): Promise<EvaluationRow[]> {
+  const tokenizer = new Tokenizer()
+  const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })
+  const total = settings.tasks.length * settings.instances * settings.k
+  let done = 0
+  try {
+    const rows: EvaluationRow[] = []
+    const perTask = await Promise.all(
+      settings.tasks.map(async (entry) => {
+        const task = getTask(entry.name)
+        const difficulty = entry.difficulty ?? task.difficulty.default
+        const episodes = await Promise.all(
+          Array.from({ length: settings.instances }, (_, index) =>
+            Promise.all(
+              Array.from({ length: settings.k }, async (_, sample) => {
+                const policy = new ModelPolicy(batcher, tokenizer, model.config.contextLength, {
+                  maxNewTokens: settings.maxNewTokens,
+                  temperature: settings.temperature,
+                  topP: settings.topP ?? 1,
+                  seed: settings.seed + index * 1_009 + sample * 7_919,
+                })
+                const t = await playEpisode(task, { index, difficulty, split: 'eval' }, policy)
+                settings.onProgress?.(++done, total)
+                return { success: (t.metrics.success ?? (t.reward > 0 ? 1 : 0)) > 0, reward: t.reward, turns: t.stepGood.length }
+              }),
+            ),
+          ),
+        )
+        return { task: entry.name, difficulty, episodes }
+      }),
+    )
+    for (const { task, difficulty, episodes } of perTask) {
+      const avg = avgAtK(episodes.map((samples) => samples.map((s) => s.success)))
+      const pass = passAtKOver(
+        episodes.map((samples) => ({ n: samples.length, c: samples.filter((s) => s.success).length })),
+        settings.k,
+      )
+      const flat = episodes.flat()
+      rows.push({
+        task,
+        difficulty,
+        n: settings.instances,
+        k: settings.k,
+        avg_at_k: avg.mean,
+        avg_at_k_se: avg.stderr,
+        pass_at_k: pass.mean,
+        pass_at_k_se: pass.stderr,
+        reward: flat.reduce((a, s) => a + s.reward, 0) / flat.length,
+        turns: flat.reduce((a, s) => a + s.turns, 0) / flat.length,
+      })
+    }
+    return rows
+  } finally {
+    await batcher.close?.()
+  }
+}

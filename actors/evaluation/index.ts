@@ -1,0 +1,2 @@
+export * from './evaluate.ts'
+export * from './model-policy.ts'

@@ -1,0 +1,78 @@
+import type { NodeConfig, RunDir } from '../actors/index.ts'
+import type { ResolvedRecipe } from './task-catalog.ts'
+
+/** Share of expert episodes that end solved in the cold-start data. */
+const EXPERT_SUCCESS_RATE = 0.9
+
+/**
+ * What every node of a run needs, derived from a resolved recipe. The learner acknowledges
+ * trajectory groups only at its checkpoints, so it checkpoints at least every
+ * `bufferGroups / minBatchGroups` steps (the stream must hold what it holds unacknowledged);
+ * `checkpoints.every` only adds checkpoints.
+ */
+export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: number): NodeConfig {
+  const p = recipe.pipeline
+  const ackEvery = Math.max(1, Math.floor(p.bufferGroups / p.minBatchGroups))
+  return {
+    run: dir.id,
+    runDir: dir.path,
+    seed: recipe.seed,
+    backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
+    model: {
+      layers: recipe.model.layers,
+      width: recipe.model.width,
+      heads: recipe.model.heads,
+      contextLength: recipe.model.contextLength,
+    },
+    tasks: recipe.tasks.map((t) => ({ name: t.name, weight: t.weight, difficulty: t.difficulty.start })),
+    sft: {
+      enabled: recipe.sft.epochs > 0 && recipe.sft.expertTrajectoriesPerTask > 0,
+      episodesPerTask: recipe.sft.expertTrajectoriesPerTask,
+      errorRate: recipe.sft.expertErrorRate,
+      successRate: EXPERT_SUCCESS_RATE,
+      epochs: Math.max(1, recipe.sft.epochs),
+      lr: recipe.sft.lr,
+      batchTokens: recipe.sft.batchSize * recipe.model.contextLength,
+    },
+    rl: {
+      groupSize: recipe.rl.groupSize,
+      lr: recipe.rl.lr,
+      step: {
+        advantageEstimator: recipe.rl.advantage,
+        taskNormalization: recipe.rl.taskAdvantageNorm,
+        klCoef: recipe.rl.kl.beta,
+        klEstimator: recipe.rl.kl.estimator,
+        entropyCoef: recipe.rl.entropy,
+        maxGradNorm: recipe.rl.gradClip,
+        temperature: p.temperature > 0 ? p.temperature : 1,
+        loss: {
+          epsLow: recipe.rl.eps_low,
+          epsHigh: recipe.rl.eps_high,
+          dualClip: recipe.rl.c,
+          aggregation: recipe.rl.aggregation,
+        },
+        ...(recipe.rl.overlong.enabled
+          ? { overlong: { maxLength: recipe.rl.overlong.L_max, bufferLength: recipe.rl.overlong.L_buf } }
+          : {}),
+      } as NodeConfig['rl']['step'],
+    },
+    pipeline: {
+      mode: p.mode,
+      freshEngines: p.freshEngines,
+      staleEngines: p.staleEngines,
+      rho: p.rho,
+      staleEvery: p.staleEvery,
+      stalenessBound: p.stalenessBound,
+      minGroups: p.minBatchGroups,
+      maxGroups: p.bufferGroups,
+      bufferGroups: p.bufferGroups,
+      concurrency: p.concurrency,
+      maxTurns: p.maxTurns,
+      maxNewTokens: p.maxNewTokens,
+      temperature: p.temperature,
+      topP: p.top_p,
+      checkpointEvery: recipe.checkpoints.every > 0 ? Math.min(recipe.checkpoints.every, ackEvery) : ackEvery,
+    },
+    maxSteps,
+  }
+}
