@@ -2,14 +2,14 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  type NatsServer,
-  type NatsTransport,
-  ProcessSupervisor,
-  type RunDir,
   appendRunLog,
   connectNats,
   evaluatePolicy,
   findNatsServer,
+  type NatsServer,
+  type NatsTransport,
+  ProcessSupervisor,
+  type RunDir,
   readLatestCheckpoint,
   startMetricsSink,
   startNatsServer,
@@ -53,7 +53,11 @@ const triadBin = fileURLToPath(new URL('../bin/triad.ts', import.meta.url))
  * @throws RunNotAvailableError when no NATS server can be had; NatsConnectError for a `nats` URL
  *   that does not answer.
  */
-export async function startRun(recipe: ResolvedRecipe, dir: RunDir, options: StartRunOptions): Promise<RunSummary> {
+export async function startRun(
+  recipe: ResolvedRecipe,
+  dir: RunDir,
+  options: StartRunOptions,
+): Promise<RunSummary> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
   const maxSteps = recipe.budget.maxSteps ?? 1_000_000
   const config = nodeConfigOf(recipe, dir, maxSteps)
@@ -69,9 +73,16 @@ export async function startRun(recipe: ResolvedRecipe, dir: RunDir, options: Sta
       )
     server = await startNatsServer({ storeDir: join(dir.path, 'nats') })
     url = server.url
-    log(`embedded nats-server at ${url}, monitoring ${server.monitorUrl}, JetStream store ${join(dir.path, 'nats')}`)
+    log(
+      `embedded nats-server at ${url}, monitoring ${server.monitorUrl}, JetStream store ${join(dir.path, 'nats')}`,
+    )
   }
-  const transport: NatsTransport = await connectNats({ servers: url, run: dir.id, role: 'run', id: String(process.pid) })
+  const transport: NatsTransport = await connectNats({
+    servers: url,
+    run: dir.id,
+    role: 'run',
+    id: String(process.pid),
+  })
   let metricsLines = 0
   let step = 0
   const sink = startMetricsSink(transport, {
@@ -86,14 +97,28 @@ export async function startRun(recipe: ResolvedRecipe, dir: RunDir, options: Sta
   const supervisor = new ProcessSupervisor()
   supervisor.on((e) => {
     void appendRunLog(dir, 'run', { event: `process.${e.type}`, time: Date.now(), ...e })
-    if (e.type === 'exited' && !(e.code === 0)) log(`${e.name} (pid ${e.pid}) exited (${e.signal ?? e.code}); restarting`)
+    if (e.type === 'exited' && !(e.code === 0))
+      log(`${e.name} (pid ${e.pid}) exited (${e.signal ?? e.code}); restarting`)
     if (e.type === 'gave-up') log(`${e.name} failed too often; giving up on it`)
   })
   const node = (role: 'learner' | 'rollout') =>
     supervisor.start({
       name: role,
       command: process.execPath,
-      args: ['--import', 'tsx', triadBin, 'worker', '--role', role, '--config', configFile, '--nats', url!, '--id', role],
+      args: [
+        '--import',
+        'tsx',
+        triadBin,
+        'worker',
+        '--role',
+        role,
+        '--config',
+        configFile,
+        '--nats',
+        url!,
+        '--id',
+        role,
+      ],
       logFile: join(dir.logsDir, `${role}.log`),
       restart: role === 'learner' ? 'transient' : 'permanent',
     })
@@ -112,7 +137,9 @@ export async function startRun(recipe: ResolvedRecipe, dir: RunDir, options: Sta
   })
   const why = await Promise.race([learner.finished.then(() => 'steps' as const), outOfTime, interrupted])
   clearTimeout(timer)
-  log(`stopping (${why === 'steps' ? `${maxSteps} steps done` : why === 'time' ? 'time budget' : 'interrupted'})`)
+  log(
+    `stopping (${why === 'steps' ? `${maxSteps} steps done` : why === 'time' ? 'time budget' : 'interrupted'})`,
+  )
   await supervisor.stop()
   await sink.stop()
   await transport.close()
@@ -129,8 +156,15 @@ export async function startRun(recipe: ResolvedRecipe, dir: RunDir, options: Sta
 }
 
 /** Evaluates the latest learner checkpoint and the SFT checkpoint on the held-out split. */
-async function evaluateRun(recipe: ResolvedRecipe, dir: RunDir, log: (line: string) => void): Promise<string | undefined> {
-  await chooseBackend({ backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend, log: () => {} })
+async function evaluateRun(
+  recipe: ResolvedRecipe,
+  dir: RunDir,
+  log: (line: string) => void,
+): Promise<string | undefined> {
+  await chooseBackend({
+    backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
+    log: () => {},
+  })
   const latest = readLatestCheckpoint(dir.checkpointsDir)
   const candidates = [
     { name: 'sft', path: join(dir.checkpointsDir, 'sft') },
@@ -144,7 +178,9 @@ async function evaluateRun(recipe: ResolvedRecipe, dir: RunDir, log: (line: stri
     } catch {
       continue
     }
-    log(`evaluating ${c.name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`)
+    log(
+      `evaluating ${c.name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
+    )
     const result = await evaluatePolicy(model, {
       tasks: recipe.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
       k: recipe.evaluation.k,

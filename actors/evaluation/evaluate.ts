@@ -1,4 +1,4 @@
-import { ContinuousBatcher, Tokenizer, type Transformer, avgAtK, passAtKOver } from '../../gpu/index.ts'
+import { avgAtK, ContinuousBatcher, passAtKOver, Tokenizer, type Transformer } from '../../gpu/index.ts'
 import { getTask, playEpisode } from '../environment/index.ts'
 import { ModelPolicy } from './model-policy.ts'
 
@@ -45,7 +45,10 @@ export interface EvaluationRow {
  * avg@k and pass@k on the held-out split: k sampled episodes of each of `instances` eval
  * instances per task, all played at once through one continuous batcher.
  */
-export async function evaluatePolicy(model: Transformer, settings: EvaluationSettings): Promise<EvaluationRow[]> {
+export async function evaluatePolicy(
+  model: Transformer,
+  settings: EvaluationSettings,
+): Promise<EvaluationRow[]> {
   const tokenizer = new Tokenizer()
   const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })
   const total = settings.tasks.length * settings.instances * settings.k
@@ -68,7 +71,11 @@ export async function evaluatePolicy(model: Transformer, settings: EvaluationSet
                 })
                 const t = await playEpisode(task, { index, difficulty, split: 'eval' }, policy)
                 settings.onProgress?.(++done, total)
-                return { success: (t.metrics.success ?? (t.reward > 0 ? 1 : 0)) > 0, reward: t.reward, turns: t.stepGood.length }
+                return {
+                  success: (t.metrics.success ?? (t.reward > 0 ? 1 : 0)) > 0,
+                  reward: t.reward,
+                  turns: t.stepGood.length,
+                }
               }),
             ),
           ),

@@ -1,5 +1,5 @@
+import { type ContinuousBatcher, parseAssistant, renderPrompt, type Tokenizer } from '../../gpu/index.ts'
 import type { AssistantMessage, ChatMessage, ToolSchema } from '../../protocols/index.ts'
-import { type ContinuousBatcher, type Tokenizer, parseAssistant, renderPrompt } from '../../gpu/index.ts'
 import type { Policy } from '../environment/index.ts'
 
 /** Sampling settings of a model policy. */

@@ -1,7 +1,7 @@
 import { chooseBackend, Tokenizer } from '../../gpu/index.ts'
 import { MessageRegistry, Subjects, WeightsPublished } from '../../protocols/index.ts'
+import { type EnvWorker, startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
-import { startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
 import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
@@ -37,7 +37,7 @@ export async function startRolloutNode(
   // Environments: a controller and env workers in this process (more workers may join from
   // other machines with `triad worker --role env`; the controller routes to all of them).
   const controller = await startEnvController(system, transport, { run: config.run, tasks })
-  const envWorkers = []
+  const envWorkers: EnvWorker[] = []
   for (let i = 0; i < (p.envWorkers ?? 1); i++)
     envWorkers.push(
       await startEnvWorker(system, transport, {
