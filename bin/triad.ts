@@ -43,5 +43,8 @@ try {
     process.exit(err.exitCode)
   }
   if (err instanceof CommanderError) process.exit(err.exitCode)
-  throw err
+  // Anything else is a bug or an unexpected failure: print it whole (the tensor backend installs
+  // its own handler for uncaught errors, which would print its minified source instead).
+  process.stderr.write(`triad: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`)
+  process.exit(1)
 }

@@ -15,15 +15,16 @@ import type { NodeConfig } from './config.ts'
 /**
  * Expert trajectories for the cold-start SFT (DemyAgent, arXiv 2510.11701): real end-to-end
  * episodes of the scripted experts, mistakes and recoveries included, rendered with the chat
- * template (loss on assistant tokens only). Episodes longer than the context are left out.
+ * template (loss on assistant tokens only). An episode longer than the context is cut to its
+ * first `contextLength + 1` tokens (its first turns still teach the format and the first moves).
  */
 export async function expertExamples(
   config: NodeConfig,
   tokenizer: Tokenizer,
   contextLength: number,
-): Promise<{ examples: RenderedChat[]; skipped: number }> {
+): Promise<{ examples: RenderedChat[]; truncated: number }> {
   const examples: RenderedChat[] = []
-  let skipped = 0
+  let truncated = 0
   for (const entry of config.tasks) {
     const task = getTask(entry.name)
     for (let i = 0; i < config.sft.episodesPerTask; i++) {
@@ -34,11 +35,16 @@ export async function expertExamples(
         { errorRate: config.sft.errorRate, successRate: config.sft.successRate, seed },
       )
       const chat = renderChat(tokenizer, t.messages, { tools: t.tools })
-      if (chat.ids.length > contextLength + 1) skipped++
-      else examples.push(chat)
+      if (chat.ids.length > contextLength + 1) {
+        truncated++
+        examples.push({
+          ids: chat.ids.slice(0, contextLength + 1),
+          lossMask: chat.lossMask.slice(0, contextLength + 1),
+        })
+      } else examples.push(chat)
     }
   }
-  return { examples, skipped }
+  return { examples, truncated }
 }
 
 /** Runs the cold-start SFT on `model`; returns the loss curve. */
@@ -47,10 +53,9 @@ export async function coldStart(
   tokenizer: Tokenizer,
   config: NodeConfig,
   onLog: (record: SftLogRecord) => void,
-): Promise<{ records: SftLogRecord[]; examples: number; skipped: number }> {
-  const { examples, skipped } = await expertExamples(config, tokenizer, model.config.contextLength)
-  if (examples.length === 0)
-    throw new Error('no expert trajectory fits the model context: raise contextLength')
+): Promise<{ records: SftLogRecord[]; examples: number; truncated: number }> {
+  const { examples, truncated } = await expertExamples(config, tokenizer, model.config.contextLength)
+  if (examples.length === 0) throw new Error('no expert trajectories: sft.expertTrajectoriesPerTask is 0')
   const steps = sftStepCount(examples, model, {
     epochs: config.sft.epochs,
     batchTokens: config.sft.batchTokens,
@@ -68,5 +73,5 @@ export async function coldStart(
     onLog,
   })
   optimizer.dispose()
-  return { records, examples: examples.length, skipped }
+  return { records, examples: examples.length, truncated }
 }

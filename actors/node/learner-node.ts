@@ -46,9 +46,12 @@ export async function startLearnerNode(
   const log = (line: string) => process.stderr.write(`[learner] ${line}\n`)
   const backend = await chooseBackend({ backend: config.backend, log })
   const report = reportMetrics(transport, config.run, 'learner', id)
+  // The stream holds the buffer plus what the learner holds unacknowledged until its next
+  // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
+  const p0 = config.pipeline
   await ensureTrajectoryStream(transport.nc, {
     run: config.run,
-    maxGroups: config.pipeline.bufferGroups,
+    maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
     ackWaitMs: 60_000,
   })
   const checkpointDir = join(config.runDir, 'checkpoints')
@@ -81,7 +84,7 @@ export async function startLearnerNode(
           )
         const sft = await coldStart(model, tokenizer, config, onLog)
         log(
-          `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.skipped} too long), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
+          `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
         )
         await saveCheckpoint(sftDir, model, {
           tokenizer,
@@ -124,6 +127,7 @@ export async function startLearnerNode(
       checkpointEvery: p.checkpointEvery,
       checkpointDir,
       waitMs: 5_000,
+      maxTokens: config.model.contextLength + 1,
     },
     async (version, weights) => {
       await store.publish(transport, 'policy', version, weights)

@@ -32,6 +32,8 @@ export interface LearnerLoopSettings {
   checkpointDir: string
   /** How long one wait for groups may last before the loop reports and waits again, ms. */
   waitMs: Millis
+  /** Longest trajectory the learner takes, tokens (the model's context + 1); longer groups are dropped. */
+  maxTokens?: number
 }
 
 /** What the loop records next to each checkpoint: which stream messages its weights include. */
@@ -71,6 +73,20 @@ export function readLatestCheckpoint(checkpointDir: string): PipelineCheckpoint 
   return JSON.parse(readFileSync(f, 'utf8')) as PipelineCheckpoint
 }
 
+/** Whether every sample of a group is well formed and at most `maxTokens` long. */
+function fits(group: TrajectoryGroupPayload, maxTokens = Number.POSITIVE_INFINITY): boolean {
+  return group.samples.every((s) => {
+    const n = s.tokens.length
+    return (
+      n >= 2 &&
+      n <= maxTokens &&
+      s.loss_mask.length === n &&
+      s.logprobs.length === n &&
+      s.versions.length === n
+    )
+  })
+}
+
 /** Oldest weight version among the generated tokens of a group (its staleness reference). */
 export function oldestVersion(group: TrajectoryGroupPayload): number {
   let oldest = Number.POSITIVE_INFINITY
@@ -99,6 +115,8 @@ export class LearnerLoop {
     groups: 0,
     droppedStale: 0,
     duplicatesSkipped: 0,
+    /** Groups dropped because a sample is malformed or longer than `maxTokens`. */
+    invalid: 0,
     busyMs: 0,
     startedAt: performance.now(),
   }
@@ -132,6 +150,9 @@ export class LearnerLoop {
       if (this.skipSeqs.has(t.seq)) {
         this.counts.duplicatesSkipped++
         discard.push(t)
+      } else if (!fits(t.group, this.settings.maxTokens)) {
+        this.counts.invalid++
+        discard.push(t)
       } else if (this.core.version - oldestVersion(t.group) > this.settings.stalenessBound) {
         this.counts.droppedStale++
         discard.push(t)
@@ -162,7 +183,7 @@ export class LearnerLoop {
         'pipeline/dropped_stale': this.counts.droppedStale,
         'pipeline/duplicates_skipped': this.counts.duplicatesSkipped,
         'pipeline/learner_busy_frac': wall > 0 ? this.counts.busyMs / wall : 0,
-        'pipeline/invalid_groups': this.consumer.invalid,
+        'pipeline/invalid_groups': this.consumer.invalid + this.counts.invalid,
       },
       this.core.version,
     )

@@ -147,7 +147,11 @@ export async function runEpisode(
   if (metrics.success === undefined)
     metrics.success = status === SessionStatus.Completed && reward > 0 ? 1 : 0
   return {
-    trajectory: b.build({ reward, status, turns, metrics, stale_turns: staleTurns }),
+    // The learner trains on at most contextLength + 1 tokens (the last one only as a target).
+    trajectory: b.build(
+      { reward, status, turns, metrics, stale_turns: staleTurns },
+      settings.contextLength + 1,
+    ),
     durationMs: performance.now() - t0,
     generatedTokens: generated,
   }

@@ -44,16 +44,21 @@ export class TrajectoryBuilder {
     return Int32Array.from(this.tokens)
   }
 
-  /** The finished trajectory. */
+  /**
+   * The finished trajectory, cut to its first `maxTokens` tokens when given (only trailing context,
+   * such as the last tool results, can pass the model's context: generation never does).
+   */
   build(
     rest: Omit<Trajectory, 'tokens' | 'loss_mask' | 'logprobs' | 'versions' | 'turn_starts'>,
+    maxTokens = Number.POSITIVE_INFINITY,
   ): Trajectory {
+    const n = Math.min(this.tokens.length, maxTokens)
     return {
-      tokens: Int32Array.from(this.tokens),
-      loss_mask: Uint8Array.from(this.mask),
-      logprobs: Float32Array.from(this.logprobs),
-      versions: Int32Array.from(this.versions),
-      turn_starts: Int32Array.from(this.turnStarts),
+      tokens: Int32Array.from(this.tokens.slice(0, n)),
+      loss_mask: Uint8Array.from(this.mask.slice(0, n)),
+      logprobs: Float32Array.from(this.logprobs.slice(0, n)),
+      versions: Int32Array.from(this.versions.slice(0, n)),
+      turn_starts: Int32Array.from(this.turnStarts.filter((t) => t < n)),
       ...rest,
     }
   }
