@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Bytes } from '../protocols/index.ts'
 
@@ -56,13 +56,47 @@ export class SlotCgroup {
       .map(Number)
   }
 
-  /** Removes the group's directories (they must hold no process). */
-  remove(): void {
+  /** Removes the group's directories once they hold no process (waits up to `waitMs`, then leaves
+   *  them for `sweep`). */
+  async remove(waitMs = 2000): Promise<void> {
+    const until = Date.now() + waitMs
     for (const d of this.dirs) {
+      for (;;) {
+        try {
+          rmdirSync(d)
+          break
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() > until) break
+          await new Promise((r) => setTimeout(r, 20))
+        }
+      }
+    }
+  }
+
+  /** Removes the empty groups `local-<pid>-<slot>` left by servers that are gone. */
+  static sweep(): void {
+    for (const c of CONTROLLERS) {
+      const base = join(V1_ROOT, c, 'triad-sandbox')
+      let names: string[]
       try {
-        rmdirSync(d)
+        names = readdirSync(base)
       } catch {
-        // still busy or gone: the next start reuses it
+        continue
+      }
+      for (const n of names) {
+        const pid = /^local-(\d+)-\d+$/.exec(n)?.[1]
+        if (!pid) continue
+        try {
+          process.kill(Number(pid), 0)
+          continue
+        } catch {
+          // the owner is gone
+        }
+        try {
+          rmdirSync(join(base, n))
+        } catch {
+          // still holds a process
+        }
       }
     }
   }

@@ -88,6 +88,7 @@ export class LocalBackend implements SandboxBackend {
       }
     }
     this.isolation = bwrap ? 'bwrap' : 'rlimits'
+    if (this.root) SlotCgroup.sweep()
     for (let i = 0; i < this.limits.concurrency; i++) {
       this.freeSlots.push(i)
       this.cgroups.set(
@@ -232,6 +233,6 @@ export class LocalBackend implements SandboxBackend {
 
   async close(): Promise<void> {
     await this.pool.close()
-    for (const c of this.cgroups.values()) c?.remove()
+    await Promise.all([...this.cgroups.values()].map((c) => c?.remove()))
   }
 }
