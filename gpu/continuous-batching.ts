@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
 import { BatcherClosedError, ConfigError, ShapeError } from './errors.ts'
 import { KvCache } from './kv-cache.ts'
+import { PrefixCache, type PrefixEntry } from './prefix-cache.ts'
 import { createRng, type Rng } from './prng.ts'
 import { FinishReason, type Generation, pick } from './sampler.ts'
 import { forward, type Transformer } from './transformer.ts'
@@ -54,6 +55,12 @@ export interface ContinuousBatcherOptions {
    * attention scores grow with rows x length^2) and stalls every running sequence meanwhile.
    */
   prefillTokens?: number
+  /**
+   * Tokens of finished sequences whose keys and values are kept per weight version (see
+   * `PrefixCache`), so a prompt that extends one (an agent loop's next turn) prefills only its new
+   * suffix; default 16384 (about 2 KiB per token per layer at width 128); 0 disables it.
+   */
+  prefixCacheTokens?: number
   /** Version of the first model; default 0. */
   version?: number
   /** Called with a replaced model once no sequence runs on it any more (for example to dispose it). */
@@ -78,8 +85,12 @@ export interface BatcherStats {
   batchRows: number
   /** Batched prefill forward passes. */
   prefills: number
-  /** Prompt tokens prefilled (padding excluded). */
+  /** Prompt tokens prefilled (padding excluded; prefix-cache hits not counted). */
   prefillTokens: number
+  /** Prompts that started from a cached prefix. */
+  prefixHits: number
+  /** Prompt tokens those hits did not prefill. */
+  prefixTokensSaved: number
   /** Wall time in prefill passes (forward and read-back), ms. */
   prefillMs: number
   /** Wall time in decode passes (forward and read-back), ms. */
@@ -111,6 +122,12 @@ interface Row {
   logprobs: number[]
   /** Prompt plus generated tokens. */
   total: number
+  /**
+   * Cache columns from this row's first real token to the end of its store: `total - 1` plus the
+   * padding inside it (a prefilled suffix shorter than its chunk's leaves a masked gap after the
+   * cached prefix).
+   */
+  footprint: number
 }
 
 /**
@@ -141,16 +158,84 @@ class RaggedStore {
     this.length = 0
   }
 
-  private replace(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): void {
+  replace(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): void {
     this.keys[layer]?.dispose()
     this.values[layer]?.dispose()
     this.keys[layer] = tf.keep(k)
     this.values[layer] = tf.keep(v)
   }
 
-  private replaceMask(m: tf.Tensor2D): void {
+  replaceMask(m: tf.Tensor2D): void {
     this.mask?.dispose()
     this.mask = tf.keep(m)
+  }
+
+  /**
+   * A store for a prefill chunk whose rows start from cached prefixes (undefined: none): each row's
+   * prefix right-aligned in `length` columns, the rest masked.
+   */
+  static fromPrefixes(layers: number, heads: number, parts: (PrefixEntry | undefined)[]): RaggedStore {
+    const store = new RaggedStore(layers, heads)
+    const length = Math.max(0, ...parts.map((p) => p?.tokens.length ?? 0))
+    if (length === 0) return store
+    const hd = parts.find((p) => p)!.keys[0]!.shape[2]
+    tf.tidy(() => {
+      const rowOf = (p: PrefixEntry | undefined, t: tf.Tensor3D | undefined) =>
+        p && t
+          ? tf.pad(t, [
+              [0, 0],
+              [length - p.tokens.length, 0],
+              [0, 0],
+            ])
+          : tf.zeros([heads, length, hd])
+      for (let l = 0; l < layers; l++)
+        store.replace(
+          l,
+          tf.concat(
+            parts.map((p) => rowOf(p, p?.keys[l])),
+            0,
+          ) as tf.Tensor3D,
+          tf.concat(
+            parts.map((p) => rowOf(p, p?.values[l])),
+            0,
+          ) as tf.Tensor3D,
+        )
+      const mask = new Float32Array(parts.length * length)
+      for (const [i, p] of parts.entries())
+        mask.fill(1, (i + 1) * length - (p?.tokens.length ?? 0), (i + 1) * length)
+      store.replaceMask(tf.tensor2d(mask, [parts.length, length]))
+    })
+    store.length = length
+    return store
+  }
+
+  /**
+   * Copies out row `row`'s real keys and values (`[heads, count, headDim]` per layer), or undefined
+   * when its mask does not hold exactly `count` real tokens.
+   */
+  extractRow(row: number, count: number): { keys: tf.Tensor3D[]; values: tf.Tensor3D[] } | undefined {
+    if (!this.mask || count === 0) return undefined
+    const h = this.heads
+    const len = this.length
+    const maskRow = tf.slice(this.mask, [row, 0], [1, len])
+    const m = maskRow.dataSync()
+    maskRow.dispose()
+    const cols: number[] = []
+    for (let k = 0; k < len; k++) if (m[k]! > 0.5) cols.push(k)
+    if (cols.length !== count) return undefined
+    const contiguous = cols[cols.length - 1]! - cols[0]! + 1 === count
+    return tf.tidy(() => {
+      const idx = contiguous ? undefined : tf.tensor1d(Int32Array.from(cols), 'int32')
+      const part = (t: tf.Tensor3D) => {
+        const hd = t.shape[2]
+        if (contiguous) return tf.slice(t, [row * h, cols[0]!, 0], [h, count, hd]) as tf.Tensor3D
+        return tf.gather(tf.slice(t, [row * h, 0, 0], [h, len, hd]), idx!, 1) as tf.Tensor3D
+      }
+      return {
+        keys: this.keys.map((k) => part(k!)),
+        values: this.values.map((v) => part(v!)),
+      }
+    })
   }
 
   /** A `KvCache` view for one forward pass over `rows` sequences (what `forward` reads and extends). */
@@ -285,6 +370,8 @@ interface Cohort {
   version: number
   store: RaggedStore
   rows: Row[]
+  /** Finished sequences' keys and values under this cohort's model. */
+  prefixes: PrefixCache
   /** True while a prefill for this cohort is in flight (it must not be retired meanwhile). */
   admitting: boolean
 }
@@ -307,6 +394,8 @@ export class ContinuousBatcher {
   private readonly cohorts: Cohort[] = []
   private current: Cohort
   private running = false
+  /** Prefix-cache counters of cohorts already retired. */
+  private readonly retiredPrefix = { hits: 0, saved: 0 }
   private closed = false
   private idle: Promise<void> = Promise.resolve()
   private readonly counters = {
@@ -338,7 +427,8 @@ export class ContinuousBatcher {
 
   private cohortOf(model: Transformer, version: number): Cohort {
     const store = new RaggedStore(model.config.layers, model.config.heads)
-    const cohort: Cohort = { model, version, store, rows: [], admitting: false }
+    const prefixes = new PrefixCache(this.options.prefixCacheTokens ?? 16384)
+    const cohort: Cohort = { model, version, store, rows: [], prefixes, admitting: false }
     this.cohorts.push(cohort)
     return cohort
   }
@@ -368,6 +458,8 @@ export class ContinuousBatcher {
   stats(): BatcherStats {
     return {
       ...this.counters,
+      prefixHits: this.cohorts.reduce((s, c) => s + c.prefixes.hits, this.retiredPrefix.hits),
+      prefixTokensSaved: this.cohorts.reduce((s, c) => s + c.prefixes.savedTokens, this.retiredPrefix.saved),
       active: this.cohorts.reduce((s, c) => s + c.rows.length, 0),
       waiting: this.waiting.length,
       version: this.current.version,
@@ -448,6 +540,7 @@ export class ContinuousBatcher {
       for (const r of c.rows) r.request.reject(err)
       c.rows = []
       c.store.dispose()
+      c.prefixes.dispose()
     }
   }
 
@@ -503,42 +596,70 @@ export class ContinuousBatcher {
       if (c === this.current || c.rows.length > 0 || c.admitting) continue
       this.cohorts.splice(i, 1)
       c.store.dispose()
+      this.retiredPrefix.hits += c.prefixes.hits
+      this.retiredPrefix.saved += c.prefixes.savedTokens
+      c.prefixes.dispose()
       this.options.onModelRetired?.(c.model, c.version)
     }
   }
 
   /**
    * Prefills the next chunk of waiting requests together (left-padded, like `generate`): as many
-   * as fit the free slots and the `prefillTokens` budget, at least one; picks each one's first
-   * token and merges their cache into the cohort's.
+   * as fit the free slots and the `prefillTokens` budget, at least one. A request whose prompt
+   * extends a cached sequence prefills only its suffix on top of that sequence's keys and values.
+   * Picks each one's first token and merges the chunk's cache into the cohort's.
    */
   private async admit(cohort: Cohort): Promise<void> {
     const running = this.cohorts.reduce((s, c) => s + c.rows.length, 0)
     const free = this.maxBatch - running
     if (free <= 0 || this.waiting.length === 0) return
+    const { contextLength } = cohort.model.config
+    const prefixOf = (w: Waiting) => cohort.prefixes.lookup(w.prompt)
+    const candidates: (PrefixEntry | undefined)[] = []
+    const suffix = (i: number, w: Waiting) => w.prompt.length - (candidates[i]?.tokens.length ?? 0)
+    candidates.push(prefixOf(this.waiting[0]!))
     let take = 1
-    let longest = this.waiting[0]!.prompt.length
+    let widest = suffix(0, this.waiting[0]!)
     while (take < Math.min(free, this.waiting.length)) {
-      const next = Math.max(longest, this.waiting[take]!.prompt.length)
+      const w = this.waiting[take]!
+      const p = prefixOf(w)
+      const next = Math.max(widest, w.prompt.length - (p?.tokens.length ?? 0))
       if ((take + 1) * next > this.prefillTokens) break
-      longest = next
+      candidates.push(p)
+      widest = next
       take++
     }
     const batch = this.waiting.splice(0, take)
     const n = batch.length
-    const width = Math.max(...batch.map((w) => w.prompt.length))
+    // A row that starts from a prefix carries a masked gap of (width - its suffix) columns; its
+    // footprint must stay inside the context until it finishes, else it prefills in full.
+    let width = 0
+    for (let changed = true; changed; ) {
+      width = Math.max(...batch.map((w, i) => suffix(i, w)))
+      changed = false
+      batch.forEach((w, i) => {
+        if (!candidates[i]) return
+        const finalTotal = Math.min(w.prompt.length + w.maxNewTokens, contextLength)
+        if (width - suffix(i, w) > contextLength - finalTotal) {
+          candidates[i] = undefined
+          changed = true
+        }
+      })
+    }
     const ids = new Int32Array(n * width)
     const pos = new Int32Array(n * width)
     const real = new Float32Array(n * width)
     batch.forEach((w, i) => {
-      const off = width - w.prompt.length
-      ids.set(w.prompt, i * width + off)
-      for (let k = 0; k < w.prompt.length; k++) {
-        pos[i * width + off + k] = k
+      const cached = candidates[i]?.tokens.length ?? 0
+      const len = w.prompt.length - cached
+      const off = width - len
+      ids.set(w.prompt.subarray(cached), i * width + off)
+      for (let k = 0; k < len; k++) {
+        pos[i * width + off + k] = cached + k
         real[i * width + off + k] = 1
       }
     })
-    const store = new RaggedStore(cohort.store.layers, cohort.store.heads)
+    const store = RaggedStore.fromPrefixes(cohort.store.layers, cohort.store.heads, candidates)
     let data: Float32Array
     const t0 = performance.now()
     try {
@@ -558,17 +679,43 @@ export class ContinuousBatcher {
       return
     }
     this.counters.prefills++
-    this.counters.prefillTokens += batch.reduce((s, w) => s + w.prompt.length, 0)
+    for (const c of candidates)
+      if (c) {
+        cohort.prefixes.hits++
+        cohort.prefixes.savedTokens += c.tokens.length
+      }
+    this.counters.prefillTokens += batch.reduce((s, w, i) => s + suffix(i, w), 0)
     this.counters.prefillMs += performance.now() - t0
-    const rows = batch.map((request) => ({ request, tokens: [], logprobs: [], total: request.prompt.length }))
+    const rows: Row[] = batch.map((request, i) => {
+      const cached = candidates[i]?.tokens.length ?? 0
+      const footprint = cached > 0 ? cached + width : request.prompt.length
+      return { request, tokens: [], logprobs: [], total: request.prompt.length, footprint }
+    })
     const keep = this.sample(rows, data, cohort)
+    this.remember(cohort, store, rows, keep)
     if (keep.length === 0) {
       store.dispose()
       return
     }
-    if (keep.length < n) store.select(keep, Math.max(...keep.map((i) => rows[i]!.total - 1)))
+    if (keep.length < n) store.select(keep, Math.max(...keep.map((i) => rows[i]!.footprint)))
     cohort.store.merge(store)
     for (const i of keep) cohort.rows.push(rows[i]!)
+  }
+
+  /** Puts the keys and values of the rows of `store` that finished (not in `keep`) in the prefix cache. */
+  private remember(cohort: Cohort, store: RaggedStore, rows: Row[], keep: number[]): void {
+    if (cohort.prefixes.capacity === 0 || keep.length === rows.length) return
+    const going = new Set(keep)
+    rows.forEach((r, i) => {
+      if (going.has(i)) return
+      const count = r.total - 1 // the last token was never fed
+      const kv = store.extractRow(i, count)
+      if (!kv) return
+      const tokens = new Int32Array(count)
+      tokens.set(r.request.prompt) // count = prompt + all generated tokens but the last
+      tokens.set(r.tokens.slice(0, count - r.request.prompt.length), r.request.prompt.length)
+      cohort.prefixes.insert(tokens, kv.keys, kv.values)
+    })
   }
 
   /** One batched forward pass feeding every row's last token; picks and retires. */
@@ -594,15 +741,16 @@ export class ContinuousBatcher {
     this.counters.decodeSteps++
     this.counters.decodeMs += performance.now() - t0
     this.counters.batchRows += b
+    for (const r of rows) r.footprint++
     const keep = this.sample(rows, data, cohort)
     if (keep.length === b) return
+    this.remember(cohort, cohort.store, rows, keep)
     cohort.rows = keep.map((i) => rows[i]!)
     if (keep.length === 0) {
       cohort.store.dispose()
       return
     }
-    // Cached tokens of a row: all but its last pick.
-    cohort.store.select(keep, Math.max(...cohort.rows.map((r) => r.total - 1)))
+    cohort.store.select(keep, Math.max(...cohort.rows.map((r) => r.footprint)))
   }
 
   /**

@@ -303,6 +303,8 @@ export async function startPolicyEngine(
         batchRows: 0,
         prefills: 0,
         prefillTokens: 0,
+        prefixHits: 0,
+        prefixTokensSaved: 0,
         prefillMs: 0,
         decodeMs: 0,
         active: 0,

@@ -11,6 +11,7 @@ import {
   createTransformer,
   disposeTransformer,
   generate,
+  getWeights,
   initWeights,
   ShapeError,
   type Transformer,
@@ -269,10 +270,93 @@ describe('gpu/continuous-batching', () => {
 
   it('continuous-batching - leaves no tensors behind after serving', async () => {
     const before = tf.memory().numTensors
-    const batcher = new ContinuousBatcher(model, { maxBatch: 3 })
-    await Promise.all(prompts.map((p, i) => batcher.submit(Int32Array.from(p), { maxNewTokens: 7, seed: i })))
+    const plain = new ContinuousBatcher(model, { maxBatch: 3, prefixCacheTokens: 0 })
+    await Promise.all(prompts.map((p, i) => plain.submit(Int32Array.from(p), { maxNewTokens: 7, seed: i })))
     assert.equal(tf.memory().numTensors, before)
+    await plain.close()
+    // With the prefix cache, finished sequences' keys and values stay until close.
+    const cached = new ContinuousBatcher(model, { maxBatch: 3 })
+    await Promise.all(prompts.map((p, i) => cached.submit(Int32Array.from(p), { maxNewTokens: 7, seed: i })))
+    assert.equal(tf.memory().numTensors, before + prompts.length * 2 * config.layers)
+    cached.setModel(other, 1) // the old version's cache goes with its cohort
+    assert.equal(tf.memory().numTensors, before)
+    await cached.close()
+    assert.equal(tf.memory().numTensors, before)
+  })
+
+  it('continuous-batching - a cached prefix is not used when the gap it would leave could overrun the context', async () => {
+    const batcher = new ContinuousBatcher(model)
+    const first = await batcher.submit(Int32Array.from(prompts[0]!), { maxNewTokens: 3, temperature: 0 })
+    const next = [...prompts[0]!, ...first.tokens, 5] // extends the cached 9 tokens by 2
+    const fresh = Array.from({ length: 20 }, (_, k) => (k * 7) % 13) // widens the chunk to 20
+    const [b, c] = await Promise.all([
+      batcher.submit(Int32Array.from(next), { maxNewTokens: 40, temperature: 0 }),
+      batcher.submit(Int32Array.from(fresh), { maxNewTokens: 4, temperature: 0 }),
+    ])
+    const [bAlone] = await generate(model, [next], { maxNewTokens: 40, temperature: 0 })
+    const [cAlone] = await generate(model, [fresh], { maxNewTokens: 4, temperature: 0 })
+    assert.deepEqual(Array.from(b!.tokens), Array.from(bAlone!.tokens))
+    assert.equal(b!.tokens.length, 32 - next.length)
+    assert.deepEqual(Array.from(c!.tokens), Array.from(cAlone!.tokens))
+    assert.equal(batcher.stats().prefixHits, 0)
+    // Alone, the same request does start from the cached prefix.
+    const d = await batcher.submit(Int32Array.from(next), { maxNewTokens: 40, temperature: 0 })
+    assert.deepEqual(Array.from(d.tokens), Array.from(bAlone!.tokens))
+    assert.equal(batcher.stats().prefixHits, 1)
     await batcher.close()
-    assert.equal(tf.memory().numTensors, before)
+  })
+
+  it('continuous-batching - agent loops reuse cached prefixes with the same tokens and logprobs as a full pass', async () => {
+    const long = createTransformer({ ...config, contextLength: 64 }, { weights: await getWeights(model) })
+    const batcher = new ContinuousBatcher(long)
+    const uncached = new ContinuousBatcher(long, { prefixCacheTokens: 0 })
+    const loop = async (b: ContinuousBatcher, i: number) => {
+      const rng = createRng(50 + i)
+      const context = [...prompts[i]!]
+      const turns: { tokens: number[]; logprobs: number[]; from: number; temperature: number }[] = []
+      for (let turn = 0; turn < 3; turn++) {
+        const temperature = turn === 1 ? 0.8 : 0
+        const g = await b.submit(Int32Array.from(context), {
+          maxNewTokens: 3 + ((i + turn) % 4),
+          temperature,
+          seed: i * 10 + turn,
+        })
+        turns.push({
+          tokens: Array.from(g.tokens),
+          logprobs: Array.from(g.logprobs),
+          from: context.length,
+          temperature,
+        })
+        context.push(...g.tokens)
+        for (let k = 0; k < 1 + ((i * 3 + turn) % 5); k++) context.push(rng.int(13)) // a tool result
+      }
+      return { turns, context }
+    }
+    const withCache = await Promise.all(prompts.map((_, i) => loop(batcher, i)))
+    const without = await Promise.all(prompts.map((_, i) => loop(uncached, i)))
+    for (let i = 0; i < prompts.length; i++) {
+      assert.deepEqual(withCache[i]!.context, without[i]!.context, `loop ${i}`)
+      for (const t of withCache[i]!.turns) {
+        const seq = [...withCache[i]!.context.slice(0, t.from), ...t.tokens]
+        if (t.temperature > 0) {
+          const ref = await referenceLogprobs(long, seq, t.from, t.temperature)
+          for (let k = 0; k < ref.length; k++) assert.ok(Math.abs(ref[k]! - t.logprobs[k]!) < 1e-4)
+        } else {
+          const [alone] = await generate(long, [seq.slice(0, t.from)], {
+            maxNewTokens: t.tokens.length,
+            temperature: 0,
+          })
+          assert.deepEqual(t.tokens, Array.from(alone!.tokens))
+        }
+      }
+    }
+    const s = batcher.stats()
+    assert.ok(s.prefixHits >= 2 * prompts.length - 2, `prefix hits ${s.prefixHits}`)
+    assert.ok(s.prefixTokensSaved > 0)
+    assert.ok(s.prefillTokens < uncached.stats().prefillTokens)
+    assert.equal(uncached.stats().prefixHits, 0)
+    await batcher.close()
+    await uncached.close()
+    disposeTransformer(long)
   })
 })
