@@ -1,4 +1,4 @@
-import { BytePairEncoding, learnMerges, type MergePair } from './bpe.ts'
+import { BytePairEncoding, learnMerges, type MergePair, splitOnSeparators } from './bpe.ts'
 import { ConfigError, TemplateError } from './errors.ts'
 
 /**
@@ -196,19 +196,47 @@ export class Tokenizer {
 
 /**
  * A tokenizer for the task corpus: the default chat vocabulary plus `merges` byte-pair merges
- * learned from `texts` (`learnMerges`, special-token strings are boundaries). Deterministic: every
- * process that learns from the same texts gets the same tokenizer; still, learn once and share it
- * with `saveTokenizer` / `loadTokenizer`.
- * @param texts the corpus, e.g. expert trajectories rendered with `renderChat` and decoded.
- * @param merges how many merges at most (fewer when the corpus has no pair left occurring twice).
+ * learned from `corpus` (`learnMerges`). Each corpus entry is either
+ * - byte-level token ids (e.g. `renderChat(new Tokenizer(), messages, {tools}).ids`; preferred):
+ *   the plain text is exactly the runs between special ids, so text that the chat template encodes
+ *   as plain bytes (a `<tool_call>` string inside the system prompt) is learned as such; or
+ * - a string: special-token strings in it are boundaries.
+ * Deterministic: every process that learns from the same corpus gets the same tokenizer; still,
+ * learn once and share it with `saveTokenizer` / `loadTokenizer`.
+ * @param merges how many merges at most (fewer when no pair occurs twice any more).
+ * @returns a tokenizer with vocabulary `264 + merges learned`.
  * @throws ConfigError for a negative or non-integer `merges`.
  */
-export function learnTaskTokenizer(texts: readonly string[], merges: number): Tokenizer {
+export function learnTaskTokenizer(
+  corpus: readonly (string | ArrayLike<number>)[],
+  merges: number,
+): Tokenizer {
   const base = DEFAULT_TOKENIZER_SETTINGS
+  const texts: string[] = []
+  for (const entry of corpus) {
+    if (typeof entry === 'string') texts.push(...splitOnSeparators(entry, base.specialTokens))
+    else texts.push(...plainRuns(entry))
+  }
   const learned = learnMerges(texts, {
     merges,
     firstId: BYTE_VOCAB + base.specialTokens.length,
-    separators: base.specialTokens,
   })
   return new Tokenizer({ ...base, merges: learned })
+}
+
+/** The plain texts of byte-level ids: the decoded runs of byte ids between any other ids. */
+function plainRuns(ids: ArrayLike<number>): string[] {
+  const runs: string[] = []
+  let run: number[] = []
+  const flush = () => {
+    if (run.length) runs.push(utf8Decoder.decode(Uint8Array.from(run)))
+    run = []
+  }
+  for (let k = 0; k < ids.length; k++) {
+    const id = ids[k]!
+    if (id >= 0 && id < BYTE_VOCAB) run.push(id)
+    else flush()
+  }
+  flush()
+  return runs
 }

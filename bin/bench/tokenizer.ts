@@ -1,7 +1,8 @@
 /**
  * `triad bench tokenizer`: byte-pair merges learned from the expert corpus against the byte-level
  * base (0 merges). Learns merges from expert trajectories of every built-in task at every
- * difficulty (`learnSeeds` seeds each, error rate 0.2, success rate 0.9), then measures on held-out
+ * difficulty (`learnSeeds` seeds each, error rate 0.2, success rate 0.9; rendered with the byte-level
+ * tokenizer, `learnBytes` counts their ids, special tokens included), then measures on held-out
  * seeds: tokens per rendered trajectory (p50 / max, per task at its easiest difficulty and over all
  * difficulties), assistant (loss-masked) tokens, encode speed (cold: a fresh tokenizer; warm: its
  * chunk cache filled), and the time of SFT steps over the same held-out trajectories for the
@@ -65,12 +66,12 @@ export async function run(options: { quick?: boolean }) {
   // Corpus: learning seeds 0..learnSeeds-1; held-out seeds after them. Every difficulty level.
   const learnIdx = Array.from({ length: sizes.learnSeeds }, (_, i) => i)
   const testIdx = Array.from({ length: sizes.testSeeds }, (_, i) => 10_000 + i)
-  const learnTexts: string[] = []
+  const learnIds: Int32Array[] = []
   const held: { task: string; difficulty: number; easiest: boolean; t: Trajectory }[] = []
   for (const task of Object.values(tasks))
     for (let d = task.difficulty.min; d <= task.difficulty.max; d++) {
       for (const t of await expertTrajectories(task, d, learnIdx))
-        learnTexts.push(byte.decode(renderChat(byte, t.messages, { tools: t.tools }).ids))
+        learnIds.push(renderChat(byte, t.messages, { tools: t.tools }).ids)
       for (const t of await expertTrajectories(task, d, testIdx))
         held.push({ task: task.name, difficulty: d, easiest: d === task.difficulty.min, t })
     }
@@ -84,7 +85,7 @@ export async function run(options: { quick?: boolean }) {
   for (const merges of sizes.mergeCounts) {
     let tok: Tokenizer = byte
     const learn = await timed(() => {
-      tok = merges === 0 ? byte : learnTaskTokenizer(learnTexts, merges)
+      tok = merges === 0 ? byte : learnTaskTokenizer(learnIds, merges)
     })
     const rendered: RenderedChat[] = held.map((h) => renderChat(tok, h.t.messages, { tools: h.t.tools }))
     const perTask: Record<string, unknown> = {}
@@ -179,8 +180,8 @@ export async function run(options: { quick?: boolean }) {
     quick,
     corpus: {
       tasks: Object.keys(tasks),
-      learnTrajectories: learnTexts.length,
-      learnBytes: learnTexts.reduce((s, t) => s + Buffer.byteLength(t), 0),
+      learnTrajectories: learnIds.length,
+      learnBytes: learnIds.reduce((s, ids) => s + ids.length, 0),
       heldOutTrajectories: held.length,
       heldOutBytes: heldBytes,
       expert: { errorRate: 0.2, successRate: 0.9 },

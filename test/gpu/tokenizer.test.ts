@@ -186,6 +186,26 @@ describe('gpu/tokenizer', () => {
       assert.equal(learnTaskTokenizer(corpus, 0).vocabSize, 264)
     })
 
+    it('tokenizer - learning from byte-level ids splits at special ids only', () => {
+      // The tools line holds "<tool_call>" as plain bytes: learned from ids it is plain text to merge;
+      // learned from the decoded string it would be a boundary.
+      const messages: ChatMessage[] = [
+        { role: 'system', content: 'Call: <tool_call>{..}</tool_call>' },
+        { role: 'user', content: 'Go west.' },
+      ]
+      const ids = renderChat(tok, messages).ids
+      const fromIds = learnTaskTokenizer([ids, ids, ids], 200)
+      const fromText = learnTaskTokenizer(Array(3).fill(tok.decode(ids)), 200)
+      const system = renderChat(fromIds, messages.slice(0, 1)).ids
+      assert.ok(system.length < renderChat(fromText, messages.slice(0, 1)).ids.length)
+      assert.equal(fromIds.decode(system), tok.decode(renderChat(tok, messages.slice(0, 1)).ids))
+      // No merge spans a special id: the special ids stay single and in place.
+      assert.deepEqual(
+        [...renderChat(fromIds, messages).ids].filter((id) => fromIds.isSpecial(id)),
+        [...ids].filter((id) => tok.isSpecial(id)),
+      )
+    })
+
     it('tokenizer - malformed merges in settings are rejected', () => {
       const base = DEFAULT_TOKENIZER_SETTINGS
       assert.throws(() => new Tokenizer({ ...base, merges: [[97, tok.imEndId]] }), /not a byte/)
