@@ -16,6 +16,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   engine: () => import('../bench/engine.ts'),
   tokenizer: () => import('../bench/tokenizer.ts'),
   env: () => import('../bench/env.ts'),
+  'reward-judge': () => import('../bench/reward-judge.ts'),
 }
 
 export function registerBench(program: Command): void {

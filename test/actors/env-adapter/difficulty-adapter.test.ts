@@ -5,6 +5,7 @@ import {
   AdapterConfigError,
   AdaptGranularity,
   DifficultyAdapter,
+  DifficultyView,
   trajectorySuccess,
 } from '../../../actors/env-adapter/index.ts'
 
@@ -145,5 +146,22 @@ describe('actors/env-adapter/difficulty-adapter', () => {
       () => new DifficultyAdapter({ tasks: { t: { min: 2, max: 3, default: 1 } } }),
       /min <= default <= max/,
     )
+  })
+})
+
+describe('actors/env-adapter/difficulty-view', () => {
+  it('view - keeps the newest revision and answers per-instance levels with the task default', () => {
+    const v = new DifficultyView()
+    assert.equal(v.revision, -1)
+    assert.equal(v.levelFor('calc', 0), undefined)
+    assert.ok(v.update({ revision: 2, adaptive: true, tasks: { calc: { default: 1, levels: { '4': 3 } } } }))
+    assert.equal(v.levelFor('calc', 4), 3)
+    assert.equal(v.levelFor('calc', 5), 1)
+    assert.equal(v.levelFor('sql', 5), undefined)
+    assert.equal(
+      v.update({ revision: 1, adaptive: true, tasks: { calc: { default: 1, levels: {} } } }),
+      false,
+    )
+    assert.equal(v.levelFor('calc', 4), 3, 'an older message is ignored')
   })
 })
