@@ -120,6 +120,7 @@ async function tryTask(name: string, o: Record<string, string | boolean | undefi
     throw new CliError((e as Error).message, { cause: e })
   } finally {
     await (task as { pool?: () => { shutdown(): Promise<void> } }).pool?.().shutdown()
+    await (task as { close?: () => Promise<void> }).close?.()
   }
   process.stdout.write(o.json ? `${JSON.stringify(t, null, 2)}\n` : `${formatTrajectory(t)}\n`)
 }

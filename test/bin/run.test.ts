@@ -71,7 +71,7 @@ describe('bin/run', () => {
       prepareRun(file, { runsDir: runs, catalog }),
       (err: Error) =>
         err instanceof RecipeError &&
-        /tasks\[0\]\.name: unknown task 'chess'; valid tasks: calc, maze, sql/.test(err.message),
+        /tasks\[0\]\.name: unknown task 'chess'; valid tasks: calc, code, maze, sql/.test(err.message),
     )
     assert.equal(existsSync(runs), false)
   })
@@ -81,7 +81,7 @@ describe('bin/run', () => {
     const file = recipeFile(tmp(), 'chess2', "tasks: [{ name: 'calc' }, { name: 'chess' }]")
     await assert.rejects(
       prepareRun(file, { runsDir: runs }),
-      /tasks\[1\]\.name: unknown task 'chess'; valid tasks: calc, maze, sql/,
+      /tasks\[1\]\.name: unknown task 'chess'; valid tasks: calc, code, maze, sql/,
     )
     assert.equal(existsSync(runs), false)
   })

@@ -17,7 +17,7 @@ describe('actors/environment/instance', () => {
   })
 
   it('instance - train and eval instances never share content', () => {
-    for (const name of ['calc', 'maze', 'sql']) {
+    for (const name of ['calc', 'code', 'maze', 'sql']) {
       const task = getTask(name)
       const train = new Set<string>()
       for (let i = 0; i < 150; i++) {
@@ -42,6 +42,6 @@ describe('actors/environment/instance', () => {
   })
 
   it('instance - an unknown task name lists the valid names', () => {
-    assert.throws(() => getTask('chess'), /unknown task 'chess'; valid tasks: calc, maze, sql/)
+    assert.throws(() => getTask('chess'), /unknown task 'chess'; valid tasks: calc, code, maze, sql/)
   })
 })

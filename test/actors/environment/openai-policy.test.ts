@@ -122,6 +122,6 @@ describe('actors/environment/openai-policy - against a fake OpenAI-compatible en
     assert.match(llm.stdout, /assistant: Plan\.\n {2}-> calculator\(\{"expression":"2\*3"\}\)\n {2}<- 6\n/)
     const bad = await runTriad(['env', 'try', 'chess'])
     assert.equal(bad.code, 1)
-    assert.match(bad.stderr, /unknown task 'chess'; valid tasks: calc, maze, sql/)
+    assert.match(bad.stderr, /unknown task 'chess'; valid tasks: calc, code, maze, sql/)
   })
 })

@@ -1,0 +1,55 @@
+import type { RunCodeResponse } from '../../../protocols/index.ts'
+import {
+  DEFAULT_LIMITS,
+  LocalBackend,
+  runCode,
+  type SandboxBackend,
+  SandboxClient,
+} from '../../../sandboxes/index.ts'
+
+/**
+ * Where the `code` task runs Python: a sandbox over HTTP (`SandboxClient`, SandboxFusion's
+ * `/run_code`) or a sandbox backend in this process (`runCode` on a `LocalBackend` or
+ * `DockerBackend`). Both answer SandboxFusion responses.
+ */
+export interface CodeRunner {
+  /** Runs a Python program with a wall-clock limit in seconds. */
+  runPython(code: string, timeoutS: number): Promise<RunCodeResponse>
+  /** Releases the backend (a runner made by `defaultCodeRunner` owns one). */
+  close(): Promise<void>
+}
+
+/** A runner over a SandboxFusion-compatible HTTP sandbox. */
+export function httpCodeRunner(client: SandboxClient): CodeRunner {
+  return {
+    runPython: (code, timeoutS) => client.runCode({ code, language: 'python', run_timeout: timeoutS }),
+    close: async () => undefined,
+  }
+}
+
+/** A runner over a sandbox backend in this process; `owned` backends are closed with the runner. */
+export function backendCodeRunner(backend: SandboxBackend, owned = false): CodeRunner {
+  return {
+    async runPython(code, timeoutS) {
+      const out = await runCode({ code, language: 'python', run_timeout: timeoutS }, backend)
+      if (out.statusCode !== 200) throw new Error(`sandbox refused the run: ${JSON.stringify(out.body)}`)
+      return out.body as RunCodeResponse
+    },
+    close: async () => {
+      if (owned) await backend.close()
+    },
+  }
+}
+
+/**
+ * The default runner: the HTTP sandbox at `TRIAD_SANDBOX_URL` when set (checked at once, failing
+ * loudly), else a local backend (bubblewrap where installed) with two slots.
+ * @throws SandboxUnreachableError when `TRIAD_SANDBOX_URL` does not answer.
+ */
+export async function defaultCodeRunner(env: NodeJS.ProcessEnv = process.env): Promise<CodeRunner> {
+  const url = env.TRIAD_SANDBOX_URL
+  if (url) return httpCodeRunner(await SandboxClient.connect(url))
+  const backend = new LocalBackend({ limits: { ...DEFAULT_LIMITS, concurrency: 2 }, warn: () => undefined })
+  await backend.start()
+  return backendCodeRunner(backend, true)
+}
