@@ -47,13 +47,16 @@ export interface PipelineCheckpoint {
 
 /**
  * One line of `acks.jsonl` in the checkpoint directory: the audit trail of what the learner
- * acknowledged. `used` groups were trained on in steps the checkpoint of `version` holds;
- * `dropped` were acknowledged without training (staler than the bound, or already used).
+ * acknowledged, by stream sequence number. `used` groups were trained on in steps the
+ * checkpoint of `version` holds; `dropped` were acknowledged without training (staler than the
+ * bound, or malformed); `duplicates` were delivered again after being used (an acknowledgement
+ * lost in a reconnect) and skipped.
  */
 export interface AckRecord {
   version: number
   used: number[]
   dropped: number[]
+  duplicates: number[]
 }
 
 /** Reads the audit trail of a checkpoint directory. */
@@ -132,7 +135,12 @@ export class LearnerLoop {
     private readonly report: (values: Record<string, number>, version: number) => void,
     resumedFrom?: PipelineCheckpoint,
   ) {
-    this.skipSeqs = new Set(resumedFrom?.usedSeqs ?? [])
+    // Every group ever trained on, from the audit trail and the checkpoint being resumed: one
+    // whose acknowledgement was lost comes back, and is skipped instead of trained on twice.
+    this.skipSeqs = new Set([
+      ...(resumedFrom?.usedSeqs ?? []),
+      ...readAckRecords(settings.checkpointDir).flatMap((r) => r.used),
+    ])
     mkdirSync(settings.checkpointDir, { recursive: true })
   }
 
@@ -146,10 +154,11 @@ export class LearnerLoop {
     this.consumer.keepAlive(this.held)
     const use: TakenGroup[] = []
     const discard: TakenGroup[] = []
+    const duplicates: TakenGroup[] = []
     for (const t of taken) {
       if (this.skipSeqs.has(t.seq)) {
         this.counts.duplicatesSkipped++
-        discard.push(t)
+        duplicates.push(t)
       } else if (!fits(t.group, this.settings.maxTokens)) {
         this.counts.invalid++
         discard.push(t)
@@ -158,9 +167,14 @@ export class LearnerLoop {
         discard.push(t)
       } else use.push(t)
     }
-    if (discard.length) {
-      await this.consumer.ack(discard)
-      this.audit({ version: this.core.version, used: [], dropped: discard.map((t) => t.seq) })
+    if (discard.length || duplicates.length) {
+      await this.consumer.ack([...discard, ...duplicates])
+      this.audit({
+        version: this.core.version,
+        used: [],
+        dropped: discard.map((t) => t.seq),
+        duplicates: duplicates.map((t) => t.seq),
+      })
     }
     if (use.length === 0) return false
     const t0 = performance.now()
@@ -203,7 +217,7 @@ export class LearnerLoop {
     writeFileSync(tmp, JSON.stringify(record))
     renameSync(tmp, join(this.settings.checkpointDir, 'latest.json'))
     await this.consumer.ack(this.held)
-    this.audit({ version: this.core.version, used: record.usedSeqs, dropped: [] })
+    this.audit({ version: this.core.version, used: record.usedSeqs, dropped: [], duplicates: [] })
     for (const t of this.held) this.skipSeqs.add(t.seq)
     this.held = []
     return record

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -19,7 +19,10 @@ describe('e2e - triad run recipes/tiny.ts', () => {
     const { code } = await run.exited
     assert.equal(code, 0, run.stderr())
     const dir = String(created.dir)
-    assert.ok(run.stdout.some((l) => /stopping \(3 steps done\)/.test(l)), run.stdout.join('\n'))
+    assert.ok(
+      run.stdout.some((l) => /stopping \(3 steps done\)/.test(l)),
+      run.stdout.join('\n'),
+    )
 
     const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
       .split('\n')
@@ -34,7 +37,10 @@ describe('e2e - triad run recipes/tiny.ts', () => {
     // tiny.ts sends half the turns to the stale engine (rho 0.5): both kinds of engine served.
     assert.ok((rollout?.values['rollout/turns_fresh'] ?? 0) > 0, 'a fresh engine served turns')
     assert.ok((rollout?.values['rollout/turns_stale'] ?? 0) > 0, 'a stale engine served turns')
-    assert.ok(lines.some((l) => l.values['sft/loss'] !== undefined), 'the cold-start SFT reported its loss')
+    assert.ok(
+      lines.some((l) => l.values['sft/loss'] !== undefined),
+      'the cold-start SFT reported its loss',
+    )
 
     // Checkpoints, the ack audit trail, the evaluation table and the run log.
     const checkpoints = join(dir, 'checkpoints')
@@ -43,7 +49,9 @@ describe('e2e - triad run recipes/tiny.ts', () => {
     assert.ok(readAckRecords(checkpoints).some((r) => r.used.length > 0))
     const evals = readdirSync(join(dir, 'eval')).filter((f) => f.endsWith('.json'))
     assert.equal(evals.length, 1)
-    const table = JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')) as { rows: { checkpoint: string }[] }
+    const table = JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')) as {
+      rows: { checkpoint: string }[]
+    }
     assert.deepEqual([...new Set(table.rows.map((r) => r.checkpoint))].sort(), ['sft', 'step-2'])
     assert.ok(existsSync(join(dir, 'logs', 'learner.log')) && existsSync(join(dir, 'logs', 'rollout.log')))
   })

@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import {
+  connectNats,
+  type NatsServer,
+  type NatsTransport,
+  type NodeConfig,
+  ProcessSupervisor,
+  readAckRecords,
+  type SupervisedProcess,
+  startNatsServer,
+  streamManager,
+  trajectoryStreamName,
+} from '../../../actors/index.ts'
+import { MessageRegistry, MetricsReport } from '../../../protocols/index.ts'
+
+const triadBin = fileURLToPath(new URL('../../../bin/triad.ts', import.meta.url))
+
+/**
+ * Fault tests of the asynchronous pipeline with real processes: a learner process and a rollout
+ * process (environments, engine, agent loops) under a process supervisor, on a nats-server with
+ * JetStream on a store directory this test owns. Processes are killed with SIGKILL; the NATS server
+ * is killed and restarted on the same port and store.
+ */
+describe('actors/pipeline - faults with real processes', () => {
+  let nats: NatsServer
+  let watcher: NatsTransport
+  let supervisor: ProcessSupervisor
+  let learner: SupervisedProcess
+  let rollout: SupervisedProcess
+  const runDir = mkdtempSync(join(tmpdir(), 'triad-faults-'))
+  const run = 'faults'
+  let step = 0
+  const stepWaiters: { at: number; resolve: () => void }[] = []
+  /** Resolves when the learner reports a step >= `at` (an event from its metrics), or fails at the deadline. */
+  const untilStep = (at: number, timeoutMs: number) =>
+    new Promise<void>((resolve, reject) => {
+      if (step >= at) return resolve()
+      const timer = setTimeout(
+        () => reject(new Error(`learner did not reach step ${at} within ${timeoutMs} ms (at ${step})`)),
+        timeoutMs,
+      )
+      stepWaiters.push({
+        at,
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+      })
+    })
+
+  before(async () => {
+    nats = await startNatsServer({ storeDir: join(runDir, 'nats') })
+    const config: NodeConfig = {
+      run,
+      runDir,
+      seed: 3,
+      model: { layers: 1, width: 32, heads: 2, contextLength: 256 },
+      tasks: [{ name: 'calc', weight: 1 }],
+      sft: {
+        enabled: false,
+        episodesPerTask: 0,
+        errorRate: 0,
+        successRate: 1,
+        epochs: 1,
+        lr: 1e-3,
+        batchTokens: 1024,
+      },
+      rl: { groupSize: 2, lr: 1e-4, step: {} },
+      pipeline: {
+        mode: 'async',
+        freshEngines: 1,
+        staleEngines: 0,
+        rho: 0,
+        staleEvery: 1,
+        stalenessBound: 1_000,
+        minGroups: 1,
+        maxGroups: 4,
+        bufferGroups: 4,
+        concurrency: 4,
+        maxTurns: 2,
+        maxNewTokens: 16,
+        temperature: 1,
+        topP: 1,
+        checkpointEvery: 1,
+      },
+      maxSteps: 100_000,
+    }
+    const configFile = join(runDir, 'node-config.json')
+    writeFileSync(configFile, JSON.stringify(config))
+    watcher = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
+    watcher.subscribe(`triad.${run}.metrics.learner`, {
+      accepts: new MessageRegistry([MetricsReport]),
+      handler: (m) => {
+        step = Math.max(step, (m.payload as { step: number }).step)
+        for (const w of stepWaiters.splice(0))
+          if (step >= w.at) w.resolve()
+          else stepWaiters.push(w)
+      },
+    })
+    supervisor = new ProcessSupervisor({
+      maxRestarts: 10,
+      withinMs: 60_000,
+      backoff: { initialMs: 100, maxMs: 1_000, factor: 2 },
+      onLimit: 'stop',
+    })
+    const node = (role: string) =>
+      supervisor.start({
+        name: role,
+        command: process.execPath,
+        args: [
+          '--import',
+          'tsx',
+          triadBin,
+          'worker',
+          '--role',
+          role,
+          '--config',
+          configFile,
+          '--nats',
+          nats.url,
+          '--id',
+          role,
+        ],
+        logFile: join(runDir, `${role}.log`),
+        restart: 'transient',
+      })
+    learner = node('learner')
+    rollout = node('rollout')
+    await untilStep(2, 120_000)
+  })
+
+  after(async () => {
+    await supervisor?.stop()
+    await watcher?.close()
+    await nats?.stop()
+  })
+
+  it('faults - the rollout process killed mid-run is restarted and the learner keeps stepping', async () => {
+    const before = step
+    process.kill(rollout.pid()!, 'SIGKILL')
+    await untilStep(before + 3, 120_000)
+    assert.equal(rollout.restarts(), 1)
+  })
+
+  it('faults - the NATS server killed and restarted mid-run: the run goes on', async () => {
+    const before = step
+    await nats.kill()
+    await nats.restart()
+    await untilStep(before + 3, 120_000)
+  })
+
+  it('faults - the learner killed resumes from its checkpoint; no acknowledged group is used twice and none is lost', async () => {
+    const before = step
+    process.kill(learner.pid()!, 'SIGKILL')
+    await untilStep(before + 3, 120_000)
+    assert.equal(learner.restarts(), 1)
+    await supervisor.stop()
+
+    // Every group ever published is in exactly one place: acknowledged after training on it (in a
+    // checkpoint), acknowledged as dropped, or still in the stream waiting for a learner.
+    const records = readAckRecords(runDir + '/checkpoints')
+    const used = records.flatMap((r) => r.used)
+    const dropped = records.flatMap((r) => r.dropped)
+    const duplicates = records.flatMap((r) => r.duplicates)
+    assert.equal(new Set(used).size, used.length, 'a group was trained on in two checkpointed steps')
+    // A group delivered again after it was used (its ack lost in the NATS restart) was skipped.
+    for (const seq of duplicates)
+      assert.ok(used.includes(seq), `group ${seq} skipped as a duplicate but never used`)
+    for (const seq of dropped) assert.ok(!used.includes(seq), `group ${seq} both dropped and used`)
+    const jsm = await streamManager(watcher.nc)
+    const name = trajectoryStreamName(run)
+    const state = (await jsm.streams.info(name)).state
+    const remaining: number[] = []
+    for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
+      try {
+        await jsm.streams.getMessage(name, { seq })
+        remaining.push(seq)
+      } catch {}
+    }
+    const accounted = new Set([...used, ...dropped, ...remaining])
+    for (let seq = 1; seq <= state.last_seq; seq++) assert.ok(accounted.has(seq), `group ${seq} was lost`)
+    // The learner is stopped: what is left in the stream was never trained on, or was trained on
+    // and its ack lost (the next learner skips it as a duplicate).
+    assert.ok(used.length >= step - 1, `${used.length} groups used for ${step} steps`)
+  })
+})
