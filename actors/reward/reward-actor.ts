@@ -32,7 +32,7 @@ export const rewardReplies = new MessageRegistry([RewardJudged, RewardWeightsLoa
 export interface RewardActorOptions {
   /** The model (built by `init`, again after a restart, from these options). */
   model: RewardModelOptions
-  /** Judgements per step when a request names none; default 4. */
+  /** Judgements per step when a request names none; default 3 (the recipe default). */
   m?: number
   /** Base seed of the sampling when a request names none (then incremented per request); default 0. */
   seed?: number
@@ -54,7 +54,7 @@ export function rewardBehaviour(options: RewardActorOptions): Behaviour<RewardAc
         if (message.type === RewardJudge.type) {
           const p = message.payload as PayloadOf<typeof RewardJudge>
           const seed = p.seed ?? state.nextSeed++
-          const r = await state.rm.judge(p.steps, p.m ?? options.m ?? 4, seed)
+          const r = await state.rm.judge(p.steps, p.m ?? options.m ?? 3, seed)
           return RewardJudged.make({
             m: r.m,
             judgements: r.judgements,

@@ -21,17 +21,17 @@ export interface TriadSwitches {
   trainRewardModel: boolean
 }
 
-/** Everything on, lambda 1, m 4. */
+/** Everything on, lambda 0.5, m 3 (the recipe defaults, `recipes/recipe-schema.ts` TriadSchema, which a recipe's `triad` block fits as it is). */
 export const TRIAD_SWITCHES_DEFAULTS: Readonly<TriadSwitches> = Object.freeze({
   adaptiveTasks: true,
-  stepReward: Object.freeze({ enabled: true, lambda: 1, m: 4 }),
+  stepReward: Object.freeze({ enabled: true, lambda: 0.5, m: 3 }),
   trainRewardModel: true,
 })
 
 /** Every part off: plain outcome-reward GRPO on fixed tasks. */
 export const TRIAD_SWITCHES_OFF: Readonly<TriadSwitches> = Object.freeze({
   adaptiveTasks: false,
-  stepReward: Object.freeze({ enabled: false, lambda: 1, m: 4 }),
+  stepReward: Object.freeze({ enabled: false, lambda: 0.5, m: 3 }),
   trainRewardModel: false,
 })
 

@@ -82,7 +82,7 @@ describe('actors/reward/policy-step-reward', () => {
   it('switches - defaults, parsing, metrics and a clear error', () => {
     assert.deepEqual(parseTriadSwitches({ stepReward: { lambda: 0.3 } }), {
       adaptiveTasks: true,
-      stepReward: { enabled: true, lambda: 0.3, m: 4 },
+      stepReward: { enabled: true, lambda: 0.3, m: 3 },
       trainRewardModel: true,
     })
     assert.deepEqual(switchMetrics(off), {
