@@ -11,6 +11,7 @@ import {
   EnvWorkerStart,
   EnvWorkers,
   ErrorCode,
+  encodeEnvelope,
   errorReply,
   MessageRegistry,
   type Millis,
@@ -27,6 +28,7 @@ import {
   type Exposed,
   envelope,
   exposeActor,
+  type NatsTransport,
   type Served,
   systemClock,
   type Transport,
@@ -75,12 +77,26 @@ export interface EnvControllerCounts {
   lost_sessions: number
   /** Workers that went silent. */
   lost_workers: number
+  /** Requests in flight to a lost worker answered with an error by the controller. */
+  failed_in_flight: number
 }
+
+/** How far before a lost worker's last heartbeat its requests are failed (answered twice is harmless:
+ *  a caller that already has the worker's reply ignores the second). */
+const IN_FLIGHT_WINDOW_MS = 5_000
 
 interface SessionInfo {
   worker: string
   container?: string
   startedAt: Millis
+}
+
+/** What the controller's actor shares with its process: its state (for service stats) and the
+ *  hook that fails requests still in flight to a lost worker. */
+export interface ControllerView {
+  state?: ControllerState
+  /** Answers every request seen on the worker's subject since `since` with `message`; returns how many. */
+  failInFlight?: (worker: string, since: Millis, message: string) => number
 }
 
 interface ControllerState {
@@ -101,7 +117,7 @@ export const envControllerAccepts = new MessageRegistry([EnvStart, EnvList, EnvD
 export function envControllerBehaviour(
   transport: Transport,
   options: EnvControllerOptions,
-  view: { state?: ControllerState },
+  view: ControllerView,
 ): Behaviour<ControllerState> {
   const clock = options.clock ?? systemClock
   const timeoutMs = options.startTimeoutMs ?? 10_000
@@ -181,8 +197,21 @@ export function envControllerBehaviour(
     })
   }
 
-  const lose = async (s: ControllerState, worker: string, subject: string, silentMs: Millis) => {
+  const lose = async (
+    s: ControllerState,
+    worker: string,
+    subject: string,
+    silentMs: Millis,
+    lastSeen: Millis,
+  ) => {
     const lost = [...s.sessions].filter(([, i]) => i.worker === worker).map(([id]) => id)
+    // Requests the worker took but never answered fail now rather than at their deadlines.
+    s.counts.failed_in_flight +=
+      view.failInFlight?.(
+        worker,
+        lastSeen - IN_FLIGHT_WINDOW_MS,
+        `env worker '${worker}' was lost (no heartbeat for ${silentMs} ms); the request in flight failed`,
+      ) ?? 0
     for (const id of lost) await endSession(s, id)
     s.counts.lost_sessions += lost.length
     s.counts.lost_workers += 1
@@ -213,7 +242,14 @@ export function envControllerBehaviour(
         table: new WorkerTable(options.silentAfter ?? 3),
         sessions: new Map(),
         tombstones: new Map(),
-        counts: { started: 0, refused: 0, rerouted: 0, lost_sessions: 0, lost_workers: 0 },
+        counts: {
+          started: 0,
+          refused: 0,
+          rerouted: 0,
+          lost_sessions: 0,
+          lost_workers: 0,
+          failed_in_flight: 0,
+        },
       }
       view.state = state
       return state
@@ -236,7 +272,8 @@ export function envControllerBehaviour(
           return undefined
         }
         case TICK:
-          for (const w of s.table.newlySilent(now)) await lose(s, w.beat.worker, w.beat.subject, now - w.seen)
+          for (const w of s.table.newlySilent(now))
+            await lose(s, w.beat.worker, w.beat.subject, now - w.seen, w.seen)
           return undefined
         case EnvStart.type:
           return start(s, message.payload as PayloadOf<typeof EnvStart>)
@@ -314,6 +351,42 @@ function countsOf(s: ControllerState, options: EnvControllerOptions, now: Millis
   }
 }
 
+/**
+ * Over NATS, the controller also listens (without answering) to every request sent to a worker,
+ * keeping each request's reply subject for a few seconds, so that when the worker is lost the
+ * requests it took and never answered get an error reply at once instead of timing out.
+ */
+function watchWorkerRequests(transport: NatsTransport, run: string, clock: Clock, view: ControllerView) {
+  const recent = new Map<string, { reply: string; at: Millis }[]>()
+  const prefix = Subjects.envWorker(run, 'x').slice(0, -1)
+  const sub = transport.nc.subscribe(`${prefix}*`, {
+    callback: (_err, msg) => {
+      if (!msg.reply) return
+      const worker = msg.subject.slice(prefix.length)
+      const list = recent.get(worker) ?? []
+      const now = clock.now()
+      list.push({ reply: msg.reply, at: now })
+      // Keep a window of the last few seconds (bounded).
+      while (list.length > 0 && (list[0]!.at < now - 2 * IN_FLIGHT_WINDOW_MS || list.length > 50_000))
+        list.shift()
+      recent.set(worker, list)
+    },
+  })
+  view.failInFlight = (worker, since, message) => {
+    const list = recent.get(worker) ?? []
+    recent.delete(worker)
+    const bytes = encodeEnvelope(errorReply({ code: ErrorCode.Unavailable, message, details: { worker } }))
+    let n = 0
+    for (const r of list)
+      if (r.at >= since) {
+        transport.nc.publish(r.reply, bytes)
+        n += 1
+      }
+    return n
+  }
+  return sub
+}
+
 /** A running controller. */
 export interface EnvController {
   readonly ref: ActorRef
@@ -333,7 +406,11 @@ export async function startEnvController(
   options: EnvControllerOptions,
 ): Promise<EnvController> {
   const clock = options.clock ?? systemClock
-  const view: { state?: ControllerState } = {}
+  const view: ControllerView = {}
+  const sniffer =
+    transport.kind === 'nats'
+      ? watchWorkerRequests(transport as NatsTransport, options.run, clock, view)
+      : undefined
   await options.containers?.start()
   const ref = system.spawn('env-controller', envControllerBehaviour(transport, options, view), {
     concurrency: 1024,
@@ -373,6 +450,7 @@ export async function startEnvController(
       stopped = true
       clock.clearTimeout(timer)
       await beats.stop()
+      sniffer?.unsubscribe()
       for (const e of exposed) await e.stop()
       await ref.stop()
       await options.containers?.stop()

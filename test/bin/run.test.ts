@@ -71,7 +71,7 @@ describe('bin/run', () => {
       prepareRun(file, { runsDir: runs, catalog }),
       (err: Error) =>
         err instanceof RecipeError &&
-        /tasks\[0\]\.name: unknown task 'chess'; valid tasks: calc, code, maze, sql/.test(err.message),
+        /tasks\[0\]\.name: unknown task 'chess'; valid tasks: calc, maze, sql/.test(err.message),
     )
     assert.equal(existsSync(runs), false)
   })

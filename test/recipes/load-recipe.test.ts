@@ -48,7 +48,7 @@ describe('recipes/load-recipe', () => {
     const file = recipeFile("export default defineRecipe({ tasks: [{ name: 'calc' }, { name: 'chess' }] })")
     await assert.rejects(loadRecipe(file, { catalog }), {
       name: 'RecipeError',
-      message: `invalid recipe ${file}:\ntasks[1].name: unknown task 'chess'; valid tasks: calc, code, maze, sql`,
+      message: `invalid recipe ${file}:\ntasks[1].name: unknown task 'chess'; valid tasks: calc, maze, sql`,
     })
   })
 

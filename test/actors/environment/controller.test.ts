@@ -82,7 +82,7 @@ describe('actors/environment/controller - env workers in other OS processes over
         '--id',
         id,
         '--tasks',
-        'calc,maze',
+        'calc,maze,sql',
         '--capacity',
         '4',
         '--heartbeat-ms',
@@ -126,20 +126,49 @@ describe('actors/environment/controller - env workers in other OS processes over
   })
 
   it('controller - a worker killed mid-episode: its sessions fail before their deadlines, new sessions go to the survivor', async () => {
-    const s = [await start(), await start(), await start(), await start()]
-    const onA = s.filter((x) => x.worker === Subjects.envWorker(run, 'wa'))
-    assert.equal(onA.length, 2)
-    // Each session on wa is mid-episode: one step done.
-    for (const x of onA)
+    const A = Subjects.envWorker(run, 'wa')
+    const all = [await start(), await start()]
+    // An sql session on wa, for a request in flight when wa dies.
+    let sqlOnA: Started | undefined
+    while (!sqlOnA) {
+      const x = await start('sql')
+      all.push(x)
+      if (x.worker === A) sqlOnA = x
+    }
+    const onA = all.filter((x) => x.worker === A)
+    const onB = all.length - onA.length
+    // Each calc session on wa is mid-episode: one step done.
+    for (const x of onA.filter((y) => y !== sqlOnA))
       await request(
         x.worker,
         EnvInteract.make({ session: x.session, message: calls(['calculator', '{"expression":"1+1"}']) }),
       )
+    const deadlineMs = 10_000
+    const t0 = Date.now()
+    const slow = calls([
+      'execute_sql',
+      JSON.stringify({
+        query: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT COUNT(*) FROM c',
+      }),
+    ])
+    const inFlight = request(
+      sqlOnA.worker,
+      EnvInteract.make({ session: sqlOnA.session, message: slow }),
+      deadlineMs,
+    )
+    await client.nc.flush()
     workers.wa!.child.kill('SIGKILL')
     await workers.wa!.exited
-    const deadlineMs = 10_000
+    await assert.rejects(
+      inFlight,
+      (e: unknown) =>
+        e instanceof RemoteError &&
+        e.code === 'unavailable' &&
+        /'wa' was lost.*in flight failed/.test(e.message),
+    )
+    assert.ok(Date.now() - t0 < deadlineMs / 2, `in-flight failure took ${Date.now() - t0} ms`)
     for (const x of onA) {
-      const t0 = Date.now()
+      const t1 = Date.now()
       await assert.rejects(
         request(
           x.worker,
@@ -152,16 +181,17 @@ describe('actors/environment/controller - env workers in other OS processes over
           e.message.includes("env worker 'wa' was lost") &&
           e.message.includes(`session '${x.session}' failed`),
       )
-      assert.ok(Date.now() - t0 < deadlineMs / 2, `failure took ${Date.now() - t0} ms`)
+      assert.ok(Date.now() - t1 < deadlineMs / 2, `failure took ${Date.now() - t1} ms`)
     }
     const lost = lostEvents.find((e) => e.worker === 'wa')
     assert.deepEqual(lost?.sessions.sort(), onA.map((x) => x.session).sort())
     const w = await until((w) => w.workers.find((x) => x.worker === 'wa')?.state === 'silent', 'wa silent')
-    assert.equal(w.counts.lost_sessions, 2)
-    // wb holds 2 of 4; both new sessions go to it.
-    const more = [await start(), await start()]
+    assert.equal(w.counts.lost_sessions, onA.length)
+    assert.ok(w.counts.failed_in_flight! >= 1)
+    // The survivor takes every new session until it is full; then starts are refused with the reason.
+    const more: Started[] = []
+    for (let i = 0; i < 4 - onB; i++) more.push(await start())
     assert.ok(more.every((x) => x.worker === Subjects.envWorker(run, 'wb')))
-    // wb is full now: the next start is refused with the reason.
     await assert.rejects(
       start(),
       (e: unknown) =>
