@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { Svcm } from '@nats-io/services'
 import {
   type ActorSystem,
   connectNats,
@@ -208,5 +209,20 @@ describe('actors/environment/controller - env workers in other OS processes over
     const w = await list()
     assert.equal(w.workers.find((x) => x.worker === 'wb')?.state, 'draining')
     assert.ok(controller.counts().refused! >= 2)
+  })
+
+  it('controller - its counts show through the NATS Services API ($SRV.STATS)', async () => {
+    const svc = new Svcm(client.nc as never).client({ strategy: 'timer', maxWait: 500 })
+    const all = []
+    for await (const s of await svc.stats('env-controller')) all.push(s)
+    assert.equal(all.length, 1)
+    const data = all[0]!.endpoints![0]!.data as Record<string, number>
+    const mine = controller.counts()
+    assert.equal(data.started, mine.started)
+    assert.equal(data.lost_sessions, 2)
+    assert.equal(data.lost_workers, 1)
+    assert.equal(data.workers_silent, 1)
+    assert.equal(data.workers_draining, 1)
+    assert.ok(data.started! >= 10)
   })
 })
