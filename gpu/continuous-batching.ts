@@ -223,13 +223,19 @@ class RaggedStore {
     const cols: number[] = []
     for (let k = 0; k < len; k++) if (m[k]! > 0.5) cols.push(k)
     if (cols.length !== count) return undefined
-    const contiguous = cols[cols.length - 1]! - cols[0]! + 1 === count
+    // Real columns form a few contiguous runs (a cached prefix, then a gap, then the rest):
+    // slice each and join them (a gather over columns is far slower on the wasm backend).
+    const runs: [number, number][] = []
+    for (const c of cols) {
+      const last = runs[runs.length - 1]
+      if (last && last[1] === c) last[1] = c + 1
+      else runs.push([c, c + 1])
+    }
     return tf.tidy(() => {
-      const idx = contiguous ? undefined : tf.tensor1d(Int32Array.from(cols), 'int32')
       const part = (t: tf.Tensor3D) => {
         const hd = t.shape[2]
-        if (contiguous) return tf.slice(t, [row * h, cols[0]!, 0], [h, count, hd]) as tf.Tensor3D
-        return tf.gather(tf.slice(t, [row * h, 0, 0], [h, len, hd]), idx!, 1) as tf.Tensor3D
+        const pieces = runs.map(([a, b]) => tf.slice(t, [row * h, a, 0], [h, b - a, hd]) as tf.Tensor3D)
+        return pieces.length === 1 ? pieces[0]! : (tf.concat(pieces, 1) as tf.Tensor3D)
       }
       return {
         keys: this.keys.map((k) => part(k!)),

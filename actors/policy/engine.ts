@@ -64,8 +64,9 @@ export interface PolicyEngineOptions {
   /** Initial weights (version 0 until an announcement is taken); default `initWeights(modelConfig, seed)`. */
   weights?: WeightMap
   /**
-   * Seed of the default initial weights, and of the sampling seeds drawn for requests that carry
-   * none (so repeated prompts still get different samples); default 0.
+   * Seed of the default initial weights, and (mixed with `id`) of the sampling seeds drawn for
+   * requests that carry none, so repeated prompts and different engines get different samples;
+   * default 0.
    */
   seed?: number
   /** Model name in `weights.published` (`Subjects.weights(run, model)`); default `policy`. */
@@ -232,7 +233,7 @@ export async function startPolicyEngine(
         loaded: [version],
         skipped: 0,
         loadFailures: 0,
-        seeds: createRng((options.seed ?? 0) ^ 0x5eed),
+        seeds: createRng((options.seed ?? 0) ^ fnv1a(options.id)),
       }
       live = state
       notifyVersion(version)
@@ -399,4 +400,11 @@ async function defaultSource(transport: Transport, run: string): Promise<WeightS
       `a ${transport.kind} transport has no object store: pass a weightSource`,
     )
   return WeightStore.open(nc as Parameters<typeof WeightStore.open>[0], run)
+}
+
+/** 32-bit FNV-1a hash of a string (mixes the engine id into its request seeds). */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0
+  return h
 }
