@@ -128,6 +128,12 @@ interface Row {
    * cached prefix).
    */
   footprint: number
+  /**
+   * Finished and answered, but its cache row is kept until the next compaction (copying the cache
+   * to drop one row costs more on the wasm backend than carrying a few idle rows for some steps).
+   * Idle rows are fed a masked dummy token, so their cached keys stay exactly as they were.
+   */
+  dead: boolean
 }
 
 /**
@@ -232,9 +238,16 @@ class RaggedStore {
       else runs.push([c, c + 1])
     }
     return tf.tidy(() => {
+      // The row's block by gather (cost ~ its size), then columns from that small tensor: a slice
+      // of the big tensor copies all of it on the wasm backend.
+      const heads = tf.tensor1d(
+        Int32Array.from({ length: h }, (_, k) => row * h + k),
+        'int32',
+      )
       const part = (t: tf.Tensor3D) => {
         const hd = t.shape[2]
-        const pieces = runs.map(([a, b]) => tf.slice(t, [row * h, a, 0], [h, b - a, hd]) as tf.Tensor3D)
+        const block = tf.gather(t, heads, 0) as tf.Tensor3D
+        const pieces = runs.map(([a, b]) => tf.slice(block, [0, a, 0], [h, b - a, hd]) as tf.Tensor3D)
         return pieces.length === 1 ? pieces[0]! : (tf.concat(pieces, 1) as tf.Tensor3D)
       }
       return {
@@ -370,6 +383,9 @@ class StoreView extends KvCache {
   override dispose(): void {}
 }
 
+/** Rows of a cohort still generating. */
+const live = (c: { rows: readonly Row[] }) => c.rows.reduce((n, r) => n + (r.dead ? 0 : 1), 0)
+
 /** The sequences running on one model version. */
 interface Cohort {
   model: Transformer
@@ -466,7 +482,7 @@ export class ContinuousBatcher {
       ...this.counters,
       prefixHits: this.cohorts.reduce((s, c) => s + c.prefixes.hits, this.retiredPrefix.hits),
       prefixTokensSaved: this.cohorts.reduce((s, c) => s + c.prefixes.savedTokens, this.retiredPrefix.saved),
-      active: this.cohorts.reduce((s, c) => s + c.rows.length, 0),
+      active: this.cohorts.reduce((s, c) => s + live(c), 0),
       waiting: this.waiting.length,
       version: this.current.version,
     }
@@ -543,7 +559,7 @@ export class ContinuousBatcher {
     const err = new BatcherClosedError()
     for (const w of this.waiting.splice(0)) w.reject(err)
     for (const c of this.cohorts) {
-      for (const r of c.rows) r.request.reject(err)
+      for (const r of c.rows) if (!r.dead) r.request.reject(err)
       c.rows = []
       c.store.dispose()
       c.prefixes.dispose()
@@ -591,7 +607,7 @@ export class ContinuousBatcher {
 
   /** Rejects every request of a cohort after an unexpected failure and clears its cache. */
   private fail(cohort: Cohort, err: unknown): void {
-    for (const r of cohort.rows) r.request.reject(err)
+    for (const r of cohort.rows) if (!r.dead) r.request.reject(err)
     cohort.rows = []
     cohort.store.dispose()
   }
@@ -616,7 +632,7 @@ export class ContinuousBatcher {
    * Picks each one's first token and merges the chunk's cache into the cohort's.
    */
   private async admit(cohort: Cohort): Promise<void> {
-    const running = this.cohorts.reduce((s, c) => s + c.rows.length, 0)
+    const running = this.cohorts.reduce((s, c) => s + live(c), 0)
     const free = this.maxBatch - running
     if (free <= 0 || this.waiting.length === 0) return
     const { contextLength } = cohort.model.config
@@ -695,7 +711,7 @@ export class ContinuousBatcher {
     const rows: Row[] = batch.map((request, i) => {
       const cached = candidates[i]?.tokens.length ?? 0
       const footprint = cached > 0 ? cached + width : request.prompt.length
-      return { request, tokens: [], logprobs: [], total: request.prompt.length, footprint }
+      return { request, tokens: [], logprobs: [], total: request.prompt.length, footprint, dead: false }
     })
     const keep = this.sample(rows, data, cohort)
     this.remember(cohort, store, rows, keep)
@@ -724,32 +740,63 @@ export class ContinuousBatcher {
     })
   }
 
-  /** One batched forward pass feeding every row's last token; picks and retires. */
+  /**
+   * One batched forward pass feeding every live row's last token; picks, answers finished rows and
+   * compacts the cache once enough rows are idle.
+   */
   private async decode(cohort: Cohort): Promise<void> {
+    const { contextLength } = cohort.model.config
+    if (live(cohort) === 0 || cohort.store.length + 1 > contextLength) {
+      this.compact(cohort)
+      if (cohort.rows.length === 0) return
+    }
     const rows = cohort.rows
     const b = rows.length
     const ids = new Int32Array(b)
     const pos = new Int32Array(b)
+    const feed = new Float32Array(b)
     rows.forEach((r, i) => {
+      if (r.dead) return // token 0 at position 0, masked out of every later step
       ids[i] = r.tokens[r.tokens.length - 1]!
       pos[i] = r.total - 1 // index of the fed token in its own sequence
+      feed[i] = 1
     })
     const t0 = performance.now()
     const logits = tf.tidy(() =>
       forward(cohort.model, tf.tensor2d(ids, [b, 1], 'int32'), {
         positions: tf.tensor2d(pos, [b, 1], 'int32'),
+        attentionMask: tf.tensor2d(feed, [b, 1], 'float32'),
         cache: cohort.store.view(b),
         lastOnly: true,
       }),
     )
     const data = (await logits.data()) as Float32Array
     logits.dispose()
+    const liveRows = rows.filter((r) => !r.dead)
     this.counters.decodeSteps++
     this.counters.decodeMs += performance.now() - t0
-    this.counters.batchRows += b
-    for (const r of rows) r.footprint++
-    const keep = this.sample(rows, data, cohort)
-    if (keep.length === b) return
+    this.counters.batchRows += liveRows.length
+    for (const r of liveRows) r.footprint++
+    const { vocabSize } = cohort.model.config
+    const liveLogits = new Float32Array(liveRows.length * vocabSize)
+    let j = 0
+    rows.forEach((r, i) => {
+      if (!r.dead) liveLogits.set(data.subarray(i * vocabSize, (i + 1) * vocabSize), vocabSize * j++)
+    })
+    const going = new Set(this.sample(liveRows, liveLogits, cohort).map((k) => liveRows[k]!))
+    for (const r of liveRows) if (!going.has(r)) r.dead = true
+    const idle = rows.length - going.size
+    if (going.size === 0 || idle * 4 >= rows.length) this.compact(cohort)
+  }
+
+  /** Drops the idle rows of a cohort's cache (their keys go to the prefix cache first). */
+  private compact(cohort: Cohort): void {
+    const rows = cohort.rows
+    const keep: number[] = []
+    rows.forEach((r, i) => {
+      if (!r.dead) keep.push(i)
+    })
+    if (keep.length === rows.length) return
     this.remember(cohort, cohort.store, rows, keep)
     cohort.rows = keep.map((i) => rows[i]!)
     if (keep.length === 0) {

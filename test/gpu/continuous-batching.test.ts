@@ -284,6 +284,26 @@ describe('gpu/continuous-batching', () => {
     assert.equal(tf.memory().numTensors, before)
   })
 
+  it('continuous-batching - a finished row idles masked until compaction and its prefix is still exact', async () => {
+    const batcher = new ContinuousBatcher(model)
+    const reqs = Array.from({ length: 8 }, (_, i) => prompts[i % prompts.length]!.map((t) => (t + i) % 13))
+    const lengths = reqs.map((_, i) => (i === 0 ? 2 : 10))
+    const outs = await Promise.all(
+      reqs.map((p, i) => batcher.submit(Int32Array.from(p), { maxNewTokens: lengths[i]!, temperature: 0 })),
+    )
+    for (let i = 0; i < reqs.length; i++) {
+      const [alone] = await generate(model, [reqs[i]!], { maxNewTokens: lengths[i]!, temperature: 0 })
+      assert.deepEqual(Array.from(outs[i]!.tokens), Array.from(alone!.tokens))
+    }
+    const next = [...reqs[0]!, ...outs[0]!.tokens, 3]
+    const follow = await batcher.submit(Int32Array.from(next), { maxNewTokens: 5, temperature: 0 })
+    const [followAlone] = await generate(model, [next], { maxNewTokens: 5, temperature: 0 })
+    assert.deepEqual(Array.from(follow.tokens), Array.from(followAlone!.tokens))
+    assert.equal(batcher.stats().prefixHits, 1)
+    assert.equal(batcher.stats().prefixTokensSaved, reqs[0]!.length + 1)
+    await batcher.close()
+  })
+
   it('continuous-batching - a cached prefix is not used when the gap it would leave could overrun the context', async () => {
     const batcher = new ContinuousBatcher(model)
     const first = await batcher.submit(Int32Array.from(prompts[0]!), { maxNewTokens: 3, temperature: 0 })
