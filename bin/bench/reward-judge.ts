@@ -62,8 +62,11 @@ export async function run(options: { quick?: boolean }) {
   const generateMs = await timeIt(reps, () => generate(rm.model, repeated, { maxNewTokens: 1, seed: 1 }))
 
   log(`generate ${round(generateMs)} ms`)
-  const judged = await rm.judge(steps, m, 1)
-  const judgedSteps = steps.map((_, j) => ({
+  // Training on 4 steps (32 judgements): one row per judgement over ~300-token prompts is as much as
+  // the generic path fits in wasm memory (8 steps ran out of it).
+  const trainSteps = steps.slice(0, 4)
+  const judged = await rm.judge(trainSteps, m, 1)
+  const judgedSteps = trainSteps.map((_, j) => ({
     prompt: prompts[j]!,
     outcome: j % 2 ? 1 : -1,
     tokens: judged.tokens.subarray(j * m, (j + 1) * m),
@@ -82,8 +85,8 @@ export async function run(options: { quick?: boolean }) {
   )
   log(`train ${round(trainMs)} ms`)
   // The same judgements as an RlBatch: one row per judgement, prompt + verdict, right-padded.
-  const seqLen = Math.max(...prompts.map((p) => p.length)) + 1
-  const rows = steps.length * m
+  const seqLen = Math.max(...prompts.slice(0, trainSteps.length).map((p) => p.length)) + 1
+  const rows = trainSteps.length * m
   const rl: RlBatch = {
     batch: rows,
     seqLen,
@@ -125,6 +128,7 @@ export async function run(options: { quick?: boolean }) {
       speedup: round(generateMs / judgeMs),
     },
     train: {
+      steps: trainSteps.length,
       verdict_matrix_ms: round(trainMs),
       rl_step_rows_ms: round(rlMs),
       speedup: round(rlMs / trainMs),
