@@ -86,6 +86,8 @@ export interface PolicyEngineOptions {
   clock?: Clock
   /** Passed to the batcher (tests hold the loop with it). */
   stepGate?: ContinuousBatcherOptions['stepGate']
+  /** Prefill chunk budget and prefix-cache size of the batcher (see `ContinuousBatcherOptions`). */
+  batcher?: Pick<ContinuousBatcherOptions, 'prefillTokens' | 'prefixCacheTokens'>
   /** Where load failures are reported; default one line on stderr. */
   log?: (line: string) => void
 }
@@ -222,6 +224,7 @@ export async function startPolicyEngine(
       const version = initial?.version ?? 0
       const state: EngineState = {
         batcher: new ContinuousBatcher(model, {
+          ...options.batcher,
           maxBatch: options.maxBatch,
           version,
           onModelRetired: (m) => disposeTransformer(m),

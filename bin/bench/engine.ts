@@ -6,7 +6,9 @@
  * An agent loop here is `turns` generate calls on a growing context: the prompt, then after every
  * turn the generated tokens plus a stand-in tool result of `toolTokens` random tokens. Prompts start
  * at 48 to 96 tokens; each turn asks for `maxNewTokens` tokens at temperature 1 (no stop token, so
- * every request costs the same in both modes).
+ * every request costs the same in both modes). Both modes use the prefix cache (an agent loop's
+ * next turn prefills only its new suffix); a third measurement repeats the 64 loops on an engine
+ * without it.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -72,17 +74,28 @@ export async function run(options: { nats?: string; quick?: boolean }) {
   const engineSide = await connectNats({ servers: url, run: runId, role: 'policy', id: 'bench' })
   const loopSide = await connectNats({ servers: url, run: runId, role: 'rollout', id: 'bench' })
   const system = startActorSystem({ name: 'bench-engine' })
-  const engine = await startPolicyEngine(system, engineSide, {
+  // Two engines with the same weights: the default one (prefix cache on) serves both main modes;
+  // the stale-subject one has no prefix cache, to show what batching alone gives.
+  const engineOptions = {
     run: runId,
-    id: 'bench',
     modelConfig,
     seed: 1,
     maxBatch: 64,
     metricsIntervalMs: 0,
     loadLatest: false,
+  }
+  const engine = await startPolicyEngine(system, engineSide, { ...engineOptions, id: 'bench' })
+  const plainEngine = await startPolicyEngine(system, engineSide, {
+    ...engineOptions,
+    id: 'plain',
+    stale: true,
+    batcher: { prefixCacheTokens: 0 },
   })
   await engineSide.flush()
-  const policy = remoteActor(loopSide, Subjects.policyFresh(runId), { replies: policyReplies })
+  const cached = remoteActor(loopSide, Subjects.policyFresh(runId), { replies: policyReplies })
+  const plain = remoteActor(loopSide, Subjects.policyStale(runId), { replies: policyReplies })
+  let policy = cached
+  let serving = engine
   const vocab = modelConfig.vocabSize
 
   /** One agent loop; returns tokens generated and per-call latencies. */
@@ -117,7 +130,7 @@ export async function run(options: { nats?: string; quick?: boolean }) {
     turns = settings.turns,
     maxNewTokens = settings.maxNewTokens,
   ): Promise<ModeResult> => {
-    const before = engine.stats()
+    const before = serving.stats()
     const latencies: number[] = []
     let next = 0
     let tokens = 0
@@ -131,7 +144,7 @@ export async function run(options: { nats?: string; quick?: boolean }) {
       }),
     )
     const seconds = (performance.now() - t0) / 1000
-    const after = engine.stats()
+    const after = serving.stats()
     const steps = after.decodeSteps - before.decodeSteps
     const prefillMs = after.prefillMs - before.prefillMs
     const decodeMs = after.decodeMs - before.decodeMs
@@ -157,7 +170,11 @@ export async function run(options: { nats?: string; quick?: boolean }) {
     await measure(2, 1, 10_000, 1, 8)
     await measure(64, 64, 20_000, 1, 8)
     const oneAtATime = await measure(settings.sequentialLoops, 1, 0)
-    const shared = await measure(settings.concurrentLoops, settings.concurrentLoops, 0)
+    const shared = await measure(settings.concurrentLoops, settings.concurrentLoops, 100)
+    policy = plain
+    serving = plainEngine
+    await measure(64, 64, 20_000, 1, 8)
+    const sharedNoPrefix = await measure(settings.concurrentLoops, settings.concurrentLoops, 100)
     return {
       benchmark: 'engine',
       backend: backend.name,
@@ -165,10 +182,15 @@ export async function run(options: { nats?: string; quick?: boolean }) {
       settings,
       one_at_a_time: oneAtATime,
       continuous_batching_64: shared,
+      continuous_batching_64_without_prefix_cache: sharedNoPrefix,
       speedup_tokens_per_s: Number((shared.tokens_per_s / oneAtATime.tokens_per_s).toFixed(2)),
+      speedup_without_prefix_cache: Number(
+        (sharedNoPrefix.tokens_per_s / oneAtATime.tokens_per_s).toFixed(2),
+      ),
     }
   } finally {
     await engine.stop()
+    await plainEngine.stop()
     await system.stop()
     await loopSide.close()
     await engineSide.close()
