@@ -206,8 +206,11 @@ export async function startPolicyEngine(
   const behaviour: Behaviour<EngineState> = {
     init: async () => {
       let initial: WeightsAnnouncement | undefined
-      if ((options.loadLatest ?? true) && source.latest)
+      if ((options.loadLatest ?? true) && source.latest) {
+        // A stale engine prefers the newest multiple of staleEvery; if that was pruned, the newest.
         initial = await source.latest(modelName, (v) => !stale || v % staleEvery === 0).catch(() => undefined)
+        if (!initial && stale) initial = await source.latest(modelName, () => true).catch(() => undefined)
+      }
       const weights = initial ? await source.load(initial).catch(() => undefined) : undefined
       if (!weights) initial = undefined
       let model: Transformer

@@ -339,6 +339,23 @@ describe('actors/policy/engine - policy engines over NATS', () => {
     assert.equal(r.version, 20)
     assert.deepEqual(Array.from(r.tokens), await greedy(spread(20), [3, 4, 5], 5))
     await engine.stop()
+    // Stale engines start on the newest stored multiple of staleEvery, else on the newest.
+    for (const [k, expected] of [
+      [7, 14],
+      [9, 20],
+    ] as const) {
+      const stale = await startPolicyEngine(system, server, {
+        run: RUN,
+        id: `d-stale-${k}`,
+        stale: true,
+        staleEvery: k,
+        modelConfig: config,
+        metricsIntervalMs: 0,
+      })
+      await within(stale.whenVersion(expected), 10_000, `stored version ${expected}`)
+      assert.equal((await ask(Subjects.policyStale(RUN), [3, 4, 5], 2)).version, expected)
+      await stale.stop()
+    }
     await assert.rejects(
       startPolicyEngine(system, server, {
         run: RUN,
