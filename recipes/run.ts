@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import {
   appendRunLog,
   connectNats,
@@ -11,8 +10,10 @@ import {
   ProcessSupervisor,
   type RunDir,
   readLatestCheckpoint,
+  type SupervisedProcess,
   startMetricsSink,
   startNatsServer,
+  startNodeProcesses,
   writeEvalResult,
 } from '../actors/index.ts'
 import { chooseBackend, loadCheckpoint } from '../gpu/index.ts'
@@ -41,8 +42,6 @@ export interface RunSummary {
   evalFile?: string
   metricsLines: number
 }
-
-const triadBin = fileURLToPath(new URL('../bin/triad.ts', import.meta.url))
 
 /**
  * Runs a recipe end to end in `runDir`: a learner process (cold-start SFT, then GRPO-TCR) and a
@@ -101,29 +100,11 @@ export async function startRun(
       log(`${e.name} (pid ${e.pid}) exited (${e.signal ?? e.code}); restarting`)
     if (e.type === 'gave-up') log(`${e.name} failed too often; giving up on it`)
   })
-  const node = (role: 'learner' | 'rollout') =>
-    supervisor.start({
-      name: role,
-      command: process.execPath,
-      args: [
-        '--import',
-        'tsx',
-        triadBin,
-        'worker',
-        '--role',
-        role,
-        '--config',
-        configFile,
-        '--nats',
-        url!,
-        '--id',
-        role,
-      ],
-      logFile: join(dir.logsDir, `${role}.log`),
-      restart: role === 'learner' ? 'transient' : 'permanent',
-    })
-  const learner = node('learner')
-  const rollout = node('rollout')
+  const { learner, rollout } = startNodeProcesses(supervisor, ['learner', 'rollout'], {
+    configFile,
+    nats: url,
+    logsDir: dir.logsDir,
+  }) as Record<'learner' | 'rollout', SupervisedProcess>
   log(`learner pid ${learner.pid()}, rollout pid ${rollout.pid()}; logs in ${dir.logsDir}`)
 
   const budgetMs = recipe.budget.maxMinutes ? recipe.budget.maxMinutes * 60_000 : undefined

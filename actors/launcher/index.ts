@@ -1,4 +1,5 @@
 export * from './errors.ts'
 export * from './free-port.ts'
 export * from './nats-server.ts'
+export * from './node-processes.ts'
 export * from './process-supervisor.ts'

@@ -108,6 +108,8 @@ export function oldestVersion(group: TrajectoryGroupPayload): number {
  * sequence and skipped).
  */
 export class LearnerLoop {
+  /** Groups taken and checked, waiting for the minimum to be reached. */
+  private readonly ready: TakenGroup[] = []
   /** Groups used in steps since the last checkpoint (not yet acknowledged). */
   private held: TakenGroup[] = []
   private readonly skipSeqs: Set<number>
@@ -146,13 +148,15 @@ export class LearnerLoop {
 
   /** Takes ready groups and runs one step; returns false when no group came within `waitMs`. */
   async runOnce(): Promise<boolean> {
+    const want = this.settings.minGroups - this.ready.length
     const taken = await this.consumer.take(
-      this.settings.minGroups,
-      this.settings.maxGroups,
+      Math.max(1, want),
+      Math.max(1, this.settings.maxGroups - this.ready.length),
       this.settings.waitMs,
     )
     this.consumer.keepAlive(this.held)
-    const use: TakenGroup[] = []
+    this.consumer.keepAlive(this.ready)
+    const use: TakenGroup[] = this.ready.splice(0)
     const discard: TakenGroup[] = []
     const duplicates: TakenGroup[] = []
     for (const t of taken) {
@@ -176,7 +180,11 @@ export class LearnerLoop {
         duplicates: duplicates.map((t) => t.seq),
       })
     }
-    if (use.length === 0) return false
+    // Fewer than the minimum ready (the wait timed out): keep them and wait for more.
+    if (use.length < this.settings.minGroups) {
+      this.ready.push(...use)
+      return false
+    }
     const t0 = performance.now()
     const stalenessValues = use.map((t) => this.core.version - oldestVersion(t.group))
     const metrics = await this.core.step(use.map((t) => t.group))

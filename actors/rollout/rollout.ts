@@ -10,6 +10,10 @@ export interface TaskMixEntry {
   weight: number
   /** Difficulty level; the env adapter may change it while the run goes. */
   difficulty?: number
+  /** Most assistant turns of this task's episodes (the episode settings' `maxTurns` when absent). */
+  maxTurns?: number
+  /** Most tokens per turn for this task (the episode settings' `maxNewTokens` when absent). */
+  maxNewTokens?: number
 }
 
 /** Settings of the rollout side. */
@@ -41,7 +45,7 @@ export interface RolloutStats {
   retried: number
   generatedTokens: number
   /** Per task: finished episodes, successes, summed outcome reward. */
-  perTask: Record<string, { episodes: number; successes: number; reward: number }>
+  perTask: Record<string, { episodes: number; successes: number; reward: number; tokens: number }>
   /** Turns made by stale engines / all turns. */
   staleTurns: number
   turns: number
@@ -108,7 +112,7 @@ export class RolloutDriver {
     const startedVersion = this.version()
     const results = await Promise.all(
       Array.from({ length: this.settings.groupSize }, (_, i) =>
-        this.episodeWithRetry(task.name, seed, difficulty, n * 64 + i),
+        this.episodeWithRetry(task, seed, difficulty, n * 64 + i),
       ),
     )
     const samples = results.filter((r): r is Trajectory => r !== undefined)
@@ -128,11 +132,17 @@ export class RolloutDriver {
   }
 
   private async episodeWithRetry(
-    task: string,
+    entry: TaskMixEntry,
     seed: number,
     difficulty: number | undefined,
     samplingSeed: number,
   ): Promise<Trajectory | undefined> {
+    const task = entry.name
+    const episode = {
+      ...this.settings.episode,
+      ...(entry.maxTurns ? { maxTurns: entry.maxTurns } : {}),
+      ...(entry.maxNewTokens ? { maxNewTokens: entry.maxNewTokens } : {}),
+    }
     let lastError: unknown
     for (let attempt = 0; attempt < Math.max(1, this.settings.attempts); attempt++) {
       if (attempt > 0) this.stats.retried++
@@ -140,7 +150,7 @@ export class RolloutDriver {
         const ep = await runEpisode(
           this.deps,
           { task, seed, difficulty, split: this.settings.split ?? 'train' },
-          this.settings.episode,
+          episode,
           samplingSeed + attempt * 7919,
         )
         const t = ep.trajectory
@@ -148,9 +158,10 @@ export class RolloutDriver {
         this.stats.generatedTokens += ep.generatedTokens
         this.stats.turns += t.turns
         this.stats.staleTurns += t.stale_turns
-        this.stats.perTask[task] ??= { episodes: 0, successes: 0, reward: 0 }
+        this.stats.perTask[task] ??= { episodes: 0, successes: 0, reward: 0, tokens: 0 }
         const pt = this.stats.perTask[task]
         pt.episodes++
+        pt.tokens += ep.generatedTokens
         pt.successes += t.metrics.success ?? 0
         pt.reward += t.reward
         return t
@@ -220,6 +231,7 @@ export class RolloutDriver {
       out[`rollout/success/${task}`] = t.episodes ? t.successes / t.episodes : 0
       out[`rollout/reward/${task}`] = t.episodes ? t.reward / t.episodes : 0
       out[`rollout/episodes/${task}`] = t.episodes
+      out[`rollout/generated_tokens_mean/${task}`] = t.episodes ? t.tokens / t.episodes : 0
     }
     s.perTask = {}
     return out

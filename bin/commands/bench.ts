@@ -10,6 +10,7 @@ type BenchModule = { run(options: Record<string, unknown>): Promise<unknown> }
 /** Registered benchmarks, by name. Loaded lazily so `triad --help` stays fast. */
 const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   messaging: () => import('../bench/messaging.ts'),
+  pipeline: () => import('../bench/pipeline.ts'),
   model: () => import('../bench/model.ts'),
   'rl-step': () => import('../bench/rl-step.ts'),
   sandbox: () => import('../bench/sandbox.ts'),
@@ -27,6 +28,7 @@ export function registerBench(program: Command): void {
     .option('--nats <url>', 'NATS server URL (benchmarks that need one start their own otherwise)')
     .option('--quick', 'a short run, for smoke tests')
     .option('--soak <seconds>', 'sandbox: also run 128 callers for this many seconds per backend')
+    .option('--seconds <n>', 'pipeline: seconds measured per mode (default 90)')
     .allowUnknownOption(false)
     .action(async (name: string, options: Record<string, unknown>) => {
       const load = benches[name]

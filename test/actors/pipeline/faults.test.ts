@@ -3,7 +3,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import {
   connectNats,
   type NatsServer,
@@ -13,12 +12,11 @@ import {
   readAckRecords,
   type SupervisedProcess,
   startNatsServer,
+  startNodeProcesses,
   streamManager,
   trajectoryStreamName,
 } from '../../../actors/index.ts'
 import { MessageRegistry, MetricsReport } from '../../../protocols/index.ts'
-
-const triadBin = fileURLToPath(new URL('../../../bin/triad.ts', import.meta.url))
 
 /**
  * Fault tests of the asynchronous pipeline with real processes: a learner process and a rollout
@@ -108,29 +106,11 @@ describe('actors/pipeline - faults with real processes', () => {
       backoff: { initialMs: 100, maxMs: 1_000, factor: 2 },
       onLimit: 'stop',
     })
-    const node = (role: string) =>
-      supervisor.start({
-        name: role,
-        command: process.execPath,
-        args: [
-          '--import',
-          'tsx',
-          triadBin,
-          'worker',
-          '--role',
-          role,
-          '--config',
-          configFile,
-          '--nats',
-          nats.url,
-          '--id',
-          role,
-        ],
-        logFile: join(runDir, `${role}.log`),
-        restart: 'transient',
-      })
-    learner = node('learner')
-    rollout = node('rollout')
+    ;({ learner, rollout } = startNodeProcesses(supervisor, ['learner', 'rollout'], {
+      configFile,
+      nats: nats.url,
+      logsDir: runDir,
+    }) as Record<'learner' | 'rollout', SupervisedProcess>)
     await untilStep(2, 120_000)
   })
 

@@ -1,0 +1,50 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { ProcessSupervisor, SupervisedProcess } from './process-supervisor.ts'
+
+const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
+
+/** Where the node processes of a run find their config and their NATS server. */
+export interface NodeProcessOptions {
+  /** The run's `node-config.json`. */
+  configFile: string
+  /** NATS server URL(s). */
+  nats: string
+  /** Each process appends its output to `<logsDir>/<role>.log`. */
+  logsDir: string
+}
+
+/**
+ * Starts one `triad worker --role <role>` process per role under `supervisor` (the default
+ * layout of a run: `learner` and `rollout` in two processes, so both cores work). The learner is
+ * `transient` (its clean exit at the step budget ends the run); the others are `permanent`.
+ */
+export function startNodeProcesses(
+  supervisor: ProcessSupervisor,
+  roles: readonly string[],
+  options: NodeProcessOptions,
+): Record<string, SupervisedProcess> {
+  const out: Record<string, SupervisedProcess> = {}
+  for (const role of roles)
+    out[role] = supervisor.start({
+      name: role,
+      command: process.execPath,
+      args: [
+        '--import',
+        'tsx',
+        triadBin,
+        'worker',
+        '--role',
+        role,
+        '--config',
+        options.configFile,
+        '--nats',
+        options.nats,
+        '--id',
+        role,
+      ],
+      logFile: join(options.logsDir, `${role}.log`),
+      restart: role === 'learner' ? 'transient' : 'permanent',
+    })
+  return out
+}
