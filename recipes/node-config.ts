@@ -18,6 +18,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
     runDir: dir.path,
     seed: recipe.seed,
     backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
+    tokenizerMerges: recipe.model.merges,
     model: {
       layers: recipe.model.layers,
       width: recipe.model.width,

@@ -54,6 +54,11 @@ export const ModelSchema = z.strictObject({
   heads: int(1).default(4),
   /** Longest sequence, tokens: prompt, every turn and tool result (default 1024). */
   contextLength: int(16).default(1024),
+  /**
+   * Byte-pair merges learned from the expert corpus on top of the byte-level tokenizer (default
+   * 512: about 3 times fewer tokens per trajectory; 0 keeps bytes only).
+   */
+  merges: int(0).default(512),
   /** Tensor backend: `auto` picks the best available (tfjs-node-gpu, tfjs-node, wasm, cpu). */
   backend: z.union([z.literal('auto'), z.enum(BackendName)]).default('auto'),
 })

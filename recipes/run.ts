@@ -60,9 +60,6 @@ export async function startRun(
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
   const maxSteps = recipe.budget.maxSteps ?? 1_000_000
   const config = nodeConfigOf(recipe, dir, maxSteps)
-  const configFile = join(dir.path, 'node-config.json')
-  writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`)
-
   let server: NatsServer | undefined
   let url = options.nats
   if (!url) {
@@ -82,6 +79,9 @@ export async function startRun(
     role: 'run',
     id: String(process.pid),
   })
+  const configFile = join(dir.path, 'node-config.json')
+  writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`)
+
   let metricsLines = 0
   let step = 0
   const sink = startMetricsSink(transport, {
@@ -153,16 +153,16 @@ async function evaluateRun(
   ]
   const rows: Record<string, string | number>[] = []
   for (const c of candidates) {
-    let model: Awaited<ReturnType<typeof loadCheckpoint>>['model']
+    let loaded: Awaited<ReturnType<typeof loadCheckpoint>>
     try {
-      model = (await loadCheckpoint(c.path)).model
+      loaded = await loadCheckpoint(c.path)
     } catch {
       continue
     }
     log(
       `evaluating ${c.name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
     )
-    const result = await evaluatePolicy(model, {
+    const result = await evaluatePolicy(loaded.model, loaded.tokenizer, {
       tasks: recipe.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
       k: recipe.evaluation.k,
       instances: recipe.evaluation.instancesPerTask,

@@ -1,4 +1,4 @@
-import { avgAtK, ContinuousBatcher, passAtKOver, Tokenizer, type Transformer } from '../../gpu/index.ts'
+import { avgAtK, ContinuousBatcher, passAtKOver, type Tokenizer, type Transformer } from '../../gpu/index.ts'
 import { getTask, playEpisode } from '../environment/index.ts'
 import { ModelPolicy } from './model-policy.ts'
 
@@ -43,13 +43,14 @@ export interface EvaluationRow {
 
 /**
  * avg@k and pass@k on the held-out split: k sampled episodes of each of `instances` eval
- * instances per task, all played at once through one continuous batcher.
+ * instances per task, all played at once through one continuous batcher. `tokenizer` must be the
+ * one the model was trained with (a checkpoint's `tokenizer.json`).
  */
 export async function evaluatePolicy(
   model: Transformer,
+  tokenizer: Tokenizer,
   settings: EvaluationSettings,
 ): Promise<EvaluationRow[]> {
-  const tokenizer = new Tokenizer()
   const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })
   const total = settings.tasks.length * settings.instances * settings.k
   let done = 0

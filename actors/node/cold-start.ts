@@ -1,60 +1,94 @@
 import {
   AdamW,
+  learnTaskTokenizer,
   type RenderedChat,
   renderChat,
   type SftLogRecord,
   sftStepCount,
-  type Tokenizer,
+  Tokenizer,
   type Transformer,
   trainSft,
   warmupCosine,
 } from '../../gpu/index.ts'
+import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import type { NodeConfig } from './config.ts'
 
+/** One expert episode: the conversation and the tools it had. */
+export interface ExpertEpisode {
+  messages: ChatMessage[]
+  tools: ToolSchema[]
+}
+
 /**
- * Expert trajectories for the cold-start SFT (DemyAgent, arXiv 2510.11701): real end-to-end
- * episodes of the scripted experts, mistakes and recoveries included, rendered with the chat
- * template (loss on assistant tokens only). An episode longer than the context is cut to its
- * first `contextLength + 1` tokens (its first turns still teach the format and the first moves).
+ * Real end-to-end episodes of the scripted experts (DemyAgent, arXiv 2510.11701: mistakes and
+ * recoveries included), `count` per task of the mix, seeded from the run's seed. They are the
+ * cold-start SFT data and the corpus the run's byte-pair merges are learned from.
  */
-export async function expertExamples(
-  config: NodeConfig,
-  tokenizer: Tokenizer,
-  contextLength: number,
-): Promise<{ examples: RenderedChat[]; truncated: number }> {
-  const examples: RenderedChat[] = []
-  let truncated = 0
+export async function playExperts(config: NodeConfig, count: number): Promise<ExpertEpisode[]> {
+  const out: ExpertEpisode[] = []
   for (const entry of config.tasks) {
     const task = getTask(entry.name)
-    for (let i = 0; i < config.sft.episodesPerTask; i++) {
+    for (let i = 0; i < count; i++) {
       const seed = config.seed * 7919 + i
       const t = await playExpert(
         task,
         { difficulty: entry.difficulty, split: 'train', randomSeed: seed },
         { errorRate: config.sft.errorRate, successRate: config.sft.successRate, seed },
       )
-      const chat = renderChat(tokenizer, t.messages, { tools: t.tools })
-      if (chat.ids.length > contextLength + 1) {
-        truncated++
-        examples.push({
-          ids: chat.ids.slice(0, contextLength + 1),
-          lossMask: chat.lossMask.slice(0, contextLength + 1),
-        })
-      } else examples.push(chat)
+      out.push({ messages: t.messages, tools: t.tools })
     }
   }
+  return out
+}
+
+/**
+ * Expert episodes rendered with the chat template (loss on assistant tokens only). An episode
+ * longer than the context is cut to its first `contextLength + 1` tokens (its first turns still
+ * teach the format and the first moves).
+ */
+export function expertExamples(
+  episodes: readonly ExpertEpisode[],
+  tokenizer: Tokenizer,
+  contextLength: number,
+): { examples: RenderedChat[]; truncated: number } {
+  const examples: RenderedChat[] = []
+  let truncated = 0
+  for (const t of episodes) {
+    const chat = renderChat(tokenizer, t.messages, { tools: t.tools })
+    if (chat.ids.length > contextLength + 1) {
+      truncated++
+      examples.push({
+        ids: chat.ids.slice(0, contextLength + 1),
+        lossMask: chat.lossMask.slice(0, contextLength + 1),
+      })
+    } else examples.push(chat)
+  }
   return { examples, truncated }
+}
+
+/**
+ * The run's tokenizer: byte-level with `merges` byte-pair merges learned from the rendered expert
+ * episodes (DESIGN.md, small-model economy: about 3 times fewer tokens per trajectory with 512).
+ */
+export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number): Tokenizer {
+  const byteLevel = new Tokenizer()
+  if (merges <= 0 || episodes.length === 0) return byteLevel
+  return learnTaskTokenizer(
+    episodes.map((t) => renderChat(byteLevel, t.messages, { tools: t.tools }).ids),
+    merges,
+  )
 }
 
 /** Runs the cold-start SFT on `model`; returns the loss curve. */
 export async function coldStart(
   model: Transformer,
   tokenizer: Tokenizer,
+  episodes: readonly ExpertEpisode[],
   config: NodeConfig,
   onLog: (record: SftLogRecord) => void,
 ): Promise<{ records: SftLogRecord[]; examples: number; truncated: number }> {
-  const { examples, truncated } = await expertExamples(config, tokenizer, model.config.contextLength)
+  const { examples, truncated } = expertExamples(episodes, tokenizer, model.config.contextLength)
   if (examples.length === 0) throw new Error('no expert trajectories: sft.expertTrajectoriesPerTask is 0')
   const steps = sftStepCount(examples, model, {
     epochs: config.sft.epochs,

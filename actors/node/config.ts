@@ -14,6 +14,8 @@ export interface NodeConfig {
   seed: number
   /** Compute backend to force (`wasm`, `cpu`, `tensorflow`...); the best available when absent. */
   backend?: string
+  /** Byte-pair merges learned from the expert corpus on top of the byte-level tokenizer (0: bytes only). */
+  tokenizerMerges?: number
   /** Policy model size (the vocabulary comes from the tokenizer). */
   model: Omit<TransformerConfig, 'vocabSize'>
   tasks: TaskMixEntry[]

@@ -1,12 +1,15 @@
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   chooseBackend,
   createTransformer,
   initWeights,
   loadCheckpoint,
+  loadTokenizer,
   type SftLogRecord,
   saveCheckpoint,
-  Tokenizer,
+  saveTokenizer,
+  type Tokenizer,
 } from '../../gpu/index.ts'
 import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
@@ -14,8 +17,9 @@ import { type LearnerCore, LearnerLoop, readLatestCheckpoint } from '../pipeline
 import { ensureTrajectoryStream, TrajectoryConsumer } from '../pipeline/trajectory-stream.ts'
 import type { NatsTransport } from '../runtime/nats-transport.ts'
 import { WeightStore } from '../weights/index.ts'
-import { coldStart } from './cold-start.ts'
+import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
+import { publishRunTokenizer } from './run-tokenizer.ts'
 
 /** A started node role. */
 export interface NodeHandle {
@@ -57,7 +61,23 @@ export async function startLearnerNode(
   const checkpointDir = join(config.runDir, 'checkpoints')
   const sftDir = join(checkpointDir, 'sft')
   const latest = readLatestCheckpoint(checkpointDir)
-  const tokenizer = new Tokenizer()
+  // The run's tokenizer: learned once (byte-pair merges from the expert corpus), kept in the run
+  // directory for resumes and published to the object store for the other nodes.
+  const tokenizerFile = join(config.runDir, 'tokenizer.json')
+  let tokenizer: Tokenizer
+  let experts: ExpertEpisode[] | undefined
+  if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
+  else {
+    const merges = config.tokenizerMerges ?? 0
+    const count = Math.max(config.sft.enabled ? config.sft.episodesPerTask : 0, merges > 0 ? 64 : 0)
+    experts = count > 0 ? await playExperts(config, count) : []
+    tokenizer = runTokenizer(experts, merges)
+    await saveTokenizer(tokenizerFile, tokenizer)
+    log(
+      `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${experts.length} expert episodes)`,
+    )
+  }
+  await publishRunTokenizer(transport.nc, config.run, tokenizer)
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
 
   let model: ReturnType<typeof createTransformer>
@@ -82,7 +102,8 @@ export async function startLearnerNode(
             },
             0,
           )
-        const sft = await coldStart(model, tokenizer, config, onLog)
+        const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
+        const sft = await coldStart(model, tokenizer, episodes, config, onLog)
         log(
           `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
         )

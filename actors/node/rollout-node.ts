@@ -1,4 +1,4 @@
-import { chooseBackend, Tokenizer } from '../../gpu/index.ts'
+import { chooseBackend } from '../../gpu/index.ts'
 import { MessageRegistry, Subjects, WeightsPublished } from '../../protocols/index.ts'
 import { type EnvWorker, startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
@@ -10,6 +10,7 @@ import type { ActorSystem } from '../runtime/actor-system.ts'
 import type { NatsTransport } from '../runtime/nats-transport.ts'
 import type { NodeConfig } from './config.ts'
 import { type NodeHandle, reportMetrics } from './learner-node.ts'
+import { fetchRunTokenizer } from './run-tokenizer.ts'
 
 /** How often the rollout side publishes its metrics, ms. */
 const METRICS_INTERVAL_MS = 2_000
@@ -31,7 +32,7 @@ export async function startRolloutNode(
 ): Promise<NodeHandle> {
   const log = (line: string) => process.stderr.write(`[rollout] ${line}\n`)
   await chooseBackend({ backend: config.backend, log })
-  const tokenizer = new Tokenizer()
+  const tokenizer = await fetchRunTokenizer(transport.nc, config.run)
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
   const p = config.pipeline
   // Environments: a controller and env workers in this process (more workers may join from

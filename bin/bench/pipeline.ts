@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
+  connectNats,
   type NodeConfig,
   ProcessSupervisor,
-  connectNats,
   startNatsServer,
   startNodeProcesses,
 } from '../../actors/index.ts'
@@ -31,7 +31,15 @@ function configFor(mode: 'async' | 'sync', run: string, runDir: string): NodeCon
       { name: 'calc', weight: 1, maxTurns: 1, maxNewTokens: 12 },
       { name: 'maze', weight: 1, maxTurns: 4, maxNewTokens: 72 },
     ],
-    sft: { enabled: false, episodesPerTask: 0, errorRate: 0, successRate: 1, epochs: 1, lr: 1e-3, batchTokens: 4096 },
+    sft: {
+      enabled: false,
+      episodesPerTask: 0,
+      errorRate: 0,
+      successRate: 1,
+      epochs: 1,
+      lr: 1e-3,
+      batchTokens: 4096,
+    },
     rl: { groupSize: 4, lr: 1e-4, step: {} },
     pipeline: {
       mode,
@@ -121,11 +129,21 @@ export async function run(options: { nats?: string; quick?: boolean; seconds?: s
     const lengths = Object.values(async.perTask).map((t) => t.tokensPerEpisode)
     return {
       bench: 'pipeline',
-      config: { ...configFor('async', 'x', '.').pipeline, tasks: configFor('async', 'x', '.').tasks, model: configFor('async', 'x', '.').model, secondsPerMode: seconds },
-      episodeLengthRatio: lengths.length > 1 ? Number((Math.max(...lengths) / Math.max(1, Math.min(...lengths))).toFixed(2)) : null,
+      config: {
+        ...configFor('async', 'x', '.').pipeline,
+        tasks: configFor('async', 'x', '.').tasks,
+        model: configFor('async', 'x', '.').model,
+        secondsPerMode: seconds,
+      },
+      episodeLengthRatio:
+        lengths.length > 1
+          ? Number((Math.max(...lengths) / Math.max(1, Math.min(...lengths))).toFixed(2))
+          : null,
       sync,
       async,
-      asyncOverSync: Number((async.trajectoriesPerSecond / Math.max(1e-9, sync.trajectoriesPerSecond)).toFixed(2)),
+      asyncOverSync: Number(
+        (async.trajectoriesPerSecond / Math.max(1e-9, sync.trajectoriesPerSecond)).toFixed(2),
+      ),
       target: { asyncOverSync: 1.8 },
     }
   } finally {

@@ -3,6 +3,7 @@ import {
   appendRunLog,
   type Clock,
   createRunDir,
+  NatsConnectError,
   NotARunDirError,
   openRunDir,
   type RunDir,
@@ -45,6 +46,7 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof r.RecipeLoadError ||
     err instanceof r.RecipeMismatchError ||
     err instanceof NotARunDirError ||
+    err instanceof NatsConnectError ||
     err instanceof RunFileExistsError
   )
     return new CliError(err.message, { cause: err })

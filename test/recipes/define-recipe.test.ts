@@ -29,7 +29,14 @@ describe('recipes/define-recipe', () => {
     assert.equal(r.name, 'triad')
     assert.equal(r.seed, 0)
     assert.deepEqual(r.tasks, [{ name: 'calc', weight: 1, difficulty: {}, evalSize: 64 }])
-    assert.deepEqual(r.model, { layers: 2, width: 128, heads: 4, contextLength: 1024, backend: 'auto' })
+    assert.deepEqual(r.model, {
+      layers: 2,
+      width: 128,
+      heads: 4,
+      contextLength: 1024,
+      merges: 512,
+      backend: 'auto',
+    })
     assert.deepEqual(r.rl, {
       groupSize: 8,
       advantage: 'grpo',

@@ -1,14 +1,26 @@
 import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { runDirPaths } from '../../actors/index.ts'
-import { defineRecipe, RunNotAvailableError, resolveTasks, startRun } from '../../recipes/index.ts'
+import { createRunDir, freePort, NatsConnectError } from '../../actors/index.ts'
+import { defineRecipe, resolveTasks, startRun } from '../../recipes/index.ts'
 
 describe('recipes/run', () => {
-  it('startRun - says clearly that the pipeline is not wired in yet', async () => {
-    const recipe = resolveTasks(defineRecipe({ tasks: [{ name: 'calc' }] }))
+  it('startRun - a NATS URL that does not answer is a clear error and writes nothing into the run', async () => {
+    const recipe = resolveTasks(defineRecipe({ name: 'nonats', tasks: [{ name: 'calc' }] }))
+    const dir = await createRunDir({
+      runsDir: mkdtempSync(join(tmpdir(), 'triad-run-')),
+      name: 'nonats',
+      recipe,
+    })
+    const before = readdirSync(dir.path).sort()
+    const port = await freePort()
     await assert.rejects(
-      startRun(recipe, runDirPaths('/nonexistent/run'), { resume: false }),
-      RunNotAvailableError,
+      startRun(recipe, dir, { resume: false, nats: `nats://127.0.0.1:${port}`, log: () => {} }),
+      (e: unknown) => e instanceof NatsConnectError && e.message.includes(`127.0.0.1:${port}`),
     )
+    assert.deepEqual(readdirSync(dir.path).sort(), before)
+    assert.equal(existsSync(join(dir.path, 'node-config.json')), false)
   })
 })
