@@ -63,6 +63,8 @@ export async function run(options: { nats?: string; quick?: boolean }) {
     turns: quick ? 2 : 3,
     maxNewTokens: quick ? 16 : 32,
     toolTokens: 16,
+    /** Rounds; each runs every mode once, in turn. */
+    rounds: quick ? 1 : 2,
   }
   const backend: BackendChoice = await chooseBackend({ log: () => {} })
   const modelConfig: TransformerConfig = { ...defaultPolicyConfig(), contextLength: 512 }
@@ -165,16 +167,50 @@ export async function run(options: { nats?: string; quick?: boolean }) {
     }
   }
 
+  /** Sums rounds of one mode: rates over the summed time, means averaged over the rounds. */
+  const combine = (parts: ModeResult[]): ModeResult & { rounds_tokens_per_s: number[] } => {
+    const sum = (f: (m: ModeResult) => number) => parts.reduce((a, m) => a + f(m), 0)
+    const mean = (f: (m: ModeResult) => number) => Number((sum(f) / parts.length).toFixed(3))
+    const tokens = sum((m) => m.tokens)
+    const seconds = sum((m) => m.seconds)
+    return {
+      loops: sum((m) => m.loops),
+      concurrency: parts[0]!.concurrency,
+      requests: sum((m) => m.requests),
+      tokens,
+      seconds: Number(seconds.toFixed(3)),
+      tokens_per_s: Number((tokens / seconds).toFixed(1)),
+      batch_size_mean: mean((m) => m.batch_size_mean),
+      request_ms_mean: mean((m) => m.request_ms_mean),
+      prefill_time_fraction: mean((m) => m.prefill_time_fraction),
+      decode_ms_per_token: mean((m) => m.decode_ms_per_token),
+      prefill_ms_per_prompt_token: mean((m) => m.prefill_ms_per_prompt_token),
+      rounds_tokens_per_s: parts.map((m) => m.tokens_per_s),
+    }
+  }
+
   try {
-    // Warm-up at both batch sizes (first use of a shape grows the wasm heap), not measured.
+    // Warm-up at both batch sizes on both engines (first use of a shape grows the wasm heap).
     await measure(2, 1, 10_000, 1, 8)
     await measure(64, 64, 20_000, 1, 8)
-    const oneAtATime = await measure(settings.sequentialLoops, 1, 0)
-    const shared = await measure(settings.concurrentLoops, settings.concurrentLoops, 100)
     policy = plain
     serving = plainEngine
     await measure(64, 64, 20_000, 1, 8)
-    const sharedNoPrefix = await measure(settings.concurrentLoops, settings.concurrentLoops, 100)
+    // The machine may be shared: modes alternate round by round so load swings hit all of them.
+    const modes = { one: [] as ModeResult[], shared: [] as ModeResult[], plain: [] as ModeResult[] }
+    for (let round = 0; round < settings.rounds; round++) {
+      const offset = 1000 * round
+      policy = cached
+      serving = engine
+      modes.one.push(await measure(settings.sequentialLoops, 1, offset))
+      modes.shared.push(await measure(settings.concurrentLoops, settings.concurrentLoops, offset + 100))
+      policy = plain
+      serving = plainEngine
+      modes.plain.push(await measure(settings.concurrentLoops, settings.concurrentLoops, offset + 100))
+    }
+    const oneAtATime = combine(modes.one)
+    const shared = combine(modes.shared)
+    const sharedNoPrefix = combine(modes.plain)
     return {
       benchmark: 'engine',
       backend: backend.name,
