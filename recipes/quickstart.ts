@@ -15,9 +15,9 @@ export default defineRecipe({
     { name: 'sql', weight: 1 },
     { name: 'maze', weight: 1 },
   ],
-  model: { layers: 2, width: 128, heads: 4, contextLength: 768 },
+  model: { layers: 2, width: 128, heads: 4, contextLength: 512, merges: 512 },
   sft: { epochs: 2, batchSize: 16, lr: 3e-4, expertTrajectoriesPerTask: 96, expertErrorRate: 0.2 },
-  rl: { groupSize: 8, lr: 5e-5, overlong: { L_max: 512, L_buf: 128 } },
+  rl: { groupSize: 8, lr: 5e-5, overlong: { L_max: 320, L_buf: 64 } },
   pipeline: {
     mode: 'async',
     freshEngines: 1,
@@ -31,7 +31,7 @@ export default defineRecipe({
     maxNewTokens: 80,
   },
   triad: { adaptiveTasks: true, stepReward: { enabled: true, lambda: 0.5, m: 3 }, trainRewardModel: true },
-  evaluation: { every: 0, k: 8, instancesPerTask: 32 },
+  evaluation: { every: 0, k: 8, instancesPerTask: 16 },
   checkpoints: { every: 25, keep: 2 },
-  budget: { maxSteps: 120, maxMinutes: 20 },
+  budget: { maxSteps: 120, maxMinutes: 16 },
 })
