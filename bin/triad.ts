@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
+import { registerEval } from './commands/eval.ts'
 import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
@@ -25,6 +26,7 @@ program
 registerRun(program)
 registerMonitor(program)
 registerReport(program)
+registerEval(program)
 
 registerWorker(program)
 
