@@ -100,7 +100,8 @@ async function measure(mode: 'async' | 'sync', url: string, seconds: number) {
     for (const [k, v] of Object.entries(l.values)) {
       const m = /^rollout\/episodes\/(.+)$/.exec(k)
       if (!m || !v) continue
-      const t = (perTask[m[1]!] ??= { episodes: 0, tokensPerEpisode: 0 })
+      perTask[m[1]!] ??= { episodes: 0, tokensPerEpisode: 0 }
+      const t = perTask[m[1]!]!
       const mean = l.values[`rollout/generated_tokens_mean/${m[1]}`] ?? 0
       t.tokensPerEpisode = (t.tokensPerEpisode * t.episodes + mean * v) / (t.episodes + v)
       t.episodes += v
