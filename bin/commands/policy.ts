@@ -1,6 +1,12 @@
-import { type ActorSystem, type NatsTransport, startPolicyEngine } from '../../actors/index.ts'
+import {
+  type ActorSystem,
+  fetchRunTokenizer,
+  type NatsTransport,
+  startPolicyEngine,
+} from '../../actors/index.ts'
 import { chooseBackend, Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
 import { CliError } from '../errors.ts'
+import { readNodeConfig } from './worker.ts'
 
 /** Model size of a policy worker when neither the caller nor `TRIAD_POLICY_CONFIG` gives one. */
 export const defaultPolicyConfig = (): TransformerConfig => ({
@@ -13,7 +19,8 @@ export const defaultPolicyConfig = (): TransformerConfig => ({
 
 /**
  * `triad worker --role policy|policy-stale`: one fresh or stale policy engine. The model size comes
- * from `options.modelConfig`, else the JSON in `TRIAD_POLICY_CONFIG`, else `defaultPolicyConfig`;
+ * from `options.modelConfig`, else the run's `--config` node config (with its published tokenizer),
+ * else the JSON in `TRIAD_POLICY_CONFIG`, else `defaultPolicyConfig`;
  * stale engines take `staleEvery` from `options.staleEvery` or `TRIAD_STALE_EVERY` (default 25).
  * @throws CliError when `TRIAD_POLICY_CONFIG` is not JSON.
  */
@@ -29,6 +36,14 @@ export async function startPolicyRole(
 ) {
   await chooseBackend()
   let modelConfig = ctx.options['modelConfig'] as TransformerConfig | undefined
+  // Joining a run: its node config gives the model size and staleEvery, and its published
+  // tokenizer the vocabulary (byte-pair merges included).
+  if (!modelConfig && typeof ctx.options['config'] === 'string') {
+    const config = readNodeConfig(ctx.options)
+    const tokenizer = await fetchRunTokenizer(ctx.transport.nc, config.run)
+    modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
+    ctx.options['staleEvery'] ??= config.pipeline.staleEvery
+  }
   const fromEnv = process.env['TRIAD_POLICY_CONFIG']
   if (!modelConfig && fromEnv) {
     try {
