@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { ManualClock, NotARunDirError } from '../../actors/index.ts'
+import { freePort, ManualClock, NotARunDirError } from '../../actors/index.ts'
 import { prepareRun } from '../../bin/commands/run.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
 import { startTriad } from '../support/triad-process.ts'
@@ -150,12 +150,13 @@ describe('bin/run', () => {
     assert.equal(child.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
   })
 
-  it('triad run - makes the run directory, then reports that the pipeline is not wired in yet', async () => {
+  it('triad run - a NATS URL that does not answer is a clear error and the new run holds only its recipe', async () => {
     const runs = join(tmp(), 'runs')
-    const child = startTriad(['run', tiny, '--runs-dir', runs])
+    const port = await freePort()
+    const child = startTriad(['run', tiny, '--runs-dir', runs, '--nats', `nats://127.0.0.1:${port}`])
     const created = await child.waitForLine((j) => j.event === 'run.created', 60_000)
-    assert.equal((await child.exited).code, 2)
-    assert.match(child.stderr(), /^triad: starting a run is not available yet/)
+    assert.equal((await child.exited).code, 1)
+    assert.match(child.stderr(), new RegExp(`^triad: cannot connect to NATS at nats://127.0.0.1:${port}`))
     assert.match(String(created.run), /^tiny-\d{8}-\d{6}$/)
     assert.deepEqual(readdirSync(String(created.dir)).sort(), [
       'checkpoints',
