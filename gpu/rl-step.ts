@@ -60,6 +60,13 @@ export interface RlStepConfig {
   temperature: number
   /** Overlong reward shaping on the trained-token count of each trajectory; off when absent. */
   overlong?: OverlongConfig
+  /**
+   * Most padded tokens (rows x seqLen) per forward/backward pass; a larger batch is split into
+   * micro-batches whose gradients are summed before the one optimizer step (gradient
+   * accumulation). Bounds activation memory: the wasm backend has 4 GiB and a training pass holds
+   * about 1.4 MB per token at width 128. Default 4096.
+   */
+  microBatchTokens?: number
 }
 
 /** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
@@ -260,30 +267,71 @@ export async function rlStep(
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
   const kept: Record<string, tf.Scalar> = {}
   let refLogp: tf.Tensor2D | undefined
-  let grads: Record<string, tf.Tensor> = {}
+  const grads: Record<string, tf.Tensor> = {}
   const metrics: RlStepMetrics = {}
   try {
     if (config.klCoef > 0 && state.reference) {
       refLogp = tf.tidy(() => tokenStats(state.reference!, tokens, config.temperature).logp)
     }
-    const result = await lossAndGrads(state.model, () => {
-      const { logp, entropy } = tokenStats(state.model, tokens, config.temperature)
-      const { loss, metrics: policy } = computePolicyLossGrpoTcr(
-        { logProbs: logp, behaviorLogProbs: behavior, advantages, mask },
-        config.loss,
-      )
-      const meanEntropy = aggregate(entropy, mask)
-      let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
-      Object.assign(kept, policy, { 'actor/entropy': meanEntropy })
-      if (refLogp) {
-        const klRef = aggregate(kl(logp, refLogp), mask)
-        total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
-        kept['actor/kl_ref'] = klRef
+    // Gradient accumulation over row micro-batches. Each micro-batch's loss is weighted by its
+    // share of the full batch's aggregation (trained tokens for token-mean, rows otherwise), so
+    // the summed gradients are those of the full-batch loss.
+    const rowsPerPass = Math.max(1, Math.floor((config.microBatchTokens ?? 4096) / batch.seqLen))
+    const tokenMean = config.loss.aggregation === 'token-mean'
+    const maskTotal = batch.lossMask.reduce((a, m) => a + m, 0)
+    let lossSum = 0
+    for (let r0 = 0; r0 < batch.batch; r0 += rowsPerPass) {
+      const rows = Math.min(rowsPerPass, batch.batch - r0)
+      let maskRows = 0
+      for (let k = r0 * batch.seqLen; k < (r0 + rows) * batch.seqLen; k++) maskRows += batch.lossMask[k]!
+      if (maskRows === 0 && tokenMean) continue
+      const weight = tokenMean ? maskRows / Math.max(1, maskTotal) : rows / batch.batch
+      const part = (t: tf.Tensor2D) => t.slice([r0, 0], [rows, batch.seqLen])
+      const mbTokens = part(tokens)
+      const mbMask = part(mask)
+      const mbBehavior = part(behavior)
+      const mbAdvantages = part(advantages as tf.Tensor2D)
+      const mbRef = refLogp ? part(refLogp) : undefined
+      const partKept: Record<string, tf.Scalar> = {}
+      try {
+        const result = await lossAndGrads(state.model, () => {
+          const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature)
+          const { loss, metrics: policy } = computePolicyLossGrpoTcr(
+            { logProbs: logp, behaviorLogProbs: mbBehavior, advantages: mbAdvantages, mask: mbMask },
+            config.loss,
+          )
+          const meanEntropy = aggregate(entropy, mbMask)
+          let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
+          Object.assign(partKept, policy, { 'actor/entropy': meanEntropy })
+          if (mbRef) {
+            const klRef = aggregate(kl(logp, mbRef), mbMask)
+            total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
+            partKept['actor/kl_ref'] = klRef
+          }
+          for (const t of Object.values(partKept)) tf.keep(t)
+          return total.mul(weight) as tf.Scalar
+        })
+        lossSum += result.loss
+        for (const [name, g] of Object.entries(result.grads)) {
+          const prev = grads[name]
+          grads[name] = prev ? tf.keep(prev.add(g)) : g
+          if (prev) {
+            prev.dispose()
+            g.dispose()
+          }
+        }
+        for (const [k, t] of Object.entries(partKept)) {
+          const v = (await t.data())[0]! * weight
+          const prev = kept[k]
+          kept[k] = tf.keep(tf.scalar(v + (prev ? (await prev.data())[0]! : 0)))
+          prev?.dispose()
+        }
+      } finally {
+        tf.dispose([...Object.values(partKept), mbTokens, mbMask, mbBehavior, mbAdvantages])
+        mbRef?.dispose()
       }
-      for (const t of Object.values(kept)) tf.keep(t)
-      return total as tf.Scalar
-    })
-    grads = result.grads
+    }
+    const result = { loss: lossSum }
     metrics['loss/total'] = result.loss
     const normT = tf.tidy(() => tf.addN(Object.values(grads).map((g) => g.square().sum())).sqrt()) // ||g||_2
     const gradNorm = (await normT.data())[0]!
