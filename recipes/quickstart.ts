@@ -16,7 +16,7 @@ export default defineRecipe({
     { name: 'maze', weight: 1 },
   ],
   model: { layers: 2, width: 128, heads: 4, contextLength: 512, merges: 512 },
-  sft: { epochs: 2, batchSize: 16, lr: 3e-4, expertTrajectoriesPerTask: 96, expertErrorRate: 0.2 },
+  sft: { epochs: 6, batchSize: 8, lr: 1e-3, expertTrajectoriesPerTask: 96, expertErrorRate: 0.2 },
   rl: { groupSize: 8, lr: 5e-5, overlong: { L_max: 320, L_buf: 64 } },
   pipeline: {
     mode: 'async',
@@ -33,5 +33,5 @@ export default defineRecipe({
   triad: { adaptiveTasks: true, stepReward: { enabled: true, lambda: 0.5, m: 3 }, trainRewardModel: true },
   evaluation: { every: 0, k: 8, instancesPerTask: 16 },
   checkpoints: { every: 25, keep: 2 },
-  budget: { maxSteps: 120, maxMinutes: 16 },
+  budget: { maxSteps: 120, maxMinutes: 17 },
 })
