@@ -8,6 +8,7 @@ import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import type { NatsTransport } from '../runtime/nats-transport.ts'
+import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { type NodeHandle, reportMetrics } from './learner-node.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
@@ -49,6 +50,13 @@ export async function startRolloutNode(
         seed: config.seed + i,
       }),
     )
+  // The engines must start from the learner's first weights (version 0: the SFT checkpoint, or the
+  // initial weights), not from weights of their own: wait until the learner has published them.
+  const store = await WeightStore.open(transport.nc, config.run)
+  for (let pause = 100; !(await store.latest('policy')); pause = Math.min(pause * 2, 2_000)) {
+    if (pause === 100) log('waiting for the learner to publish the first weights (cold start running)')
+    await new Promise((r) => setTimeout(r, pause))
+  }
   const engines: PolicyEngine[] = []
   for (let i = 0; i < p.freshEngines; i++)
     engines.push(
