@@ -333,10 +333,15 @@ export async function rlStep(
     }
     const result = { loss: lossSum }
     metrics['loss/total'] = result.loss
-    const normT = tf.tidy(() => tf.addN(Object.values(grads).map((g) => g.square().sum())).sqrt()) // ||g||_2
-    const gradNorm = (await normT.data())[0]!
-    normT.dispose()
-    const skipped = !Number.isFinite(gradNorm)
+    // No trained token in the whole batch (every pass skipped): nothing to update.
+    const noGrads = Object.keys(grads).length === 0
+    let gradNorm = 0
+    if (!noGrads) {
+      const normT = tf.tidy(() => tf.addN(Object.values(grads).map((g) => g.square().sum())).sqrt()) // ||g||_2
+      gradNorm = (await normT.data())[0]!
+      normT.dispose()
+    }
+    const skipped = noGrads || !Number.isFinite(gradNorm)
     if (!skipped) await state.optimizer.step(grads, state.lr)
     metrics['optim/grad_norm'] = gradNorm
     metrics['optim/skipped'] = skipped ? 1 : 0

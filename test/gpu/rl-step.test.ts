@@ -328,4 +328,19 @@ describe('gpu/rl-step', () => {
       assert.ok(worst < 1e-5, `${aggregation}: largest weight difference ${worst}`)
     }
   })
+
+  it('rl-step - a batch without a trained token skips the update instead of failing', async () => {
+    const model = createTransformer(tiny, { seed: 4 })
+    const rows = [
+      [1, 2, 3, 4],
+      [1, 2, 5, 6],
+    ]
+    const batch = makeBatch(model, rows, 2, [1, 0], { lossMask: new Float32Array(8) })
+    const before = Array.from(model.params.get('embed')!.dataSync())
+    const metrics = await rlStep({ model, optimizer: new AdamW(model.params), lr: 1e-2, version: 0 }, batch)
+    assert.equal(metrics['optim/skipped'], 1)
+    assert.equal(metrics['optim/grad_norm'], 0)
+    assert.deepEqual(Array.from(model.params.get('embed')!.dataSync()), before)
+    disposeTransformer(model)
+  })
 })
