@@ -124,16 +124,18 @@ export async function startRolloutNode(
   )
 
   const report = reportMetrics(transport, config.run, 'rollout', id)
-  const timer = setInterval(() => {
-    const values: Record<string, number> = {
-      ...driver.metrics(),
-      'rollout/turns_fresh': router.counts.fresh,
-      'rollout/turns_stale': router.counts.stale,
-      'rollout/stale_fallbacks': router.counts.staleFallback,
-      'pipeline/backpressure_waits': publisher.waits,
-    }
-    report(values, version)
-  }, METRICS_INTERVAL_MS)
+  const reportNow = () =>
+    report(
+      {
+        ...driver.metrics(),
+        'rollout/turns_fresh': router.counts.fresh,
+        'rollout/turns_stale': router.counts.stale,
+        'rollout/stale_fallbacks': router.counts.staleFallback,
+        'pipeline/backpressure_waits': publisher.waits,
+      },
+      version,
+    )
+  const timer = setInterval(reportNow, METRICS_INTERVAL_MS)
 
   let stopping = false
   const done = (async () => {
@@ -157,6 +159,9 @@ export async function startRolloutNode(
       for (const w of versionWaiters.splice(0)) w.resolve()
       await done.catch(() => undefined)
       clearInterval(timer)
+      // A last report, so a short run still records what the rollout side did.
+      reportNow()
+      await transport.flush().catch(() => undefined)
       await weightsSub.stop()
       await Promise.all(engines.map((e) => e.stop()))
       await Promise.all(envWorkers.map((w) => w.stop()))

@@ -29,7 +29,7 @@ describe('e2e - triad run recipes/tiny.ts', () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l) as { role: string; id: string; step: number; values: Record<string, number> })
     const roles = new Set(lines.map((l) => l.role))
-    for (const role of ['learner', 'rollout', 'policy']) assert.ok(roles.has(role), `no metrics from ${role}`)
+    for (const role of ['learner', 'rollout']) assert.ok(roles.has(role), `no metrics from ${role}`)
     const learner = lines.filter((l) => l.role === 'learner' && l.values['learner/version'] !== undefined)
     assert.equal(Math.max(...learner.map((l) => l.values['learner/version']!)), 3)
     const rollout = lines.filter((l) => l.role === 'rollout').at(-1)
