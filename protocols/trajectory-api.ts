@@ -30,6 +30,19 @@ export const TrajectorySchema = z.object({
   metrics: z.record(z.string(), z.number()),
   /** Number of turns served by a stale engine. */
   stale_turns: z.number().int().nonnegative(),
+  /**
+   * The reward model's judgements of the assistant steps `[turns * m]` int8, step-major: +1 good,
+   * -1 bad, 0 unparseable (RLAnything). Present only when the `stepReward` switch is on.
+   */
+  judgements: z.instanceof(Int8Array).optional(),
+  /** `[turns * m]` int32: the sampled verdict tokens of `judgements` (for training the reward model). */
+  judge_tokens: z.instanceof(Int32Array).optional(),
+  /** `[turns * m]` float32: their log-probabilities under the reward model that sampled them. */
+  judge_logprobs: z.instanceof(Float32Array).optional(),
+  /** `[turns]` judge prompts, each `[promptLen]` int32, the verdicts were sampled after. */
+  judge_prompts: z.array(z.instanceof(Int32Array)).optional(),
+  /** Weight version of the reward model that judged. */
+  judge_version: z.number().int().nonnegative().optional(),
 })
 export type Trajectory = z.infer<typeof TrajectorySchema>
 

@@ -75,5 +75,20 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       checkpointEvery: recipe.checkpoints.every > 0 ? Math.min(recipe.checkpoints.every, ackEvery) : ackEvery,
     },
     maxSteps,
+    triad: {
+      adaptiveTasks: recipe.triad.adaptiveTasks,
+      adaptEvery: recipe.triad.adaptEvery,
+      adaptHigh: recipe.triad.adaptHigh,
+      adaptLow: recipe.triad.adaptLow,
+      stepReward: { ...recipe.triad.stepReward },
+      // The reward model trains on its judgements: nothing to train on without step rewards.
+      trainRewardModel: recipe.triad.trainRewardModel && recipe.triad.stepReward.enabled,
+      levels: Object.fromEntries(
+        recipe.tasks.map((t) => [
+          t.name,
+          { min: t.difficulty.min, max: t.difficulty.max, default: t.difficulty.start },
+        ]),
+      ),
+    },
   }
 }

@@ -1,5 +1,22 @@
 import type { RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
+import type { TaskLevels } from '../env-adapter/index.ts'
+import type { TriadSwitches } from '../reward/index.ts'
 import type { TaskMixEntry } from '../rollout/rollout.ts'
+
+/** The dynamic triad of a run (RLAnything): its switches and the env adapter's settings. */
+export interface NodeTriadConfig extends TriadSwitches {
+  /**
+   * Learner steps between difficulty decisions: the env adapter measures a task's accuracy over
+   * windows of `adaptEvery * minGroups * groupSize` episodes (one task level per task).
+   */
+  adaptEvery: number
+  /** Accuracy at or above which a task gets harder. */
+  adaptHigh: number
+  /** Accuracy below which a task gets easier. */
+  adaptLow: number
+  /** Level range of each task the adapter may move (`default` is the level the run starts at). */
+  levels: Record<string, TaskLevels>
+}
 
 /**
  * What every node of a run needs to know, resolved from the recipe by `triad run` and written to
@@ -67,4 +84,6 @@ export interface NodeConfig {
   }
   /** Stop after this many learner steps. */
   maxSteps: number
+  /** Dynamic triad switches; absent: every part off (outcome-reward GRPO on fixed tasks). */
+  triad?: NodeTriadConfig
 }

@@ -20,6 +20,7 @@ import { WeightStore } from '../weights/index.ts'
 import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
+import { RewardModelLearner, stepRewardBatch } from './triad-learner.ts'
 
 /** A started node role. */
 export interface NodeHandle {
@@ -125,11 +126,32 @@ export async function startLearnerNode(
 
   const store = await WeightStore.open(transport.nc, config.run)
   await store.publish(transport, 'policy', learner.version, await learner.weights())
+  // The dynamic triad: step rewards into the batch, and a reward model trained beside the policy
+  // (its weights announced as model `reward`, at the policy's version, for the reward actor).
+  const triad = config.triad
+  const maxTokens = config.model.contextLength + 1
+  const rmLearner = triad?.trainRewardModel
+    ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad)
+    : undefined
+  if (rmLearner) await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
   const core: LearnerCore = {
     get version() {
       return learner.version
     },
-    step: (groups: readonly TrajectoryGroupPayload[]) => learner.step(groups),
+    step: async (groups: readonly TrajectoryGroupPayload[]) => {
+      if (!triad) return learner.step(groups)
+      const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
+      const out = { ...metrics, ...(await learner.step(triad.stepReward.enabled ? batch : groups)) }
+      if (rmLearner) {
+        const rm = await rmLearner.step(groups)
+        Object.assign(out, rm.metrics)
+        if (rm.trained) {
+          await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
+          out['reward_model/version'] = learner.version
+        }
+      }
+      return out
+    },
     weights: () => learner.weights(),
     saveCheckpoint: async (dir: string) => {
       await learner.saveCheckpoint(dir)

@@ -1,17 +1,30 @@
 import { chooseBackend } from '../../gpu/index.ts'
-import { MessageRegistry, Subjects, WeightsPublished } from '../../protocols/index.ts'
+import {
+  EnvDifficulty,
+  MessageRegistry,
+  type PayloadOf,
+  RewardLoadWeights,
+  Subjects,
+  TrajectoryGroup,
+  WeightsPublished,
+} from '../../protocols/index.ts'
+import { DifficultyView, startEnvAdapter } from '../env-adapter/index.ts'
 import { type EnvWorker, startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
 import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
+import { rewardReplies, StepJudge, startRewardModel, switchMetrics } from '../reward/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
 import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
+import { remoteActor } from '../runtime/bridge.ts'
 import type { NatsTransport } from '../runtime/nats-transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { type NodeHandle, reportMetrics } from './learner-node.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
+import { stepJudgeAnnotator } from './step-judging.ts'
+import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
 
 /** How often the rollout side publishes its metrics, ms. */
 const METRICS_INTERVAL_MS = 2_000
@@ -100,9 +113,80 @@ export async function startRolloutNode(
     mulberry32(config.seed + 17),
   )
   const publisher = new TrajectoryPublisher(transport.nc, config.run)
+
+  // The dynamic triad (RLAnything). Step reward: a reward-model actor in this process (more may
+  // join the queue group elsewhere) judges every episode's steps; its weights follow the learner's
+  // `reward` announcements. Adaptive tasks: the env adapter takes every group and moves the levels.
+  const triad = config.triad
+  const stopTriad: (() => Promise<void>)[] = []
+  let judge: StepJudge | undefined
+  if (triad?.stepReward.enabled) {
+    const reward = await startRewardModel(system, transport, config.run, {
+      model: { config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET },
+      m: triad.stepReward.m,
+      seed: config.seed + 23,
+    })
+    const store = await WeightStore.open(transport.nc, config.run)
+    let rmVersion = -1
+    let loading = Promise.resolve()
+    const load = (announcement: { version: number; key: string }) => {
+      loading = loading.then(async () => {
+        if (announcement.version <= rmVersion) return
+        try {
+          const weights = (await store.load(announcement)) as Record<string, Float32Array<ArrayBuffer>>
+          await reward.ref.ask(RewardLoadWeights.make({ version: announcement.version, weights }), 60_000)
+          rmVersion = announcement.version
+        } catch (err) {
+          log(`reward weights v${announcement.version} not loaded: ${(err as Error).message}`)
+        }
+      })
+    }
+    const rmSub = transport.subscribe(Subjects.weights(config.run, 'reward'), {
+      accepts: new MessageRegistry([WeightsPublished]),
+      handler: (m) => load(m.payload as PayloadOf<typeof WeightsPublished>),
+    })
+    const latest = await store.latest('reward')
+    if (latest) load(latest)
+    judge = new StepJudge(
+      remoteActor(transport, Subjects.rewardJudge(config.run), { replies: rewardReplies }),
+      triad,
+    )
+    stopTriad.push(async () => {
+      await rmSub.stop()
+      await loading
+      await reward.exposed.stop()
+      await reward.ref.stop()
+    })
+  }
+  const view = new DifficultyView()
+  const adapter = triad?.adaptiveTasks
+    ? await startEnvAdapter(system, transport, {
+        run: config.run,
+        id,
+        switches: triad,
+        adapter: {
+          tasks: triad.levels,
+          window: Math.max(1, triad.adaptEvery * p.minGroups * config.rl.groupSize),
+          raiseAt: triad.adaptHigh,
+          lowerAt: triad.adaptLow,
+          granularity: 'task',
+        },
+      })
+    : undefined
+  if (adapter)
+    stopTriad.push(async () => {
+      await adapter.exposed.stop()
+      await adapter.ref.stop()
+    })
+
   const driver = new RolloutDriver(
     id,
-    { env: new EnvClient(transport, config.run), policy: router, tokenizer },
+    {
+      env: new EnvClient(transport, config.run),
+      policy: router,
+      tokenizer,
+      ...(judge ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) } : {}),
+    },
     {
       tasks: config.tasks,
       groupSize: config.rl.groupSize,
@@ -119,6 +203,17 @@ export async function startRolloutNode(
     },
     async (group) => {
       await publisher.publish(group)
+      if (adapter) {
+        const reply = await adapter.ref.ask(TrajectoryGroup.make(group), 30_000)
+        if (
+          reply.type === EnvDifficulty.type &&
+          view.update(reply.payload as PayloadOf<typeof EnvDifficulty>)
+        )
+          for (const t of config.tasks) {
+            const level = view.levelFor(t.name, group.index)
+            if (level !== undefined) driver.setDifficulty(t.name, level)
+          }
+      }
     },
     () => version,
   )
@@ -132,6 +227,8 @@ export async function startRolloutNode(
         'rollout/turns_stale': router.counts.stale,
         'rollout/stale_fallbacks': router.counts.staleFallback,
         'pipeline/backpressure_waits': publisher.waits,
+        ...(triad ? switchMetrics(triad) : {}),
+        ...(judge ? judge.metrics() : {}),
       },
       version,
     )
@@ -164,6 +261,7 @@ export async function startRolloutNode(
       await transport.flush().catch(() => undefined)
       await weightsSub.stop()
       await Promise.all(engines.map((e) => e.stop()))
+      for (const s of stopTriad.reverse()) await s()
       await Promise.all(envWorkers.map((w) => w.stop()))
       await controller.stop()
     },

@@ -1,4 +1,4 @@
-import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import { EpisodeError } from './errors.ts'
 import { mulberry32, type Uniform } from './policy-router.ts'
@@ -32,6 +32,23 @@ export interface RolloutSettings {
   split?: 'train' | 'eval'
 }
 
+/**
+ * Extra fields for a finished episode's trajectory from its chat messages (the reward model's
+ * step judgements); the token bookkeeping is never touched. A failure leaves the trajectory as it is.
+ * @param seed the episode's sampling seed (a retried judgement judges the same).
+ */
+export type EpisodeAnnotator = (
+  task: string,
+  messages: readonly ChatMessage[],
+  seed: number,
+) => Promise<Partial<Trajectory> | undefined>
+
+/** What the rollout driver runs episodes with. */
+export interface RolloutDeps extends EpisodeDeps {
+  /** Called after each finished episode (step judging); none by default. */
+  annotate?: EpisodeAnnotator
+}
+
 /** Where finished groups go (the JetStream publisher, or a collector in sync mode). */
 export type GroupSink = (group: TrajectoryGroupPayload) => Promise<void>
 
@@ -49,6 +66,8 @@ export interface RolloutStats {
   /** Turns made by stale engines / all turns. */
   staleTurns: number
   turns: number
+  /** Episodes whose annotation (step judging) failed; they went on without it. */
+  annotateFailed: number
 }
 
 /**
@@ -65,6 +84,7 @@ export class RolloutDriver {
     perTask: {},
     staleTurns: 0,
     turns: 0,
+    annotateFailed: 0,
   }
   private readonly rng: Uniform
   private counter = 0
@@ -73,7 +93,7 @@ export class RolloutDriver {
 
   constructor(
     private readonly id: string,
-    private readonly deps: EpisodeDeps,
+    private readonly deps: RolloutDeps,
     private readonly settings: RolloutSettings,
     private readonly sink: GroupSink,
     /** The learner version now (recorded as the group's `started_version`). */
@@ -154,6 +174,13 @@ export class RolloutDriver {
           samplingSeed + attempt * 7919,
         )
         const t = ep.trajectory
+        if (this.deps.annotate) {
+          try {
+            Object.assign(t, await this.deps.annotate(task, ep.messages, samplingSeed + attempt * 7919))
+          } catch {
+            this.stats.annotateFailed++
+          }
+        }
         this.stats.episodes++
         this.stats.generatedTokens += ep.generatedTokens
         this.stats.turns += t.turns
@@ -226,6 +253,7 @@ export class RolloutDriver {
       'rollout/generated_tokens': s.generatedTokens,
       'rollout/stale_turn_frac': s.turns ? s.staleTurns / s.turns : 0,
     }
+    if (this.deps.annotate) out['rollout/annotate_failed'] = s.annotateFailed
     for (const [cause, n] of Object.entries(s.failed)) out[`rollout/failed/${cause}`] = n
     for (const [task, t] of Object.entries(s.perTask)) {
       out[`rollout/success/${task}`] = t.episodes ? t.successes / t.episodes : 0

@@ -1,0 +1,143 @@
+import { AdamW, type RlBatch, type Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
+import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { packGroups } from '../learner/index.ts'
+import {
+  buildRewardModelBatch,
+  type JudgedStep,
+  policyStepAdvantages,
+  RewardModel,
+  switchMetrics,
+  type TriadSwitches,
+  trainRewardModelStep,
+} from '../reward/index.ts'
+
+/**
+ * The learner side of the dynamic triad (RLAnything, arXiv 2602.02488): the step rewards of each
+ * group become the token advantages of the RL batch, and the reward model takes one consistency
+ * step per learner step on the judgements the trajectories carry. The math is in `gpu/` and
+ * `actors/reward/`; this only moves data between them.
+ */
+
+/** Seed offset of the reward model's initial weights (the rollout's reward actor uses the same). */
+export const REWARD_MODEL_SEED_OFFSET = 7
+
+/**
+ * A sample's judgements as `policyStepAdvantages` takes them: `[turn_starts * m]`, cut to the
+ * turns the (context-cut) tokens still hold; undefined when the sample was not judged or its
+ * judgements do not cover its turns.
+ */
+function sampleJudgements(s: Trajectory, m: number): Int8Array | undefined {
+  const need = s.turn_starts.length * m
+  if (!s.judgements || s.judgements.length < need) return undefined
+  return s.judgements.subarray(0, need)
+}
+
+/**
+ * The RL batch of whole groups with RLAnything's step advantages (`policyStepAdvantages` per
+ * group: `R_j = O + lambda * mean_l S_jl`, z-scored per step index), packed as
+ * `RlBatch.stepAdvantages`.
+ * @returns the batch and metrics: `reward/step_judged` summed over groups,
+ *   `reward_model/step_accuracy` over the groups that had labelled judged steps (mean), the other
+ *   `reward/*` values averaged over groups, and the switch states.
+ * @throws BatchError when the groups cannot be packed; RewardModelConfigError / ShapeError on
+ *   malformed judgements.
+ */
+export function stepRewardBatch(
+  groups: readonly TrajectoryGroupPayload[],
+  switches: TriadSwitches,
+  options: { maxTokens: number; padId?: number },
+): { batch: RlBatch; metrics: Record<string, number> } {
+  const m = switches.stepReward.m
+  const rows: Float32Array[] = []
+  const sums: Record<string, { total: number; n: number }> = {}
+  for (const g of groups) {
+    const r = policyStepAdvantages(
+      g.samples,
+      g.samples.map((s) => sampleJudgements(s, m)),
+      switches,
+    )
+    rows.push(...r.tokenAdvantages)
+    for (const [k, v] of Object.entries(r.metrics)) {
+      sums[k] ??= { total: 0, n: 0 }
+      sums[k].total += v
+      sums[k].n++
+    }
+  }
+  const metrics: Record<string, number> = { ...switchMetrics(switches) }
+  for (const [k, { total, n }] of Object.entries(sums))
+    metrics[k] = k === 'reward/step_judged' ? total : total / n
+  return { batch: packGroups(groups, { ...options, stepAdvantages: rows }), metrics }
+}
+
+/** Every judged step of the groups, as the reward model's trainer takes them. */
+export function judgedSteps(groups: readonly TrajectoryGroupPayload[], m: number): JudgedStep[] {
+  const out: JudgedStep[] = []
+  for (const g of groups)
+    for (const s of g.samples) {
+      const prompts = s.judge_prompts
+      if (!prompts || !s.judgements || !s.judge_tokens || !s.judge_logprobs) continue
+      if (s.judgements.length !== prompts.length * m) continue
+      prompts.forEach((prompt, j) => {
+        const at = j * m
+        out.push({
+          prompt,
+          outcome: s.reward,
+          tokens: s.judge_tokens!.subarray(at, at + m),
+          logprobs: s.judge_logprobs!.subarray(at, at + m),
+          judgements: s.judgements!.subarray(at, at + m),
+        })
+      })
+    }
+  return out
+}
+
+/**
+ * The reward model the learner trains: same family as the policy, its own weights (from the seed
+ * the reward actor starts from) and its own AdamW.
+ */
+export class RewardModelLearner {
+  readonly rm: RewardModel
+  private readonly optimizer: AdamW
+  /** Reward-model updates taken. */
+  updates = 0
+
+  constructor(
+    config: TransformerConfig,
+    tokenizer: Tokenizer,
+    seed: number,
+    private readonly lr: number,
+    private readonly switches: TriadSwitches,
+  ) {
+    this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
+    this.optimizer = new AdamW(this.rm.model.params)
+  }
+
+  /**
+   * One consistency step on the judgements the groups carry (`buildRewardModelBatch`,
+   * `trainRewardModelStep`); nothing when the switch is off or no step was judged.
+   * @returns the step's `reward_model/*` metrics (with `reward_model/updates` the total so far),
+   *   and whether the weights changed.
+   */
+  async step(
+    groups: readonly TrajectoryGroupPayload[],
+  ): Promise<{ metrics: Record<string, number>; trained: boolean }> {
+    const off = { 'triad/switch/train_reward_model': this.switches.trainRewardModel ? 1 : 0 }
+    if (!this.switches.trainRewardModel) return { metrics: off, trained: false }
+    const steps = judgedSteps(groups, this.switches.stepReward.m)
+    if (steps.length === 0)
+      return { metrics: { ...off, 'reward_model/updates': this.updates }, trained: false }
+    const { batch, metrics } = buildRewardModelBatch(steps)
+    const train = await trainRewardModelStep(
+      { model: this.rm.model, optimizer: this.optimizer, lr: this.lr },
+      batch,
+      this.switches,
+    )
+    const trained = (train['reward_model/updates'] ?? 0) > 0
+    if (trained) this.updates++
+    return { metrics: { ...metrics, ...train, 'reward_model/updates': this.updates }, trained }
+  }
+
+  weights(): Promise<Record<string, Float32Array>> {
+    return this.rm.getWeights()
+  }
+}
