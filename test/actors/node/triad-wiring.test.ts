@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import {
+  connectNats,
+  type NatsServer,
+  type NodeConfig,
+  type NodeHandle,
+  startActorSystem,
+  startLearnerNode,
+  startNatsServer,
+  startRolloutNode,
+  WeightStore,
+} from '../../../actors/index.ts'
+import {
+  type Envelope,
+  MessageRegistry,
+  MetricsReport,
+  type PayloadOf,
+  TrajectoryGroup,
+} from '../../../protocols/index.ts'
+
+/**
+ * The dynamic triad wired into the running pipeline, in one process over a real NATS server: a
+ * learner node and a rollout node of a tiny model, with every triad switch on, then every one off.
+ */
+
+type Report = PayloadOf<typeof MetricsReport>
+type Group = PayloadOf<typeof TrajectoryGroup>
+
+function tinyConfig(run: string, runDir: string, on: boolean): NodeConfig {
+  return {
+    run,
+    runDir,
+    seed: 3,
+    tokenizerMerges: 0,
+    model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
+    tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
+    sft: {
+      enabled: false,
+      episodesPerTask: 0,
+      errorRate: 0,
+      successRate: 1,
+      epochs: 1,
+      lr: 1e-3,
+      batchTokens: 256,
+    },
+    rl: { groupSize: 2, lr: 1e-3, step: {} },
+    pipeline: {
+      mode: 'async',
+      envWorkers: 1,
+      freshEngines: 1,
+      staleEngines: 0,
+      rho: 0,
+      staleEvery: 1,
+      stalenessBound: 8,
+      minGroups: 1,
+      maxGroups: 2,
+      bufferGroups: 2,
+      concurrency: 2,
+      maxTurns: 2,
+      maxNewTokens: 8,
+      temperature: 1,
+      topP: 1,
+      checkpointEvery: 1,
+    },
+    maxSteps: 2,
+    triad: {
+      adaptiveTasks: on,
+      adaptEvery: 1,
+      adaptHigh: 0.8,
+      adaptLow: 0.2,
+      stepReward: { enabled: on, lambda: 0.5, m: 2 },
+      trainRewardModel: on,
+      levels: { calc: { min: 1, max: 3, default: 1 } },
+    },
+  }
+}
+
+/** Runs a tiny triad to `maxSteps` learner steps; returns every metrics report and trajectory group seen. */
+async function runTiny(url: string, on: boolean) {
+  const run = `wire${on ? 'on' : 'off'}${process.pid}`
+  const runDir = mkdtempSync(join(tmpdir(), 'triad-wire-'))
+  const config = tinyConfig(run, runDir, on)
+  const watch = await connectNats({ servers: url, run, role: 'test', id: '0' })
+  const reports: Report[] = []
+  const groups: Group[] = []
+  const sub = watch.subscribe(`triad.${run}.>`, {
+    accepts: new MessageRegistry([MetricsReport, TrajectoryGroup]),
+    handler: (m: Envelope) => {
+      if (process.env.WIRE_DEBUG) console.error(m.type, JSON.stringify(m.payload).slice(0, 300))
+      if (m.type === MetricsReport.type) reports.push(m.payload as Report)
+      if (m.type === TrajectoryGroup.type) groups.push(m.payload as Group)
+    },
+  })
+  const lt = await connectNats({ servers: url, run, role: 'learner', id: '0' })
+  const rt = await connectNats({ servers: url, run, role: 'rollout', id: '0' })
+  const system = startActorSystem({ name: `rollout-${run}` })
+  let learner: NodeHandle | undefined
+  let rollout: NodeHandle | undefined
+  try {
+    learner = await startLearnerNode(lt, config, '0')
+    rollout = await startRolloutNode(system, rt, config, '0')
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      learner.done,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no 2 learner steps in 50 s')), 50_000)
+      }),
+    ]).finally(() => clearTimeout(timer))
+    const store = await WeightStore.open(watch.nc, run)
+    const rmVersions = await store.versions('reward')
+    return { reports, groups, rmVersions }
+  } finally {
+    await rollout?.stop()
+    await learner?.stop()
+    await system.stop()
+    await sub.stop()
+    for (const t of [lt, rt, watch]) await t.close()
+    rmSync(runDir, { recursive: true, force: true })
+  }
+}
+
+const values = (reports: Report[], role: string) =>
+  reports.filter((r) => r.role === role).map((r) => r.values)
+
+describe('node - dynamic triad wiring', () => {
+  let nats: NatsServer
+  const storeDir = mkdtempSync(join(tmpdir(), 'triad-wire-js-'))
+  before(async () => {
+    nats = await startNatsServer({ monitorPort: false, storeDir })
+  })
+  after(async () => {
+    await nats.stop()
+    rmSync(storeDir, { recursive: true, force: true })
+  })
+
+  it('node - with every switch on, trajectories carry judgements, the reward model trains and publishes, difficulty is reported', async () => {
+    const { reports, groups, rmVersions } = await runTiny(nats.url, true)
+    assert.ok(groups.length > 0, 'groups went to the stream')
+    const sample = groups[0]!.samples[0]!
+    assert.ok(sample.judgements instanceof Int8Array, 'judgements attached')
+    assert.equal(sample.judgements.length, sample.turns * 2)
+    assert.equal(sample.judge_prompts?.length, sample.turns)
+    for (const v of sample.judgements) assert.ok(v === 1 || v === -1 || v === 0)
+
+    const learner = values(reports, 'learner').filter((v) => v['learner/version'] !== undefined)
+    assert.equal(learner.length, 2)
+    for (const v of learner) {
+      assert.equal(v['triad/switch/step_reward'], 1)
+      assert.equal(v['triad/switch/train_reward_model'], 1)
+      assert.ok((v['reward/step_judged'] ?? 0) > 0, 'judged steps reached the advantages')
+      assert.ok(v['reward_model/step_accuracy'] !== undefined, 'step accuracy against the task labels')
+      assert.ok(v['reward_model/step_accuracy']! >= 0 && v['reward_model/step_accuracy']! <= 1)
+      assert.ok(v['reward_model/judgements'] !== undefined, 'the reward model took a step')
+    }
+    assert.ok(Math.max(...rmVersions) > 0, `reward weights published past version 0: ${rmVersions}`)
+
+    const rollout = values(reports, 'rollout')
+    assert.ok(
+      rollout.some((v) => (v['reward/judge_calls'] ?? 0) > 0),
+      'the rollout asked the reward model',
+    )
+    assert.ok(rollout.every((v) => v['triad/switch/adaptive_tasks'] === 1))
+    const adapter = values(reports, 'env-adapter')
+    assert.ok(adapter.length > 0, 'the env adapter reported')
+    assert.ok(adapter.every((v) => v['env/difficulty/calc'] !== undefined))
+  })
+
+  it('node - with every switch off, no judgement, no reward-model training, no difficulty metrics', async () => {
+    const { reports, groups, rmVersions } = await runTiny(nats.url, false)
+    assert.ok(groups.length > 0)
+    for (const g of groups) for (const s of g.samples) assert.equal(s.judgements, undefined)
+    const learner = values(reports, 'learner').filter((v) => v['learner/version'] !== undefined)
+    assert.equal(learner.length, 2)
+    for (const v of learner) {
+      assert.equal(v['triad/switch/step_reward'], 0)
+      assert.equal(v['triad/switch/train_reward_model'], 0)
+      assert.equal(v['reward/step_judged'], 0)
+      assert.equal(v['reward_model/step_accuracy'], undefined)
+      assert.equal(v['reward_model/judgements'], undefined)
+    }
+    assert.deepEqual(rmVersions, [])
+    const rollout = values(reports, 'rollout')
+    assert.ok(rollout.every((v) => v['reward/judge_calls'] === undefined))
+    assert.ok(rollout.every((v) => v['triad/switch/adaptive_tasks'] === 0))
+    assert.equal(values(reports, 'env-adapter').length, 0)
+    assert.ok(reports.every((r) => Object.keys(r.values).every((k) => !k.startsWith('env/difficulty/'))))
+  })
+})
