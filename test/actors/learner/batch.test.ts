@@ -50,6 +50,25 @@ describe('actors/learner/batch', () => {
     assert.deepEqual([...b.rewards], [1, 0, 0.5])
   })
 
+  it('batch - step advantages are packed right-padded per sample; rows that do not match are BatchErrors', () => {
+    const groups = [group('g1', 'calc', [sample([1, 2], [3], 1), sample([1], [4, 5], 0)])]
+    const b = packGroups(groups, {
+      maxTokens: 16,
+      stepAdvantages: [Float32Array.from([0, 0, 0.5]), Float32Array.from([0, -1, -2])],
+    })
+    assert.equal(b.seqLen, 3)
+    assert.deepEqual([...b.stepAdvantages!], [0, 0, 0.5, 0, -1, -2])
+    assert.equal(packGroups(groups, { maxTokens: 16 }).stepAdvantages, undefined)
+    assert.throws(
+      () => packGroups(groups, { maxTokens: 16, stepAdvantages: [new Float32Array(3)] }),
+      BatchError,
+    )
+    assert.throws(
+      () => packGroups(groups, { maxTokens: 16, stepAdvantages: [new Float32Array(3), new Float32Array(2)] }),
+      (e: unknown) => e instanceof BatchError && e.groupId === 'g1' && e.sample === 1,
+    )
+  })
+
   it('batch - a mask on the first token is dropped (it has no context)', () => {
     const s = sample([], [5, 6], 1)
     const b = packGroups([group('g', 't', [s])], { maxTokens: 8 })
