@@ -39,8 +39,9 @@ function sampleJudgements(s: Trajectory, m: number): Int8Array | undefined {
  * @returns the batch and metrics: `reward/step_judged` summed over groups,
  *   `reward_model/step_accuracy` over the groups that had labelled judged steps (mean), the other
  *   `reward/*` values averaged over groups, and the switch states.
- * @throws BatchError when the groups cannot be packed; RewardModelConfigError / ShapeError on
- *   malformed judgements.
+ *   `reward/malformed_groups` counts groups whose judgements could not be used (their steps got
+ *   `R_j = O`).
+ * @throws BatchError when the groups cannot be packed; ShapeError on bad turn starts.
  */
 export function stepRewardBatch(
   groups: readonly TrajectoryGroupPayload[],
@@ -50,12 +51,25 @@ export function stepRewardBatch(
   const m = switches.stepReward.m
   const rows: Float32Array[] = []
   const sums: Record<string, { total: number; n: number }> = {}
+  let malformed = 0
   for (const g of groups) {
-    const r = policyStepAdvantages(
-      g.samples,
-      g.samples.map((s) => sampleJudgements(s, m)),
-      switches,
-    )
+    let r: ReturnType<typeof policyStepAdvantages>
+    try {
+      r = policyStepAdvantages(
+        g.samples,
+        g.samples.map((s) => sampleJudgements(s, m)),
+        switches,
+      )
+    } catch {
+      // Judgements that do not fit the group (a bad value, offsets out of order): its steps get
+      // the outcome only, and the group is counted.
+      malformed++
+      r = policyStepAdvantages(
+        g.samples,
+        g.samples.map(() => undefined),
+        switches,
+      )
+    }
     rows.push(...r.tokenAdvantages)
     for (const [k, v] of Object.entries(r.metrics)) {
       sums[k] ??= { total: 0, n: 0 }
@@ -63,7 +77,7 @@ export function stepRewardBatch(
       sums[k].n++
     }
   }
-  const metrics: Record<string, number> = { ...switchMetrics(switches) }
+  const metrics: Record<string, number> = { ...switchMetrics(switches), 'reward/malformed_groups': malformed }
   for (const [k, { total, n }] of Object.entries(sums))
     metrics[k] = k === 'reward/step_judged' ? total : total / n
   return { batch: packGroups(groups, { ...options, stepAdvantages: rows }), metrics }

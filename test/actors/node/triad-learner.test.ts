@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import {
+  judgedSteps,
+  stepRewardBatch,
+  TRIAD_SWITCHES_DEFAULTS,
+  TRIAD_SWITCHES_OFF,
+} from '../../../actors/index.ts'
+import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
+
+/** A one-turn sample: 2 prompt tokens, 2 generated, judged once (m = 1) with `verdict`. */
+function sample(reward: number, verdict: number, good: number) {
+  return {
+    tokens: Int32Array.from([1, 2, 3, 4]),
+    loss_mask: Uint8Array.from([0, 0, 1, 1]),
+    logprobs: Float32Array.from([0, 0, -0.5, -0.5]),
+    versions: Int32Array.from([-1, -1, 0, 0]),
+    turn_starts: Int32Array.from([2]),
+    reward,
+    status: 'completed' as const,
+    turns: 1,
+    metrics: { 'step_good/0': good },
+    stale_turns: 0,
+    judgements: Int8Array.from([verdict]),
+    judge_tokens: Int32Array.from([verdict > 0 ? 0x2b : 0x2d]),
+    judge_logprobs: Float32Array.from([-0.7]),
+    judge_prompts: [Int32Array.from([7, 8, 9])],
+    judge_version: 0,
+  }
+}
+
+const group = (samples: TrajectoryGroupPayload['samples']): TrajectoryGroupPayload => ({
+  group_id: 'g',
+  task: 'calc',
+  index: 0,
+  seed: 1,
+  difficulty: 1,
+  started_version: 0,
+  samples,
+})
+
+const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 1 } }
+
+describe('node - triad learner glue', () => {
+  it('node - step rewards R = O + lambda S, z-scored per step, reach the batch as token advantages', () => {
+    const { batch, metrics } = stepRewardBatch([group([sample(1, 1, 1), sample(0, -1, 1)])], on, {
+      maxTokens: 8,
+    })
+    // R = [1.5, -0.5]: mean 0.5, unbiased std sqrt(2); A = +-1/sqrt(2) on the generated tokens.
+    const a = 1 / (Math.SQRT2 + 1e-6)
+    const adv = [...batch.stepAdvantages!]
+    assert.deepEqual(adv.slice(0, 2), [0, 0])
+    assert.ok(Math.abs(adv[2]! - a) < 1e-6 && Math.abs(adv[3]! - a) < 1e-6)
+    assert.ok(Math.abs(adv[6]! + a) < 1e-6 && Math.abs(adv[7]! + a) < 1e-6)
+    assert.equal(metrics['reward_model/step_accuracy'], 0.5)
+    assert.equal(metrics['reward/step_judged'], 2)
+    assert.equal(metrics['triad/switch/step_reward'], 1)
+    assert.equal(metrics['reward/malformed_groups'], 0)
+  })
+
+  it('node - switched off, the judgements are ignored: outcome advantages, no step accuracy', () => {
+    const { batch, metrics } = stepRewardBatch(
+      [group([sample(1, 1, 1), sample(0, -1, 1)])],
+      TRIAD_SWITCHES_OFF,
+      {
+        maxTokens: 8,
+      },
+    )
+    // R = O = [1, 0]: mean 0.5, unbiased std sqrt(0.5), A = +-0.5 / sqrt(0.5).
+    const a = 0.5 / (Math.sqrt(0.5) + 1e-6)
+    assert.ok(Math.abs(batch.stepAdvantages![2]! - a) < 1e-6)
+    assert.equal(metrics['reward_model/step_accuracy'], undefined)
+    assert.equal(metrics['reward/step_judged'], 0)
+    assert.equal(metrics['triad/switch/step_reward'], 0)
+  })
+
+  it('node - a group with a judgement outside {-1, 0, +1} falls back to outcome rewards and is counted', () => {
+    const { metrics } = stepRewardBatch([group([sample(1, 5, 1), sample(0, -1, 1)])], on, { maxTokens: 8 })
+    assert.equal(metrics['reward/malformed_groups'], 1)
+    assert.equal(metrics['reward/step_judged'], 0)
+  })
+
+  it('node - judged steps carry their prompt, outcome and verdicts for the reward model', () => {
+    const steps = judgedSteps([group([sample(1, 1, 1), sample(0, -1, 0)])], 1)
+    assert.equal(steps.length, 2)
+    assert.deepEqual([...steps[1]!.prompt], [7, 8, 9])
+    assert.equal(steps[1]!.outcome, 0)
+    assert.deepEqual(Array.from(steps[1]!.tokens), [0x2d])
+    assert.deepEqual(Array.from(steps[1]!.judgements), [-1])
+    const unjudged = { ...sample(1, 1, 1), judgements: undefined }
+    assert.equal(judgedSteps([group([unjudged])], 1).length, 0)
+  })
+})
