@@ -208,12 +208,19 @@ export class RolloutDriver {
   async runForever(onError: (err: unknown) => void = () => {}): Promise<void> {
     const lanes = Math.max(1, Math.ceil(this.settings.concurrency / this.settings.groupSize))
     const lane = async () => {
+      // A group whose every episode failed (no environment worker, a task that cannot start) is
+      // not retried at once: the lane backs off, doubling up to 5 s, so a broken environment
+      // does not turn into a busy loop; the failures are counted by cause in the metrics.
+      let pause = 0
       while (!this.stopping) {
+        let produced = false
         try {
-          await this.runGroup()
+          produced = (await this.runGroup()) !== undefined
         } catch (err) {
           onError(err)
         }
+        pause = produced ? 0 : Math.min(5_000, pause ? pause * 2 : 100)
+        if (pause) await new Promise((r) => setTimeout(r, pause))
       }
     }
     await Promise.all(Array.from({ length: lanes }, lane))
