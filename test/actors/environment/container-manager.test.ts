@@ -227,6 +227,11 @@ describe('actors/environment/container-manager - real docker', () => {
       for (const s of [a, b])
         await ask(s.worker, EnvInteract.make({ session: s.session, message: calls(['done', '{}']) }))
       await untilGone(run)
+      // The counter moves once the removal call has returned, which can be just after docker
+      // stops listing the container: wait for it with a deadline.
+      const deadline = Date.now() + 10_000
+      while (controller.counts().containers_removed < 2 && Date.now() < deadline)
+        await new Promise((r) => setImmediate(r))
       assert.equal(controller.counts().containers_removed, 2)
       await assert.rejects(
         ask(a.worker, EnvInteract.make({ session: a.session, message: calls(['done', '{}']) })),
