@@ -76,20 +76,26 @@ export async function collectStatus(options: {
       strategy: 'timer',
       maxWait: options.waitMs ?? 1_000,
     })
-    for await (const s of await client.stats()) {
-      if (!s.name.startsWith('triad-')) continue
-      const endpoints = s.endpoints ?? []
-      services.push({
-        name: s.name,
-        id: s.id,
-        version: s.version,
-        subjects: endpoints.map((e) => e.subject),
-        queue: endpoints[0]?.queue_group,
-        requests: endpoints.reduce((a, e) => a + e.num_requests, 0),
-        data: Object.assign({}, ...endpoints.map((e) => (e.data ?? {}) as Record<string, number>)),
-        metadata: s.metadata ?? {},
-        started: s.started,
-      })
+    // With no service on the server the request has no responders: that is an empty list.
+    try {
+      for await (const s of await client.stats()) {
+        if (!s.name.startsWith('triad-')) continue
+        const endpoints = s.endpoints ?? []
+        services.push({
+          name: s.name,
+          id: s.id,
+          version: s.version,
+          subjects: endpoints.map((e) => e.subject),
+          queue: endpoints[0]?.queue_group,
+          requests: endpoints.reduce((a, e) => a + e.num_requests, 0),
+          data: Object.assign({}, ...endpoints.map((e) => (e.data ?? {}) as Record<string, number>)),
+          metadata: s.metadata ?? {},
+          started: s.started,
+        })
+      }
+    } catch (err) {
+      if (!/no responders/i.test(`${(err as Error)?.message} ${String((err as Error)?.cause ?? '')}`))
+        throw err
     }
   } finally {
     await transport.close()

@@ -99,9 +99,17 @@ export async function runWorker(
       resolve()
     })
   })
+  // Shutdown is bounded: a role that cannot stop cleanly (NATS unreachable, a stuck handler)
+  // must not keep the process alive after it was asked to stop.
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`triad worker: ${role} did not stop within 10 s; exiting\n`)
+    process.exit(1)
+  }, 10_000)
+  watchdog.unref()
   await handle.stop()
   await system.stop()
   await transport.close()
+  clearTimeout(watchdog)
 }
 
 export function registerWorker(program: Command): void {

@@ -80,7 +80,10 @@ export function startTriad(args: string[], env: NodeJS.ProcessEnv = {}): TriadPr
     kill: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill(signal)
+        // A process that does not stop within 5 s of the signal is killed: a test never hangs on it.
+        const force = setTimeout(() => child.kill('SIGKILL'), 5_000)
         await exited
+        clearTimeout(force)
       }
     },
   }
