@@ -2,6 +2,7 @@ import type { Rng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { ArithmeticError, evaluate, formatNumber } from './arithmetic.ts'
 import { calcExpert } from './calc-expert.ts'
+import { submitTool } from './submit-tool.ts'
 
 /**
  * `calc`: arithmetic word problems with numbers too large to do in one's head. A start amount
@@ -103,19 +104,7 @@ export const calc: Task<CalcInstance> = {
         },
       },
     },
-    {
-      type: 'function',
-      function: {
-        name: 'submit',
-        description: 'Give the final answer',
-        parameters: {
-          type: 'object',
-          properties: { answer: { type: 'number' } },
-          required: ['answer'],
-          additionalProperties: false,
-        },
-      },
-    },
+    submitTool('number'),
   ],
   limits: { maxTurns: 16, maxContextBytes: 4096, maxInvalidActions: 2 },
   difficulty: { min: 1, max: LEVELS.length, default: 1 },

@@ -2,6 +2,7 @@ import type { Rng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { codeExpert } from './code-expert.ts'
 import { type CodeRunner, defaultCodeRunner } from './code-runner.ts'
+import { submitTool } from './submit-tool.ts'
 
 /**
  * `code`: small computations too long to do by hand, solved by running Python in the sandbox
@@ -139,19 +140,7 @@ export function createCodeTask(
           },
         },
       },
-      {
-        type: 'function',
-        function: {
-          name: 'submit',
-          description: 'Give the final answer',
-          parameters: {
-            type: 'object',
-            properties: { answer: { type: ['string', 'number'] } },
-            required: ['answer'],
-            additionalProperties: false,
-          },
-        },
-      },
+      submitTool(['string', 'number']),
     ],
     limits: { maxTurns: 8, maxContextBytes: 8192, maxInvalidActions: 2 },
     difficulty: { min: 1, max: FAMILIES.length, default: 1 },

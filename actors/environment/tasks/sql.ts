@@ -4,6 +4,7 @@ import type { Rng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { sqlExpert } from './sql-expert.ts'
 import { SqlPool, type SqlResult } from './sql-pool.ts'
+import { submitTool } from './submit-tool.ts'
 
 /**
  * `sql`: questions about a small company database, answered by querying it. Every episode gets a
@@ -255,19 +256,7 @@ export function createSqlTask(options: SqlTaskOptions = {}): Task<SqlInstance> &
           },
         },
       },
-      {
-        type: 'function',
-        function: {
-          name: 'submit',
-          description: 'Give the final answer',
-          parameters: {
-            type: 'object',
-            properties: { answer: { type: ['string', 'number'] } },
-            required: ['answer'],
-            additionalProperties: false,
-          },
-        },
-      },
+      submitTool(['string', 'number']),
     ],
     limits: { maxTurns: 10, maxContextBytes: 8192, maxInvalidActions: 2 },
     difficulty: { min: 1, max: LEVELS.length, default: 1 },
