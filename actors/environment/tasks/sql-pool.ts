@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import type { Millis } from '../../../protocols/index.ts'
+import { dieWithParent } from '../../launcher/parent-death.ts'
 
 /**
  * Read-only SQLite queries with a wall-clock limit. better-sqlite3 runs a statement to its end in
@@ -9,6 +10,10 @@ import type { Millis } from '../../../protocols/index.ts'
  * a new process re-opens that process's databases from their bytes and runs the queued queries. Each database is opened read-only from a
  * serialized image, and only statements that read and return rows are run (`SELECT`, `WITH`,
  * reading `PRAGMA`s); anything that writes, attaches or changes settings is refused.
+ *
+ * A child never outlives its parent: an idle one exits when the IPC channel closes, and a busy one
+ * (a statement running in native code never reads the channel) gets SIGKILL from the kernel when
+ * the parent dies (`dieWithParent`, Linux).
  */
 
 /** The result of one query: rows (as arrays, at most `maxRows`), or an error for the policy. */
@@ -84,7 +89,8 @@ class Lane {
   }
 
   private spawn(): ChildProcess {
-    const w = spawn(process.execPath, ['-e', CHILD_SOURCE, this.sqlitePath], {
+    const line = dieWithParent(process.execPath, ['-e', CHILD_SOURCE, this.sqlitePath], 'SIGKILL')
+    const w = spawn(line.command, line.args, {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       serialization: 'advanced',
     })
@@ -241,6 +247,11 @@ export class SqlPool {
     this.laneOf.delete(db)
     lane.dbs.delete(db)
     await this.run(lane, { op: 'close', db }, 10_000)
+  }
+
+  /** Process ids of the live child processes (for diagnostics). */
+  get pids(): number[] {
+    return this.lanes.flatMap((l) => (l.worker?.pid === undefined ? [] : [l.worker.pid]))
   }
 
   /** Number of open databases. */
