@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs'
 import type { Millis } from '../../protocols/index.ts'
 import { NatsServerError } from './errors.ts'
 import { freePort } from './free-port.ts'
+import { dieWithParent } from './parent-death.ts'
 
 /** Options of `startNatsServer`. */
 export interface NatsServerOptions {
@@ -18,7 +19,10 @@ export interface NatsServerOptions {
   readyTimeoutMs?: Millis
 }
 
-/** A nats-server child process that tests and `triad run` own. */
+/**
+ * A nats-server child process that tests and `triad run` own. It ends with its owner: on Linux the
+ * kernel sends it SIGTERM when the owning process dies, `kill -9` included (`dieWithParent`).
+ */
 export interface NatsServer {
   /** `nats://127.0.0.1:<port>` */
   readonly url: string
@@ -66,7 +70,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const launch = () =>
     new Promise<void>((resolve, reject) => {
-      const c = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      // The server gets SIGTERM when this process dies, even by SIGKILL (see parent-death.ts).
+      const line = dieWithParent(binary, args, 'SIGTERM')
+      const c = spawn(line.command, line.args, { stdio: ['ignore', 'ignore', 'pipe'] })
       child = c
       let log = ''
       const timer = setTimeout(() => {

@@ -3,6 +3,7 @@ import { createWriteStream, type WriteStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import type { Millis } from '../../protocols/index.ts'
 import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
+import { dieWithParent } from './parent-death.ts'
 
 /** One supervised child process: a `triad worker` role, for example. */
 export interface ProcessSpec {
@@ -42,6 +43,9 @@ export interface SupervisedProcess {
  * A one-for-one supervisor of OS processes (the parent of every node's actor tree): a child that
  * exits while the supervisor runs is started again after an exponential backoff; past the
  * policy's limit it is given up and reported. `stop` sends SIGTERM to every child and waits.
+ * Children end with this process: on Linux the kernel sends them SIGTERM when it dies, `kill -9`
+ * included (`dieWithParent`), so a child must stop by itself on SIGTERM (`triad worker` does,
+ * within 10 s).
  */
 export class ProcessSupervisor {
   private readonly children = new Map<
@@ -107,7 +111,8 @@ export class ProcessSupervisor {
   private launch(name: string): void {
     const entry = this.children.get(name)!
     const { spec } = entry
-    const child = spawn(spec.command, spec.args, {
+    const line = dieWithParent(spec.command, spec.args, 'SIGTERM')
+    const child = spawn(line.command, line.args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...spec.env },
     })

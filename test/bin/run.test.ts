@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url'
 import { freePort, ManualClock, NotARunDirError } from '../../actors/index.ts'
 import { prepareRun } from '../../bin/commands/run.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
-import { startTriad } from '../support/triad-process.ts'
+import { descendants, isGone, killSurvivors, type ProcStat, waitUntil } from '../support/process-tree.ts'
+import { startTriad, type TriadProcess } from '../support/triad-process.ts'
 
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
@@ -32,6 +33,43 @@ function recipeFile(dir: string, name: string, fields: string): string {
     `import { defineRecipe } from ${JSON.stringify(defineRecipePath)}\nexport default defineRecipe({ ${fields} })\n`,
   )
   return file
+}
+
+/** recipes/tiny.ts with a step and time budget that outlast a test (it is stopped by a signal). */
+function longTinyRecipe(dir: string): string {
+  const file = join(dir, 'long-tiny.ts')
+  const source = readFileSync(tiny, 'utf8')
+    .replace("from './define-recipe.ts'", `from ${JSON.stringify(defineRecipePath)}`)
+    .replace("name: 'tiny'", "name: 'long-tiny'")
+    .replace(/budget: \{[^}]*\}/, 'budget: { maxSteps: 100000, maxMinutes: 10 }')
+  assert.match(source, /maxSteps: 100000/)
+  writeFileSync(file, source)
+  return file
+}
+
+/**
+ * Starts `triad run` of the long tiny recipe and resolves once the learner and the rollout
+ * processes are ready (their `process.ready` events in the run log), with the run's directory.
+ */
+async function startLongRun(): Promise<{ run: TriadProcess; dir: string }> {
+  const tmpDir = tmp()
+  const run = startTriad(['run', longTinyRecipe(tmpDir), '--runs-dir', join(tmpDir, 'runs')])
+  const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
+  const dir = String(created.dir)
+  const readyRoles = () => {
+    const log = join(dir, 'logs', 'run.jsonl')
+    if (!existsSync(log)) return []
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"event":"process.ready"'))
+      .map((l) => (JSON.parse(l) as { name: string }).name)
+  }
+  await waitUntil(
+    () => readyRoles().includes('learner') && readyRoles().includes('rollout'),
+    120_000,
+    () => `learner and rollout not ready; stdout:\n${run.stdout.join('\n')}\nstderr:\n${run.stderr()}`,
+  )
+  return { run, dir }
 }
 
 /** Every file under `dir` with its contents (to show nothing was overwritten). */
@@ -176,5 +214,29 @@ describe('bin/run', () => {
     assert.equal(recipe.name, 'tiny')
     assert.equal(recipe.derived.engines, 2)
     assert.equal(existsSync(join(dir, 'runs')), false)
+  })
+
+  it('triad run - killed with SIGKILL: the nats-server and the worker processes end with it', async () => {
+    const { run } = await startLongRun()
+    const children: ProcStat[] = descendants(run.child.pid!)
+    try {
+      const names = children.map((p) => p.comm)
+      assert.ok(names.includes('nats-server'), `children: ${names.join(', ')}`)
+      assert.ok(names.filter((n) => n === 'node').length >= 2, `children: ${names.join(', ')}`)
+      run.child.kill('SIGKILL')
+      await run.exited
+      // Workers stop cleanly on the SIGTERM the kernel sends them, within their 10 s bound.
+      await waitUntil(
+        () => children.every(isGone),
+        30_000,
+        () =>
+          `still running: ${children
+            .filter((p) => !isGone(p))
+            .map((p) => `${p.comm} ${p.pid}`)
+            .join(', ')}`,
+      )
+    } finally {
+      killSurvivors(children)
+    }
   })
 })
