@@ -8,6 +8,7 @@ import {
   type NatsServer,
   type NatsTransport,
   ProcessSupervisor,
+  processEventLine,
   type RunDir,
   readLatestCheckpoint,
   type SupervisedProcess,
@@ -96,9 +97,8 @@ export async function startRun(
   const supervisor = new ProcessSupervisor()
   supervisor.on((e) => {
     void appendRunLog(dir, 'run', { event: `process.${e.type}`, time: Date.now(), ...e })
-    if (e.type === 'exited' && !(e.code === 0))
-      log(`${e.name} (pid ${e.pid}) exited (${e.signal ?? e.code}); restarting`)
-    if (e.type === 'gave-up') log(`${e.name} failed too often; giving up on it`)
+    const line = processEventLine(e)
+    if (line) log(line)
   })
   const { learner, rollout } = startNodeProcesses(supervisor, ['learner', 'rollout'], {
     configFile,

@@ -21,12 +21,47 @@ export interface ProcessSpec {
   restart?: 'permanent' | 'transient'
 }
 
+/**
+ * What the supervisor does after a child exited: `restart` it (after `restartInMs`), nothing
+ * because it is stopping every child (`stop`), nothing because a `transient` child finished its
+ * work (`done`), or nothing because the restart limit is reached (`give-up`, a `gave-up` event
+ * follows).
+ */
+export const AfterExit = { Restart: 'restart', Stop: 'stop', Done: 'done', GiveUp: 'give-up' } as const
+export type AfterExit = (typeof AfterExit)[keyof typeof AfterExit]
+
 /** What happened to a child. */
 export type ProcessEvent =
   | { type: 'started'; name: string; pid: number; restarts: number }
   | { type: 'ready'; name: string; pid: number }
-  | { type: 'exited'; name: string; pid: number; code: number | null; signal: NodeJS.Signals | null }
+  | {
+      type: 'exited'
+      name: string
+      pid: number
+      code: number | null
+      signal: NodeJS.Signals | null
+      next: AfterExit
+      /** With `next: 'restart'`: the backoff before the new start, ms. */
+      restartInMs?: Millis
+    }
   | { type: 'gave-up'; name: string; restarts: number }
+
+/**
+ * The line a person reads for a supervisor event, or undefined for events not worth a line
+ * (`started`, `ready`, a `transient` child that finished): `rollout (pid 12) exited (code 1);
+ * restarting in 200 ms`, `learner (pid 11) stopped (SIGKILL)` during shutdown, `rollout failed too
+ * often; giving up on it`.
+ */
+export function processEventLine(e: ProcessEvent): string | undefined {
+  if (e.type === 'gave-up') return `${e.name} failed too often; giving up on it`
+  if (e.type !== 'exited') return undefined
+  const how = e.signal ?? `code ${e.code}`
+  const who = `${e.name} (pid ${e.pid})`
+  if (e.next === 'restart') return `${who} exited (${how}); restarting in ${e.restartInMs ?? 0} ms`
+  if (e.next === 'stop') return e.code === 0 ? `${who} stopped` : `${who} stopped (${how})`
+  if (e.next === 'give-up') return `${who} exited (${how})`
+  return undefined
+}
 
 /** A supervised child as the supervisor tracks it. */
 export interface SupervisedProcess {
@@ -131,18 +166,24 @@ export class ProcessSupervisor {
     child.stderr!.on('data', (d: Buffer) => entry.log?.write(d))
     this.emit({ type: 'started', name, pid: child.pid!, restarts: entry.restarts })
     child.once('exit', (code, signal) => {
-      this.emit({ type: 'exited', name, pid: child.pid!, code, signal })
-      if (this.stopping) return
+      const exited = { type: 'exited', name, pid: child.pid!, code, signal } as const
+      if (this.stopping) {
+        this.emit({ ...exited, next: 'stop' })
+        return
+      }
       if (spec.restart === 'transient' && code === 0) {
+        this.emit({ ...exited, next: 'done' })
         entry.finished = true
         entry.onFinished()
         return
       }
       const decision = entry.tracker.onCrash(Date.now())
       if (decision.action !== 'restart') {
+        this.emit({ ...exited, next: 'give-up' })
         this.emit({ type: 'gave-up', name, restarts: entry.restarts })
         return
       }
+      this.emit({ ...exited, next: 'restart', restartInMs: decision.delayMs })
       setTimeout(() => {
         if (this.stopping) return
         entry.restarts++

@@ -239,4 +239,25 @@ describe('bin/run', () => {
       killSurvivors(children)
     }
   })
+
+  it('triad run - SIGTERM stops every child and says so; nothing is said to restart', async () => {
+    const { run } = await startLongRun()
+    const pidLine = run.stdout.find((l) => /^learner pid \d+, rollout pid \d+/.test(l))
+    assert.ok(pidLine, run.stdout.join('\n'))
+    const [, learner, rollout] = /^learner pid (\d+), rollout pid (\d+)/.exec(pidLine)!
+    const children = descendants(run.child.pid!)
+    try {
+      run.child.kill('SIGTERM')
+      const { code } = await run.exited
+      assert.equal(code, 0, run.stderr())
+      const out = run.stdout.join('\n')
+      assert.match(out, /stopping \(interrupted\)/)
+      assert.match(out, new RegExp(`^learner \\(pid ${learner}\\) stopped`, 'm'))
+      assert.match(out, new RegExp(`^rollout \\(pid ${rollout}\\) stopped`, 'm'))
+      assert.doesNotMatch(out, /restarting/)
+      assert.ok(children.every(isGone), 'every child ended with the run')
+    } finally {
+      killSurvivors(children)
+    }
+  })
 })
