@@ -23,8 +23,10 @@ export interface LoadRecipeOptions {
 /**
  * Loads a recipe file: a TypeScript (or JavaScript) module whose default export is
  * `defineRecipe({...})` (a plain object is validated too), then checks its tasks against the
- * catalog. TypeScript files need the tsx loader, which the `triad` command registers.
- * @throws RecipeLoadError when the file is missing, fails to import or has no default export;
+ * catalog. TypeScript files need the tsx loaders, which the `triad` command registers (both, so a
+ * recipe outside a `"type": "module"` package, which Node treats as CommonJS, loads too).
+ * @throws RecipeLoadError when the file is missing, fails to import or has no default export (or
+ *   is CommonJS in a process with only tsx's ES module loader: the message says what to do);
  *   RecipeError (with `file` set) naming every bad field and unknown task.
  */
 export async function loadRecipe(file: string, options: LoadRecipeOptions = {}): Promise<ResolvedRecipe> {
@@ -40,6 +42,13 @@ export async function loadRecipe(file: string, options: LoadRecipeOptions = {}):
     // folder's modules, so its RecipeError is recognised by name and shape, not by class.
     const issues = recipeIssuesOf(err)
     if (issues) throw new RecipeError(issues, { file, cause: err })
+    if ((err as { code?: unknown })?.code === 'ERR_REQUIRE_CYCLE_MODULE')
+      throw new RecipeLoadError(
+        file,
+        'it is a CommonJS module (no package.json with "type": "module" above it), and this process loads TypeScript only as ES modules; ' +
+          'run it with the triad command or `node --import tsx` (both load it), or put a package.json with {"type": "module"} beside it',
+        err,
+      )
     throw new RecipeLoadError(
       file,
       `importing it failed: ${err instanceof Error ? err.message : String(err)}`,

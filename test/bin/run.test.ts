@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import {
   existsSync,
   mkdirSync,
@@ -17,6 +18,9 @@ import { prepareRun } from '../../bin/commands/run.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
 import { descendants, isGone, killSurvivors, type ProcStat, waitUntil } from '../support/process-tree.ts'
 import { startTriad, type TriadProcess } from '../support/triad-process.ts'
+
+/** The installed `triad` command (package.json `bin`), which registers tsx's loaders itself. */
+const installedTriad = fileURLToPath(new URL('../../bin/triad.js', import.meta.url))
 
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
@@ -204,6 +208,30 @@ describe('bin/run', () => {
       'recipe.json',
     ])
     assert.equal(JSON.parse(readFileSync(join(String(created.dir), 'recipe.json'), 'utf8')).name, 'tiny')
+  })
+
+  it('triad run --check - the installed command loads a recipe inside the repository and one outside any package', async () => {
+    // A file in a temporary folder is CommonJS to Node (no package.json with "type": "module").
+    const outside = recipeFile(tmp(), 'my-recipe', "name: 'mine', tasks: [{ name: 'calc' }]")
+    for (const [file, name] of [
+      [outside, 'mine'],
+      [tiny, 'tiny'],
+    ] as const) {
+      const child = spawn(process.execPath, [installedTriad, 'run', file, '--check'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let out = ''
+      let err = ''
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString()
+      })
+      child.stderr!.on('data', (d: Buffer) => {
+        err += d.toString()
+      })
+      const code = await new Promise((r) => child.once('exit', r))
+      assert.equal(code, 0, err)
+      assert.equal(JSON.parse(out).name, name)
+    }
   })
 
   it('triad run --check - prints the resolved recipe and creates nothing', async () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -82,5 +83,32 @@ describe('recipes/load-recipe', () => {
       loadRecipe(none),
       (err: Error) => err instanceof RecipeLoadError && /no default export/.test(err.message),
     )
+  })
+
+  it('loadRecipe - a CommonJS recipe in a process with only the ES module loader of tsx is a load error that says what to do', async () => {
+    // A recipe in a temporary folder has no package.json with "type": "module" above it.
+    const file = recipeFile("export default defineRecipe({ tasks: [{ name: 'calc' }] })")
+    const loadRecipeUrl = new URL('../../recipes/load-recipe.ts', import.meta.url).href
+    const source = `
+      import { register } from 'tsx/esm/api'
+      register()
+      const { loadRecipe } = await import(${JSON.stringify(loadRecipeUrl)})
+      try { await loadRecipe(${JSON.stringify(file)}) } catch (err) { console.log(JSON.stringify({ name: err.name, message: err.message })) }`
+    const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    })
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    const code = await new Promise((r) => child.once('exit', r))
+    assert.equal(code, 0)
+    assert.deepEqual(JSON.parse(out), {
+      name: 'RecipeLoadError',
+      message:
+        `cannot load recipe ${file}: it is a CommonJS module (no package.json with "type": "module" above it), and this process loads TypeScript only as ES modules; ` +
+        'run it with the triad command or `node --import tsx` (both load it), or put a package.json with {"type": "module"} beside it',
+    })
   })
 })
