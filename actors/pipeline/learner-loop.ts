@@ -236,8 +236,10 @@ export class LearnerLoop {
   }
 
   /**
-   * Runs steps until `stop()` or `maxSteps` steps. A failure to reach the stream (NATS down,
-   * reconnecting) is reported and retried after a pause; the held groups stay held.
+   * Runs steps until `stop()` or `maxSteps` steps, then checkpoints the steps taken since the last
+   * checkpoint (a budget or a stop that does not fall on `checkpointEvery`), so the last step is
+   * always saved. A failure to reach the stream (NATS down, reconnecting) is reported and retried
+   * after a pause; the held groups stay held.
    */
   async run(maxSteps = Number.POSITIVE_INFINITY, onError: (err: unknown) => void = () => {}): Promise<void> {
     let pause = 250
@@ -252,6 +254,7 @@ export class LearnerLoop {
         pause = Math.min(pause * 2, 5_000)
       }
     }
+    if (this.held.length > 0) await this.checkpoint()
   }
 
   stop(): void {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { readAckRecords } from '../../actors/index.ts'
+import { readAckRecords, readLatestCheckpoint } from '../../actors/index.ts'
 import { startTriad } from '../support/triad-process.ts'
 
 /**
@@ -52,7 +52,10 @@ describe('e2e - triad run recipes/tiny.ts', () => {
     const table = JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')) as {
       rows: { checkpoint: string }[]
     }
-    assert.deepEqual([...new Set(table.rows.map((r) => r.checkpoint))].sort(), ['sft', 'step-2'])
+    // The budget (3 steps) is off the checkpoint interval (2): the last step is checkpointed at the
+    // end, and that is the one evaluated.
+    assert.equal(readLatestCheckpoint(checkpoints)?.version, 3)
+    assert.deepEqual([...new Set(table.rows.map((r) => r.checkpoint))].sort(), ['sft', 'step-3'])
     assert.ok(existsSync(join(dir, 'logs', 'learner.log')) && existsSync(join(dir, 'logs', 'rollout.log')))
   })
 })

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import {
+  connectNats,
+  ensureTrajectoryStream,
+  type LearnerCore,
+  LearnerLoop,
+  type NatsServer,
+  type NatsTransport,
+  readAckRecords,
+  readLatestCheckpoint,
+  startNatsServer,
+  TrajectoryConsumer,
+  TrajectoryPublisher,
+} from '../../../actors/index.ts'
+import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
+
+/** A well-formed group of two one-turn samples generated at `version`. */
+function group(id: string, version = 0): TrajectoryGroupPayload {
+  return {
+    group_id: id,
+    task: 'calc',
+    index: 0,
+    seed: 1,
+    difficulty: 1,
+    started_version: version,
+    samples: [0, 1].map((reward) => ({
+      tokens: Int32Array.from([1, 2, 3, 4]),
+      loss_mask: Uint8Array.from([0, 0, 1, 1]),
+      logprobs: Float32Array.from([0, 0, -0.5, -1]),
+      versions: Int32Array.from([-1, -1, version, version]),
+      turn_starts: Int32Array.from([2]),
+      reward,
+      status: 'completed' as const,
+      turns: 1,
+      metrics: {},
+      stale_turns: 0,
+    })),
+  }
+}
+
+/** A learner core without tensors: a step increments the version; a checkpoint is a marker file. */
+function countingCore(): LearnerCore {
+  let version = 0
+  return {
+    get version() {
+      return version
+    },
+    step: async () => {
+      version++
+      return {}
+    },
+    weights: async () => ({}),
+    saveCheckpoint: async (dir) => {
+      mkdirSync(dir, { recursive: true })
+      writeFileSync(join(dir, 'version'), String(version))
+    },
+  }
+}
+
+describe('actors/pipeline/learner-loop - checkpoints on a real JetStream stream', () => {
+  let nats: NatsServer
+  let t: NatsTransport
+  before(async () => {
+    nats = await startNatsServer({ storeDir: mkdtempSync(join(tmpdir(), 'triad-loop-')), monitorPort: false })
+    t = await connectNats({ servers: nats.url, run: 'loop', role: 'test', id: '0' })
+  })
+  after(async () => {
+    await t.close()
+    await nats.stop()
+  })
+
+  /** A loop of one group per step, checkpointing every 2 steps, over `groups` published groups. */
+  async function loopOver(run: string, groups: number, report: (version: number) => void = () => {}) {
+    await ensureTrajectoryStream(t.nc, { run, maxGroups: 10 })
+    const pub = new TrajectoryPublisher(t.nc, run)
+    for (let i = 0; i < groups; i++) await pub.publish(group(`g${i}`))
+    const consumer = await TrajectoryConsumer.open(t.nc, run)
+    const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-ckpt-')), 'checkpoints')
+    const loop = new LearnerLoop(
+      countingCore(),
+      consumer,
+      { minGroups: 1, maxGroups: 1, stalenessBound: 100, checkpointEvery: 2, checkpointDir, waitMs: 1_000 },
+      async () => {},
+      (_values, version) => report(version),
+    )
+    return { loop, consumer, checkpointDir }
+  }
+
+  it('learner-loop - a step budget off the checkpoint interval still checkpoints the last step', async () => {
+    const { loop, consumer, checkpointDir } = await loopOver('budget', 3)
+    await loop.run(3)
+    assert.equal(loop.counts.steps, 3)
+    assert.equal(readLatestCheckpoint(checkpointDir)?.version, 3)
+    assert.ok(existsSync(join(checkpointDir, 'step-2')) && existsSync(join(checkpointDir, 'step-3')))
+    // Every group is acknowledged with the checkpoint that holds its step.
+    assert.deepEqual(
+      readAckRecords(checkpointDir).map((r) => [r.version, r.used.length]),
+      [
+        [2, 2],
+        [3, 1],
+      ],
+    )
+    assert.equal(await consumer.pending(), 0)
+  })
+
+  it('learner-loop - a budget on the interval writes no second checkpoint of the same step', async () => {
+    const { loop, checkpointDir } = await loopOver('even', 2)
+    await loop.run(2)
+    assert.deepEqual(
+      readAckRecords(checkpointDir).map((r) => r.version),
+      [2],
+    )
+  })
+
+  it('learner-loop - stop() after a step off the interval checkpoints that step', async () => {
+    // The loop's report of its first step is the event to stop on.
+    let stepped = () => {}
+    const firstStep = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no step within 10 s')), 10_000)
+      stepped = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    const { loop, checkpointDir } = await loopOver('stopped', 1, () => stepped())
+    const running = loop.run()
+    await firstStep
+    loop.stop()
+    await running
+    assert.equal(readLatestCheckpoint(checkpointDir)?.version, 1)
+  })
+})
