@@ -14,8 +14,8 @@ import {
 import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop, readLatestCheckpoint } from '../pipeline/learner-loop.ts'
-import { ensureTrajectoryStream, TrajectoryConsumer } from '../pipeline/trajectory-stream.ts'
-import type { NatsTransport } from '../runtime/nats-transport.ts'
+import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
+import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
@@ -30,7 +30,7 @@ export interface NodeHandle {
 }
 
 /** Publishes one `metrics.report` for a role. */
-export function reportMetrics(transport: NatsTransport, run: string, role: string, id: string) {
+export function reportMetrics(transport: Transport, run: string, role: string, id: string) {
   return (values: Record<string, number>, step: number) =>
     transport.publish(
       Subjects.metrics(run, role),
@@ -44,7 +44,7 @@ export function reportMetrics(transport: NatsTransport, run: string, role: strin
  * the learner loop until `maxSteps`.
  */
 export async function startLearnerNode(
-  transport: NatsTransport,
+  transport: Transport,
   config: NodeConfig,
   id: string,
 ): Promise<NodeHandle> {
@@ -54,7 +54,7 @@ export async function startLearnerNode(
   // The stream holds the buffer plus what the learner holds unacknowledged until its next
   // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
   const p0 = config.pipeline
-  await ensureTrajectoryStream(transport.nc, {
+  await ensureTrajectoryStream(transport, {
     run: config.run,
     maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
     ackWaitMs: 60_000,
@@ -78,7 +78,7 @@ export async function startLearnerNode(
       `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${experts.length} expert episodes)`,
     )
   }
-  await publishRunTokenizer(transport.nc, config.run, tokenizer)
+  await publishRunTokenizer(transport, config.run, tokenizer)
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
 
   let model: ReturnType<typeof createTransformer>
@@ -124,7 +124,7 @@ export async function startLearnerNode(
   })
   if (latest) await learner.loadCheckpoint(latest.dir)
 
-  const store = await WeightStore.open(transport.nc, config.run)
+  const store = await WeightStore.open(transport, config.run)
   await store.publish(transport, 'policy', learner.version, await learner.weights())
   // The dynamic triad: step rewards into the batch, and a reward model trained beside the policy
   // (its weights announced as model `reward`, at the policy's version, for the reward actor).
@@ -157,7 +157,7 @@ export async function startLearnerNode(
       await learner.saveCheckpoint(dir)
     },
   }
-  const consumer = await TrajectoryConsumer.open(transport.nc, config.run)
+  const consumer = await openTrajectoryConsumer(transport, config.run)
   const p = config.pipeline
   const sync = p.mode === 'sync'
   const loop = new LearnerLoop(

@@ -10,7 +10,8 @@ import {
 } from '../../protocols/index.ts'
 import { DifficultyView, startEnvAdapter } from '../env-adapter/index.ts'
 import { type EnvWorker, startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
-import { TrajectoryPublisher } from '../pipeline/trajectory-stream.ts'
+import { PublisherClosedError } from '../pipeline/errors.ts'
+import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
 import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { rewardReplies, StepJudge, startRewardModel, switchMetrics } from '../reward/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
@@ -18,7 +19,7 @@ import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
-import type { NatsTransport } from '../runtime/nats-transport.ts'
+import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { type NodeHandle, reportMetrics } from './learner-node.ts'
@@ -40,13 +41,13 @@ const METRICS_INTERVAL_MS = 2_000
  */
 export async function startRolloutNode(
   system: ActorSystem,
-  transport: NatsTransport,
+  transport: Transport,
   config: NodeConfig,
   id: string,
 ): Promise<NodeHandle> {
   const log = (line: string) => process.stderr.write(`[rollout] ${line}\n`)
   await chooseBackend({ backend: config.backend, log })
-  const tokenizer = await fetchRunTokenizer(transport.nc, config.run)
+  const tokenizer = await fetchRunTokenizer(transport, config.run)
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
   const p = config.pipeline
   // Environments: a controller and env workers in this process (more workers may join from
@@ -65,7 +66,7 @@ export async function startRolloutNode(
     )
   // The engines must start from the learner's first weights (version 0: the SFT checkpoint, or the
   // initial weights), not from weights of their own: wait until the learner has published them.
-  const store = await WeightStore.open(transport.nc, config.run)
+  const store = await WeightStore.open(transport, config.run)
   for (let pause = 100; !(await store.latest('policy')); pause = Math.min(pause * 2, 2_000)) {
     if (pause === 100) log('waiting for the learner to publish the first weights (cold start running)')
     await new Promise((r) => setTimeout(r, pause))
@@ -112,7 +113,7 @@ export async function startRolloutNode(
     p.staleEngines > 0 ? p.rho : 0,
     mulberry32(config.seed + 17),
   )
-  const publisher = new TrajectoryPublisher(transport.nc, config.run)
+  const publisher = openTrajectoryPublisher(transport, config.run)
 
   // The dynamic triad (RLAnything). Step reward: a reward-model actor in this process (more may
   // join the queue group elsewhere) judges every episode's steps; its weights follow the learner's
@@ -126,7 +127,7 @@ export async function startRolloutNode(
       m: triad.stepReward.m,
       seed: config.seed + 23,
     })
-    const store = await WeightStore.open(transport.nc, config.run)
+    const store = await WeightStore.open(transport, config.run)
     let rmVersion = -1
     let loading = Promise.resolve()
     const load = (announcement: { version: number; key: string }) => {
@@ -237,7 +238,9 @@ export async function startRolloutNode(
   let stopping = false
   const done = (async () => {
     if (p.mode === 'async') {
-      await driver.runForever((err) => log(`group failed: ${(err as Error).message}`))
+      await driver.runForever((err) => {
+        if (!(err instanceof PublisherClosedError)) log(`group failed: ${(err as Error).message}`)
+      })
       return
     }
     while (!stopping && version < config.maxSteps) {
@@ -253,6 +256,9 @@ export async function startRolloutNode(
     stop: async () => {
       stopping = true
       driver.stop()
+      // Groups finishing now are not published: a publish waiting for room in a full buffer (the
+      // learner is done) would otherwise hold the stop up to its deadline.
+      publisher.close()
       for (const w of versionWaiters.splice(0)) w.resolve()
       await done.catch(() => undefined)
       clearInterval(timer)

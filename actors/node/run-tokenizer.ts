@@ -1,22 +1,23 @@
-import { Objm } from '@nats-io/obj'
-import type { NatsConnection } from '@nats-io/transport-node'
 import { Tokenizer, type TokenizerSettings, tokenizerJson } from '../../gpu/index.ts'
 import { type Millis, weightsBucket } from '../../protocols/index.ts'
+import type { Transport } from '../runtime/transport.ts'
+import { openBlobStore } from '../weights/open-blob-store.ts'
 
 /** Object name of a run's tokenizer in its weights bucket. */
 export const TOKENIZER_OBJECT = 'tokenizer.json'
 
 /**
- * Publishes the run's tokenizer (its byte-pair merges) to the run's object store bucket, so every
- * node, on any machine, renders and decodes tokens exactly as the learner does.
+ * Publishes the run's tokenizer (its byte-pair merges) to the run's weights bucket (the object
+ * store over NATS, memory in process), so every node, on any machine, renders and decodes tokens
+ * exactly as the learner does.
  */
 export async function publishRunTokenizer(
-  nc: NatsConnection,
+  transport: Transport,
   run: string,
   tokenizer: Tokenizer,
 ): Promise<void> {
-  const os = await new Objm(nc as never).create(weightsBucket(run))
-  await os.putBlob({ name: TOKENIZER_OBJECT }, new TextEncoder().encode(tokenizerJson(tokenizer)))
+  const os = await openBlobStore(transport, weightsBucket(run))
+  await os.put(TOKENIZER_OBJECT, new TextEncoder().encode(tokenizerJson(tokenizer)))
 }
 
 /**
@@ -25,15 +26,15 @@ export async function publishRunTokenizer(
  * @throws Error naming the run when it does not appear in time.
  */
 export async function fetchRunTokenizer(
-  nc: NatsConnection,
+  transport: Transport,
   run: string,
   timeoutMs: Millis = 600_000,
 ): Promise<Tokenizer> {
-  const os = await new Objm(nc as never).create(weightsBucket(run))
+  const os = await openBlobStore(transport, weightsBucket(run))
   const deadline = Date.now() + timeoutMs
   let pause = 100
   for (;;) {
-    const bytes = await os.getBlob(TOKENIZER_OBJECT).catch(() => null)
+    const bytes = await os.get(TOKENIZER_OBJECT).catch(() => null)
     if (bytes) return new Tokenizer(JSON.parse(new TextDecoder().decode(bytes)) as TokenizerSettings)
     if (Date.now() >= deadline)
       throw new Error(`run ${run}: no tokenizer published within ${timeoutMs} ms (is the learner running?)`)

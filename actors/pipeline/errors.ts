@@ -8,3 +8,22 @@ export class BufferFullError extends Error {
     super(`trajectory buffer ${stream} stayed full for ${waitedMs} ms: is the learner running?`)
   }
 }
+
+/** A publish on a trajectory publisher after (or waiting when) it was closed. */
+export class PublisherClosedError extends Error {
+  override name = 'PublisherClosedError'
+  constructor(readonly stream: string) {
+    super(`trajectory publisher of ${stream} is closed`)
+  }
+}
+
+/**
+ * The run's trajectory stream does not exist (nobody called `ensureTrajectoryStream`). The message
+ * says "not found", as JetStream's does, so loops that retry a missing stream treat both alike.
+ */
+export class TrajectoryStreamNotFoundError extends Error {
+  override name = 'TrajectoryStreamNotFoundError'
+  constructor(readonly stream: string) {
+    super(`trajectory stream ${stream} not found (is the learner running?)`)
+  }
+}

@@ -1,3 +1,6 @@
 export * from './errors.ts'
+export * from './in-process-trajectory-stream.ts'
+export * from './jetstream-trajectory-stream.ts'
 export * from './learner-loop.ts'
+export * from './open-trajectory-stream.ts'
 export * from './trajectory-stream.ts'

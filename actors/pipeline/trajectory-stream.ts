@@ -1,16 +1,4 @@
 import {
-  AckPolicy,
-  DiscardPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-} from '@nats-io/jetstream'
-import type { NatsConnection } from '@nats-io/transport-node'
-import {
   checkToken,
   type Envelope,
   encodeEnvelope,
@@ -19,12 +7,35 @@ import {
   TrajectoryGroup,
   type TrajectoryGroupPayload,
 } from '../../protocols/index.ts'
-import { type Clock, sleep, systemClock } from '../runtime/clock.ts'
-import { BufferFullError } from './errors.ts'
+import type { Clock } from '../runtime/clock.ts'
 
-/** The JetStream stream of a run's trajectory groups. */
+/**
+ * The trajectory stream of a run: the bounded buffer between the rollout side (publishers) and the
+ * learner (one consumer), with the semantics DESIGN.md asks for (Asynchronous pipeline,
+ * Messaging):
+ *
+ * - bounded: at most `maxGroups` groups are held (published and not yet acknowledged); a publish
+ *   into a full buffer waits for room, up to its deadline (`BufferFullError`);
+ * - work queue: a group leaves the stream only when the learner acknowledges it, which it does
+ *   once a checkpoint holds the step that used it;
+ * - redelivery: a group taken and not acknowledged within `ackWaitMs` (unless kept alive) is
+ *   delivered again, to the same or a restarted learner, with its stream sequence unchanged and
+ *   its redelivery count raised;
+ * - a message that is not a valid `trajectory.group` is dropped for good and counted;
+ * - publishing the same `group_id` twice stores it once (duplicate window).
+ *
+ * Two implementations (`open-trajectory-stream.ts` picks one from the transport): a JetStream
+ * stream (`jetstream-trajectory-stream.ts`, survives process and server restarts) and an
+ * in-process buffer (`in-process-trajectory-stream.ts`, for one-process runs).
+ */
+
+/** The name of a run's trajectory stream (the JetStream stream; the in-process buffer's key). */
 export const trajectoryStreamName = (run: string) =>
   `TRIAD_${checkToken(run, 'run id').replace(/-/g, '_')}_TRAJECTORIES`
+
+/** The subject a group of `task` is published on: `triad.<run>.trajectory.done.<task>`. */
+export const trajectorySubject = (run: string, task: string) =>
+  `triad.${checkToken(run, 'run id')}.trajectory.done.${checkToken(task, 'task')}`
 
 /** Options of the trajectory stream. */
 export interface TrajectoryStreamOptions {
@@ -34,188 +45,68 @@ export interface TrajectoryStreamOptions {
    * learner). Publishers wait while it is full.
    */
   maxGroups: number
-  /** How long a fetched, unacknowledged group stays with the learner before redelivery, ms. */
+  /** How long a fetched, unacknowledged group stays with the learner before redelivery, ms (default 120,000). */
   ackWaitMs?: Millis
+  /** The in-process buffer's clock for ack deadlines (a NATS server keeps its own time). */
+  clock?: Clock
 }
 
-/**
- * Creates (or updates) the run's trajectory stream: work-queue retention (a group leaves the
- * stream when the learner acknowledges it), `discard: new` at `maxGroups` (so a full buffer makes
- * publishers wait instead of losing old groups), file storage (survives a server restart).
- */
-export async function ensureTrajectoryStream(
-  nc: NatsConnection,
-  options: TrajectoryStreamOptions,
-): Promise<string> {
-  const jsm = await jetstreamManager(nc as never)
-  const name = trajectoryStreamName(options.run)
-  const config = {
-    name,
-    subjects: [`triad.${options.run}.trajectory.done.>`],
-    retention: RetentionPolicy.Workqueue,
-    discard: DiscardPolicy.New,
-    max_msgs: options.maxGroups,
-    storage: StorageType.File,
-  }
-  try {
-    await jsm.streams.info(name)
-    await jsm.streams.update(name, config)
-  } catch (err) {
-    if (!/not found/i.test(String((err as Error).message))) throw err
-    await jsm.streams.add(config)
-  }
-  const durable = 'learner'
-  try {
-    await jsm.consumers.info(name, durable)
-  } catch {
-    await jsm.consumers.add(name, {
-      durable_name: durable,
-      ack_policy: AckPolicy.Explicit,
-      ack_wait: (options.ackWaitMs ?? 120_000) * 1_000_000,
-      max_ack_pending: Math.max(options.maxGroups, 1),
-      max_deliver: -1,
-    })
-  }
-  return name
-}
+/** Default of `TrajectoryStreamOptions.ackWaitMs`. */
+export const DEFAULT_ACK_WAIT_MS: Millis = 120_000
 
-/**
- * Publishes trajectory groups with back-pressure: while the stream is full the publisher waits
- * (retrying with backoff) until the learner consumes, or fails at the deadline.
- */
-export class TrajectoryPublisher {
+/** The rollout side of the stream. */
+export interface TrajectoryPublisher {
   /** Publishes that had to wait for room. */
-  waits = 0
-  private readonly js: JetStreamClient
-  constructor(
-    nc: NatsConnection,
-    private readonly run: string,
-    private readonly clock: Clock = systemClock,
-  ) {
-    this.js = jetstream(nc as never)
-  }
-
+  readonly waits: number
   /**
-   * Publishes one group; resolves with its stream sequence number.
-   * @throws BufferFullError when the stream stays full for `timeoutMs`.
+   * Publishes one group; resolves with its stream sequence number (the same number again for a
+   * `group_id` already stored).
+   * @throws BufferFullError when the stream stays full for `timeoutMs` (default 600,000 ms);
+   *   PublisherClosedError once `close` was called (a publish waiting for room fails at once).
    */
-  async publish(group: TrajectoryGroupPayload, timeoutMs: Millis = 600_000): Promise<number> {
-    const data = encodeEnvelope(TrajectoryGroup.make(group))
-    const subject = `triad.${this.run}.trajectory.done.${checkToken(group.task, 'task')}`
-    const start = this.clock.now()
-    let pause = 20
-    let waited = false
-    for (;;) {
-      try {
-        const ack = await this.js.publish(subject, data, { msgID: group.group_id, timeout: 10_000 })
-        return ack.seq
-      } catch (err) {
-        const message = String((err as Error).message)
-        const full = /maximum messages exceeded|maximum bytes exceeded/i.test(message)
-        const transient = full || /timeout|no responders|disconnect|connection/i.test(message)
-        if (!transient) throw err
-        if (full && !waited) {
-          waited = true
-          this.waits++
-        }
-        const elapsed = this.clock.now() - start
-        if (elapsed >= timeoutMs) {
-          if (full) throw new BufferFullError(trajectoryStreamName(this.run), elapsed)
-          throw err
-        }
-        await sleep(this.clock, Math.min(pause, timeoutMs - elapsed))
-        pause = Math.min(pause * 2, 500)
-      }
-    }
-  }
+  publish(group: TrajectoryGroupPayload, timeoutMs?: Millis): Promise<number>
+  /** Ends the publisher: waiting and later publishes fail with `PublisherClosedError`. */
+  close(): void
 }
 
-/** A group taken from the stream, with what is needed to acknowledge it later. */
+/** A group taken from the stream. The consumer that returned it acknowledges it. */
 export interface TakenGroup {
   /** Stream sequence number (unique per group within the stream). */
   seq: number
   /** How many times it was delivered before (0 on the first delivery). */
   redeliveries: number
   group: TrajectoryGroupPayload
-  msg: JsMsg
 }
 
-const groupRegistry = new MessageRegistry([TrajectoryGroup])
-
-/**
- * The learner's side of the stream: takes every available group once at least a minimum is
- * ready; acknowledges only when told (after the step that used them is safe in a checkpoint).
- */
-export class TrajectoryConsumer {
-  /** Messages that failed validation (terminated, never redelivered). */
-  invalid = 0
-  private constructor(
-    private readonly consumer: Awaited<ReturnType<JetStreamClient['consumers']['get']>>,
-    private readonly clock: Clock,
-  ) {}
-
-  static async open(
-    nc: NatsConnection,
-    run: string,
-    clock: Clock = systemClock,
-  ): Promise<TrajectoryConsumer> {
-    const js = jetstream(nc as never)
-    const consumer = await js.consumers.get(trajectoryStreamName(run), 'learner')
-    return new TrajectoryConsumer(consumer, clock)
-  }
-
-  /** Groups available and not yet delivered. */
-  async pending(): Promise<number> {
-    return (await this.consumer.info()).num_pending
-  }
-
+/** The learner's side of the stream. */
+export interface TrajectoryConsumer {
+  /** Messages that failed validation (dropped from the stream, never redelivered). */
+  readonly invalid: number
+  /** Groups in the stream not yet delivered. */
+  pending(): Promise<number>
   /**
    * Waits until at least `minGroups` groups are ready (or `waitMs` passes), then returns every
    * ready group up to `maxGroups`. Returns fewer than `minGroups` only at the deadline.
    */
-  async take(minGroups: number, maxGroups: number, waitMs: Millis): Promise<TakenGroup[]> {
-    const out: TakenGroup[] = []
-    const deadline = this.clock.now() + waitMs
-    const pull = async (max: number, expiresMs: number) => {
-      const iter = await this.consumer.fetch({ max_messages: max, expires: Math.max(1_000, expiresMs) })
-      for await (const m of iter) {
-        let env: Envelope
-        try {
-          env = groupRegistry.parse(m.data)
-        } catch {
-          this.invalid++
-          m.term()
-          continue
-        }
-        if (out.some((g) => g.seq === m.seq)) continue // redelivered while we held it
-        out.push({
-          seq: m.seq,
-          redeliveries: Math.max(0, m.info.deliveryCount - 1),
-          group: env.payload as TrajectoryGroupPayload,
-          msg: m,
-        })
-      }
-    }
-    // Ask for just the missing minimum, so the fetch returns as soon as it is there.
-    while (out.length < minGroups && this.clock.now() < deadline)
-      await pull(minGroups - out.length, Math.min(2_000, deadline - this.clock.now()))
-    const extra = out.length < maxGroups ? await this.pending() : 0
-    if (extra > 0) await pull(Math.min(extra, maxGroups - out.length), 1_000)
-    return out
-  }
-
-  /** Extends the ack deadline of groups held across several steps. */
-  keepAlive(groups: readonly TakenGroup[]): void {
-    for (const g of groups) g.msg.working()
-  }
-
+  take(minGroups: number, maxGroups: number, waitMs: Millis): Promise<TakenGroup[]>
+  /** Restarts the ack deadline of groups held across several steps. */
+  keepAlive(groups: readonly TakenGroup[]): void
   /** Acknowledges groups: they leave the stream for good. */
-  async ack(groups: readonly TakenGroup[]): Promise<void> {
-    await Promise.all(groups.map((g) => g.msg.ackAck().catch(() => false)))
-  }
+  ack(groups: readonly TakenGroup[]): Promise<void>
 }
 
-/** The stream's JetStream manager (admin operations in tests and `triad status`). */
-export function streamManager(nc: NatsConnection): Promise<JetStreamManager> {
-  return jetstreamManager(nc as never)
+const groupRegistry = new MessageRegistry([TrajectoryGroup])
+
+/** The wire form of a group (a `trajectory.group` envelope, msgpack). */
+export function encodeGroup(group: TrajectoryGroupPayload): Uint8Array {
+  return encodeEnvelope(TrajectoryGroup.make(group))
+}
+
+/**
+ * Decodes and validates one stream message.
+ * @throws ProtocolError (a `ValidationError` or a decode error) for a message that is not a valid group.
+ */
+export function decodeGroup(bytes: Uint8Array): TrajectoryGroupPayload {
+  const env: Envelope = groupRegistry.parse(bytes)
+  return env.payload as TrajectoryGroupPayload
 }

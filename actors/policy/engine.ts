@@ -71,7 +71,7 @@ export interface PolicyEngineOptions {
   seed?: number
   /** Model name in `weights.published` (`Subjects.weights(run, model)`); default `policy`. */
   model?: string
-  /** Weights source; default `WeightStore.open` on the transport's NATS connection (NATS transport only). */
+  /** Weights source; default the run's `WeightStore` on the transport's medium. */
   weightSource?: WeightSource
   /** At start, load the newest stored version the engine would take (default true). */
   loadLatest?: boolean
@@ -149,8 +149,8 @@ interface EngineState {
  * `engine/batch_size_mean` and `engine/version` on `Subjects.metrics(run, role)` (role `policy` or
  * `policy-stale`).
  *
- * @throws PolicyEngineConfigError on bad options (bad `staleEvery`, no weight source on a non-NATS
- *   transport); ConfigError/ShapeError from gpu/ for a bad model config or initial weights.
+ * @throws PolicyEngineConfigError on bad options (bad `staleEvery`); ConfigError/ShapeError from
+ *   gpu/ for a bad model config or initial weights.
  */
 export async function startPolicyEngine(
   system: ActorSystem,
@@ -166,7 +166,7 @@ export async function startPolicyEngine(
   const role = stale ? 'policy-stale' : 'policy'
   const clock = options.clock ?? systemClock
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
-  const source = options.weightSource ?? (await defaultSource(transport, options.run))
+  const source = options.weightSource ?? (await WeightStore.open(transport, options.run))
   let live: EngineState | undefined
   let versionWaiters: { version: number; resolve: () => void }[] = []
   const notifyVersion = (version: number) => {
@@ -395,17 +395,6 @@ export async function startPolicyEngine(
       await ref.stop()
     },
   }
-}
-
-async function defaultSource(transport: Transport, run: string): Promise<WeightSource> {
-  const nc = (transport as { nc?: unknown }).nc
-  if (!nc)
-    throw new PolicyEngineConfigError(
-      'weightSource',
-      undefined,
-      `a ${transport.kind} transport has no object store: pass a weightSource`,
-    )
-  return WeightStore.open(nc as Parameters<typeof WeightStore.open>[0], run)
 }
 
 /** 32-bit FNV-1a hash of a string (mixes the engine id into its request seeds). */

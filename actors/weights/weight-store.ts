@@ -1,5 +1,3 @@
-import { type ObjectStore, Objm } from '@nats-io/obj'
-import type { NatsConnection } from '@nats-io/transport-node'
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../../gpu/index.ts'
 import {
   checkToken,
@@ -9,7 +7,9 @@ import {
   weightsBucket,
 } from '../../protocols/index.ts'
 import type { Transport } from '../runtime/index.ts'
+import type { BlobStore } from './blob-store.ts'
 import { WeightStoreConfigError, WeightsFormatError, WeightsNotFoundError } from './errors.ts'
+import { openBlobStore } from './open-blob-store.ts'
 
 /** The payload of a `weights.published` announcement. */
 export type WeightsAnnouncement = PayloadOf<typeof WeightsPublished>
@@ -27,9 +27,9 @@ export interface WeightStoreOptions {
 export const weightsKey = (model: string, version: number) => `${checkToken(model, 'model name')}-v${version}`
 
 /**
- * Weights of a run in the JetStream object store bucket `weightsBucket(run)` (DESIGN.md,
- * Messaging: payloads over `max_payload` go to the object store and the version is announced on
- * `Subjects.weights(run, model)`).
+ * Weights of a run in the blob store bucket `weightsBucket(run)` of the transport's medium: the
+ * JetStream object store over NATS (DESIGN.md, Messaging: payloads over `max_payload` go to the
+ * object store and the version is announced on `Subjects.weights(run, model)`), memory in process.
  *
  * Each version is one safetensors object (`gpu/safetensors.ts`; tensors 1-D unless shapes are
  * given; metadata `model` and `version`) named `weightsKey(model, version)`. Only the newest
@@ -38,7 +38,7 @@ export const weightsKey = (model: string, version: number) => `${checkToken(mode
  */
 export class WeightStore {
   private constructor(
-    private readonly os: ObjectStore,
+    private readonly os: BlobStore,
     /** The bucket name. */
     readonly bucket: string,
     /** The run the bucket belongs to. */
@@ -47,16 +47,19 @@ export class WeightStore {
   ) {}
 
   /**
-   * Opens (creating when absent) the run's weights bucket.
+   * Opens (creating when absent) the run's weights bucket on the transport's medium.
    * @throws WeightStoreConfigError on a bad `keep`; the JetStream error when JetStream is off.
    */
-  static async open(nc: NatsConnection, run: string, options: WeightStoreOptions = {}): Promise<WeightStore> {
+  static async open(
+    transport: Transport,
+    run: string,
+    options: WeightStoreOptions = {},
+  ): Promise<WeightStore> {
     const keep = options.keep ?? 3
     if (!Number.isInteger(keep) || keep < 1)
       throw new WeightStoreConfigError('keep', keep, 'must be a positive integer')
     const bucket = weightsBucket(checkToken(run, 'run id'))
-    // Cast: @nats-io/obj pins its own copy of nats-core; the connection is the same at run time.
-    const os = await new Objm(nc as never).create(bucket)
+    const os = await openBlobStore(transport, bucket)
     return new WeightStore(os, bucket, run, keep)
   }
 
@@ -84,7 +87,7 @@ export class WeightStore {
     for (const [name, data] of Object.entries(weights))
       tensors[name] = { shape: shapes[name] ?? [data.length], data }
     const bytes = encodeSafetensors(tensors, { model, version: String(version) })
-    await this.os.putBlob({ name: key, description: `${model} weights, version ${version}` }, bytes)
+    await this.os.put(key, bytes, `${model} weights, version ${version}`)
     await this.prune(model)
     return { model, version, bucket: this.bucket, key, bytes: bytes.length }
   }
@@ -113,7 +116,7 @@ export class WeightStore {
    */
   async load(announcement: Pick<WeightsAnnouncement, 'key'>): Promise<WeightMap> {
     const { key } = announcement
-    const bytes = await this.os.getBlob(key)
+    const bytes = await this.os.get(key)
     if (!bytes) throw new WeightsNotFoundError(this.bucket, key)
     let decoded: ReturnType<typeof decodeSafetensors>
     try {
@@ -131,7 +134,7 @@ export class WeightStore {
     const prefix = `${model}-v`
     const infos = await this.os.list()
     return infos
-      .filter((i) => !i.deleted && i.name.startsWith(prefix) && /^\d+$/.test(i.name.slice(prefix.length)))
+      .filter((i) => i.name.startsWith(prefix) && /^\d+$/.test(i.name.slice(prefix.length)))
       .map((i) => Number(i.name.slice(prefix.length)))
       .sort((a, b) => a - b)
   }
@@ -153,6 +156,6 @@ export class WeightStore {
   private async prune(model: string): Promise<void> {
     const versions = await this.versions(model)
     for (const v of versions.slice(0, Math.max(0, versions.length - this.keep)))
-      await this.os.delete(weightsKey(model, v)).catch(() => undefined)
+      await this.os.delete(weightsKey(model, v))
   }
 }

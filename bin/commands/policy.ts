@@ -40,7 +40,7 @@ export async function startPolicyRole(
   // tokenizer the vocabulary (byte-pair merges included).
   if (!modelConfig && typeof ctx.options['config'] === 'string') {
     const config = readNodeConfig(ctx.options)
-    const tokenizer = await fetchRunTokenizer(ctx.transport.nc, config.run)
+    const tokenizer = await fetchRunTokenizer(ctx.transport, config.run)
     modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
     ctx.options['staleEvery'] ??= config.pipeline.staleEvery
   }

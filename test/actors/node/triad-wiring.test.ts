@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   connectNats,
+  InProcessTransport,
   type NatsServer,
   type NodeConfig,
   type NodeHandle,
@@ -12,6 +13,7 @@ import {
   startLearnerNode,
   startNatsServer,
   startRolloutNode,
+  type Transport,
   WeightStore,
 } from '../../../actors/index.ts'
 import {
@@ -24,7 +26,8 @@ import {
 
 /**
  * The dynamic triad wired into the running pipeline, in one process over a real NATS server: a
- * learner node and a rollout node of a tiny model, with every triad switch on, then every one off.
+ * learner node and a rollout node of a tiny model, with every triad switch on, then every one off;
+ * then with every switch on over the in-process transport (the one-process mode of `triad run`).
  */
 
 type Report = PayloadOf<typeof MetricsReport>
@@ -79,12 +82,20 @@ function tinyConfig(run: string, runDir: string, on: boolean): NodeConfig {
   }
 }
 
+/** How the parties of a run get their transport: one NATS connection each, or one in-process transport for all. */
+type Connect = (run: string, role: string) => Promise<Transport>
+
+const overNats =
+  (url: string): Connect =>
+  (run, role) =>
+    connectNats({ servers: url, run, role, id: '0' })
+
 /** Runs a tiny triad to `maxSteps` learner steps; returns every metrics report and trajectory group seen. */
-async function runTiny(url: string, on: boolean) {
+async function runTiny(connect: Connect, on: boolean) {
   const run = `wire${on ? 'on' : 'off'}${process.pid}`
   const runDir = mkdtempSync(join(tmpdir(), 'triad-wire-'))
   const config = tinyConfig(run, runDir, on)
-  const watch = await connectNats({ servers: url, run, role: 'test', id: '0' })
+  const watch = await connect(run, 'test')
   const reports: Report[] = []
   const groups: Group[] = []
   const sub = watch.subscribe(`triad.${run}.>`, {
@@ -95,8 +106,8 @@ async function runTiny(url: string, on: boolean) {
       if (m.type === TrajectoryGroup.type) groups.push(m.payload as Group)
     },
   })
-  const lt = await connectNats({ servers: url, run, role: 'learner', id: '0' })
-  const rt = await connectNats({ servers: url, run, role: 'rollout', id: '0' })
+  const lt = await connect(run, 'learner')
+  const rt = await connect(run, 'rollout')
   const system = startActorSystem({ name: `rollout-${run}` })
   let learner: NodeHandle | undefined
   let rollout: NodeHandle | undefined
@@ -110,7 +121,7 @@ async function runTiny(url: string, on: boolean) {
         timer = setTimeout(() => reject(new Error('no 2 learner steps in 50 s')), 50_000)
       }),
     ]).finally(() => clearTimeout(timer))
-    const store = await WeightStore.open(watch.nc, run)
+    const store = await WeightStore.open(watch, run)
     const rmVersions = await store.versions('reward')
     return { reports, groups, rmVersions }
   } finally {
@@ -138,7 +149,16 @@ describe('node - dynamic triad wiring', () => {
   })
 
   it('node - with every switch on, trajectories carry judgements, the reward model trains and publishes, difficulty is reported', async () => {
-    const { reports, groups, rmVersions } = await runTiny(nats.url, true)
+    assertSwitchesOn(await runTiny(overNats(nats.url), true))
+  })
+
+  it('node - in one process on the in-process transport, every switch on: the same wiring', async () => {
+    const t = new InProcessTransport()
+    assertSwitchesOn(await runTiny(async () => t, true))
+  })
+
+  /** What a tiny run with every switch on must show. */
+  function assertSwitchesOn({ reports, groups, rmVersions }: Awaited<ReturnType<typeof runTiny>>) {
     assert.ok(groups.length > 0, 'groups went to the stream')
     const sample = groups[0]!.samples[0]!
     assert.ok(sample.judgements instanceof Int8Array, 'judgements attached')
@@ -167,10 +187,10 @@ describe('node - dynamic triad wiring', () => {
     const adapter = values(reports, 'env-adapter')
     assert.ok(adapter.length > 0, 'the env adapter reported')
     assert.ok(adapter.every((v) => v['env/difficulty/calc'] !== undefined))
-  })
+  }
 
   it('node - with every switch off, no judgement, no reward-model training, no difficulty metrics', async () => {
-    const { reports, groups, rmVersions } = await runTiny(nats.url, false)
+    const { reports, groups, rmVersions } = await runTiny(overNats(nats.url), false)
     assert.ok(groups.length > 0)
     for (const g of groups) for (const s of g.samples) assert.equal(s.judgements, undefined)
     const learner = values(reports, 'learner').filter((v) => v['learner/version'] !== undefined)

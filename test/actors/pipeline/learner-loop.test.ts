@@ -6,15 +6,16 @@ import { after, before, describe, it } from 'node:test'
 import {
   connectNats,
   ensureTrajectoryStream,
+  InProcessTransport,
   type LearnerCore,
   LearnerLoop,
   type NatsServer,
-  type NatsTransport,
+  openTrajectoryConsumer,
+  openTrajectoryPublisher,
   readAckRecords,
   readLatestCheckpoint,
   startNatsServer,
-  TrajectoryConsumer,
-  TrajectoryPublisher,
+  type Transport,
 } from '../../../actors/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
@@ -61,76 +62,103 @@ function countingCore(): LearnerCore {
   }
 }
 
-describe('actors/pipeline/learner-loop - checkpoints on a real JetStream stream', () => {
-  let nats: NatsServer
-  let t: NatsTransport
-  before(async () => {
-    nats = await startNatsServer({ storeDir: mkdtempSync(join(tmpdir(), 'triad-loop-')), monitorPort: false })
-    t = await connectNats({ servers: nats.url, run: 'loop', role: 'test', id: '0' })
-  })
-  after(async () => {
-    await t.close()
-    await nats.stop()
-  })
-
-  /** A loop of one group per step, checkpointing every 2 steps, over `groups` published groups. */
-  async function loopOver(run: string, groups: number, report: (version: number) => void = () => {}) {
-    await ensureTrajectoryStream(t.nc, { run, maxGroups: 10 })
-    const pub = new TrajectoryPublisher(t.nc, run)
-    for (let i = 0; i < groups; i++) await pub.publish(group(`g${i}`))
-    const consumer = await TrajectoryConsumer.open(t.nc, run)
-    const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-ckpt-')), 'checkpoints')
-    const loop = new LearnerLoop(
-      countingCore(),
-      consumer,
-      { minGroups: 1, maxGroups: 1, stalenessBound: 100, checkpointEvery: 2, checkpointDir, waitMs: 1_000 },
-      async () => {},
-      (_values, version) => report(version),
-    )
-    return { loop, consumer, checkpointDir }
-  }
-
-  it('learner-loop - a step budget off the checkpoint interval still checkpoints the last step', async () => {
-    const { loop, consumer, checkpointDir } = await loopOver('budget', 3)
-    await loop.run(3)
-    assert.equal(loop.counts.steps, 3)
-    assert.equal(readLatestCheckpoint(checkpointDir)?.version, 3)
-    assert.ok(existsSync(join(checkpointDir, 'step-2')) && existsSync(join(checkpointDir, 'step-3')))
-    // Every group is acknowledged with the checkpoint that holds its step.
-    assert.deepEqual(
-      readAckRecords(checkpointDir).map((r) => [r.version, r.used.length]),
-      [
-        [2, 2],
-        [3, 1],
-      ],
-    )
-    assert.equal(await consumer.pending(), 0)
-  })
-
-  it('learner-loop - a budget on the interval writes no second checkpoint of the same step', async () => {
-    const { loop, checkpointDir } = await loopOver('even', 2)
-    await loop.run(2)
-    assert.deepEqual(
-      readAckRecords(checkpointDir).map((r) => r.version),
-      [2],
-    )
-  })
-
-  it('learner-loop - stop() after a step off the interval checkpoints that step', async () => {
-    // The loop's report of its first step is the event to stop on.
-    let stepped = () => {}
-    const firstStep = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no step within 10 s')), 10_000)
-      stepped = () => {
-        clearTimeout(timer)
-        resolve()
+/** The same loop tests on both trajectory streams: JetStream on a real server, and in process. */
+const media: { name: string; open: () => Promise<{ t: Transport; close: () => Promise<void> }> }[] = [
+  {
+    name: 'a real JetStream stream',
+    open: async () => {
+      const nats: NatsServer = await startNatsServer({
+        storeDir: mkdtempSync(join(tmpdir(), 'triad-loop-')),
+        monitorPort: false,
+      })
+      const t = await connectNats({ servers: nats.url, run: 'loop', role: 'test', id: '0' })
+      return {
+        t,
+        close: async () => {
+          await t.close()
+          await nats.stop()
+        },
       }
+    },
+  },
+  {
+    name: 'the in-process stream',
+    open: async () => {
+      const t = new InProcessTransport()
+      return { t, close: () => t.close() }
+    },
+  },
+]
+
+for (const medium of media)
+  describe(`actors/pipeline/learner-loop - checkpoints on ${medium.name}`, () => {
+    let t: Transport
+    let close: () => Promise<void>
+    before(async () => {
+      ;({ t, close } = await medium.open())
     })
-    const { loop, checkpointDir } = await loopOver('stopped', 1, () => stepped())
-    const running = loop.run()
-    await firstStep
-    loop.stop()
-    await running
-    assert.equal(readLatestCheckpoint(checkpointDir)?.version, 1)
+    after(async () => {
+      await close()
+    })
+
+    /** A loop of one group per step, checkpointing every 2 steps, over `groups` published groups. */
+    async function loopOver(run: string, groups: number, report: (version: number) => void = () => {}) {
+      await ensureTrajectoryStream(t, { run, maxGroups: 10 })
+      const pub = openTrajectoryPublisher(t, run)
+      for (let i = 0; i < groups; i++) await pub.publish(group(`g${i}`))
+      const consumer = await openTrajectoryConsumer(t, run)
+      const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-ckpt-')), 'checkpoints')
+      const loop = new LearnerLoop(
+        countingCore(),
+        consumer,
+        { minGroups: 1, maxGroups: 1, stalenessBound: 100, checkpointEvery: 2, checkpointDir, waitMs: 1_000 },
+        async () => {},
+        (_values, version) => report(version),
+      )
+      return { loop, consumer, checkpointDir }
+    }
+
+    it('learner-loop - a step budget off the checkpoint interval still checkpoints the last step', async () => {
+      const { loop, consumer, checkpointDir } = await loopOver('budget', 3)
+      await loop.run(3)
+      assert.equal(loop.counts.steps, 3)
+      assert.equal(readLatestCheckpoint(checkpointDir)?.version, 3)
+      assert.ok(existsSync(join(checkpointDir, 'step-2')) && existsSync(join(checkpointDir, 'step-3')))
+      // Every group is acknowledged with the checkpoint that holds its step.
+      assert.deepEqual(
+        readAckRecords(checkpointDir).map((r) => [r.version, r.used.length]),
+        [
+          [2, 2],
+          [3, 1],
+        ],
+      )
+      assert.equal(await consumer.pending(), 0)
+    })
+
+    it('learner-loop - a budget on the interval writes no second checkpoint of the same step', async () => {
+      const { loop, checkpointDir } = await loopOver('even', 2)
+      await loop.run(2)
+      assert.deepEqual(
+        readAckRecords(checkpointDir).map((r) => r.version),
+        [2],
+      )
+    })
+
+    it('learner-loop - stop() after a step off the interval checkpoints that step', async () => {
+      // The loop's report of its first step is the event to stop on.
+      let stepped = () => {}
+      const firstStep = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no step within 10 s')), 10_000)
+        stepped = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      const { loop, checkpointDir } = await loopOver('stopped', 1, () => stepped())
+      const running = loop.run()
+      await firstStep
+      loop.stop()
+      await running
+      assert.equal(readLatestCheckpoint(checkpointDir)?.version, 1)
+    })
   })
-})

@@ -113,7 +113,7 @@ describe('actors/policy/engine - policy engines over NATS', () => {
     nats = await startNatsServer({ storeDir: dir, monitorPort: false })
     server = await connectNats({ servers: nats.url, run: RUN, role: 'policy', id: '0' })
     client = await connectNats({ servers: nats.url, run: RUN, role: 'test', id: '0' })
-    store = await WeightStore.open(client.nc, RUN, { keep: 10 })
+    store = await WeightStore.open(client, RUN, { keep: 10 })
   })
   after(async () => {
     await system.stop()

@@ -39,7 +39,7 @@ describe('actors/rollout/policy-router - cross-policy sampling', () => {
     const opts = { run, modelConfig, metricsIntervalMs: 0, loadLatest: false }
     engines.push(await startPolicyEngine(system, t, { ...opts, id: 'fresh0', stale: false }))
     engines.push(await startPolicyEngine(system, t, { ...opts, id: 'stale0', stale: true, staleEvery: 2 }))
-    const store = await WeightStore.open(t.nc, run)
+    const store = await WeightStore.open(t, run)
     await store.publish(t, 'policy', 1, initWeights(modelConfig, 7))
     await Promise.all(engines.map((e) => e.whenVersion(1)))
     await store.publish(t, 'policy', 3, initWeights(modelConfig, 8))

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { Objm } from '@nats-io/obj'
 import {
   connectNats,
+  InProcessTransport,
   type NatsServer,
-  type NatsTransport,
+  openBlobStore,
   startNatsServer,
+  type Transport,
   WeightStore,
   WeightStoreConfigError,
   WeightsFormatError,
@@ -40,68 +41,91 @@ function within<T>(ms: number, what: string, register: (deliver: (v: T) => void)
   })
 }
 
-describe('actors/weights/weight-store - weights in the JetStream object store', () => {
-  let nats: NatsServer
-  let transport: NatsTransport
-  let dir: string
-  before(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'triad-weights-'))
-    nats = await startNatsServer({ storeDir: dir, monitorPort: false })
-    transport = await connectNats({ servers: nats.url, run: 'ws', role: 'test', id: '0' })
-  })
-  after(async () => {
-    await transport.close()
-    await nats.stop()
-    rmSync(dir, { recursive: true, force: true })
-  })
+/** The same weight-store tests on both media: JetStream's object store on a real server, and in process. */
+const media: { name: string; open: () => Promise<{ transport: Transport; close: () => Promise<void> }> }[] = [
+  {
+    name: 'the JetStream object store',
+    open: async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'triad-weights-'))
+      const nats: NatsServer = await startNatsServer({ storeDir: dir, monitorPort: false })
+      const transport = await connectNats({ servers: nats.url, run: 'ws', role: 'test', id: '0' })
+      return {
+        transport,
+        close: async () => {
+          await transport.close()
+          await nats.stop()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+  },
+  {
+    name: 'process memory',
+    open: async () => {
+      const transport = new InProcessTransport()
+      return { transport, close: () => transport.close() }
+    },
+  },
+]
 
-  it('weight-store - publish writes the object, announces the version, and load gives the same arrays', async () => {
-    const store = await WeightStore.open(transport.nc, 'ws')
-    const heard = within<Envelope>(5_000, 'weights.published', (deliver) => {
-      transport.subscribe(Subjects.weights('ws', 'policy'), {
-        accepts: new MessageRegistry([WeightsPublished]),
-        handler: deliver,
+for (const medium of media)
+  describe(`actors/weights/weight-store - weights in ${medium.name}`, () => {
+    let transport: Transport
+    let close: () => Promise<void>
+    before(async () => {
+      ;({ transport, close } = await medium.open())
+    })
+    after(async () => {
+      await close()
+    })
+
+    it('weight-store - publish writes the object, announces the version, and load gives the same arrays', async () => {
+      const store = await WeightStore.open(transport, 'ws')
+      const heard = within<Envelope>(5_000, 'weights.published', (deliver) => {
+        transport.subscribe(Subjects.weights('ws', 'policy'), {
+          accepts: new MessageRegistry([WeightsPublished]),
+          handler: deliver,
+        })
       })
+      const w = weightsOf(0.5)
+      const sent = await store.publish(transport, 'policy', 1, w)
+      assert.deepEqual(sent, {
+        model: 'policy',
+        version: 1,
+        bucket: weightsBucket('ws'),
+        key: weightsKey('policy', 1),
+        bytes: sent.bytes,
+      })
+      assert.ok(sent.bytes > 21 * 4)
+      const announced = await heard
+      assert.deepEqual(announced.payload, sent)
+      const loaded = await store.load(announced.payload as typeof sent)
+      assert.deepEqual(Object.keys(loaded).sort(), Object.keys(w).sort())
+      for (const [name, data] of Object.entries(w)) assert.deepEqual(loaded[name], data)
     })
-    const w = weightsOf(0.5)
-    const sent = await store.publish(transport, 'policy', 1, w)
-    assert.deepEqual(sent, {
-      model: 'policy',
-      version: 1,
-      bucket: weightsBucket('ws'),
-      key: weightsKey('policy', 1),
-      bytes: sent.bytes,
+
+    it('weight-store - keeps only the newest versions, and a pruned version is a typed error', async () => {
+      const store = await WeightStore.open(transport, 'prune', { keep: 2 })
+      const sent = []
+      for (const v of [0, 1, 2, 3]) sent.push(await store.put('policy', v, weightsOf(v + 1)))
+      await store.put('reward', 7, weightsOf(9))
+      assert.deepEqual(await store.versions('policy'), [2, 3])
+      assert.deepEqual(await store.versions('reward'), [7])
+      await assert.rejects(store.load(sent[0]!), WeightsNotFoundError)
+      assert.deepEqual((await store.load(sent[3]!)).embed, weightsOf(4).embed)
+      assert.equal((await store.latest('policy'))?.version, 3)
+      assert.equal((await store.latest('policy', (v) => v % 2 === 0))?.version, 2)
+      assert.equal(await store.latest('policy', (v) => v > 10), undefined)
+      assert.equal(await (await WeightStore.open(transport, 'empty')).latest('policy'), undefined)
     })
-    assert.ok(sent.bytes > 21 * 4)
-    const announced = await heard
-    assert.deepEqual(announced.payload, sent)
-    const loaded = await store.load(announced.payload as typeof sent)
-    assert.deepEqual(Object.keys(loaded).sort(), Object.keys(w).sort())
-    for (const [name, data] of Object.entries(w)) assert.deepEqual(loaded[name], data)
-  })
 
-  it('weight-store - keeps only the newest versions, and a pruned version is a typed error', async () => {
-    const store = await WeightStore.open(transport.nc, 'prune', { keep: 2 })
-    const sent = []
-    for (const v of [0, 1, 2, 3]) sent.push(await store.put('policy', v, weightsOf(v + 1)))
-    await store.put('reward', 7, weightsOf(9))
-    assert.deepEqual(await store.versions('policy'), [2, 3])
-    assert.deepEqual(await store.versions('reward'), [7])
-    await assert.rejects(store.load(sent[0]!), WeightsNotFoundError)
-    assert.deepEqual((await store.load(sent[3]!)).embed, weightsOf(4).embed)
-    assert.equal((await store.latest('policy'))?.version, 3)
-    assert.equal((await store.latest('policy', (v) => v % 2 === 0))?.version, 2)
-    assert.equal(await store.latest('policy', (v) => v > 10), undefined)
-    assert.equal(await (await WeightStore.open(transport.nc, 'empty')).latest('policy'), undefined)
+    it('weight-store - bad arguments and a corrupt object are typed errors', async () => {
+      await assert.rejects(WeightStore.open(transport, 'ws', { keep: 0 }), WeightStoreConfigError)
+      const store = await WeightStore.open(transport, 'ws')
+      await assert.rejects(store.put('policy', -1, weightsOf(1)), WeightStoreConfigError)
+      await assert.rejects(store.put('pol.icy', 1, weightsOf(1)), WeightStoreConfigError)
+      const os = await openBlobStore(transport, weightsBucket('ws'))
+      await os.put(weightsKey('policy', 99), new TextEncoder().encode('not safetensors'))
+      await assert.rejects(store.load({ key: weightsKey('policy', 99) }), WeightsFormatError)
+    })
   })
-
-  it('weight-store - bad arguments and a corrupt object are typed errors', async () => {
-    await assert.rejects(WeightStore.open(transport.nc, 'ws', { keep: 0 }), WeightStoreConfigError)
-    const store = await WeightStore.open(transport.nc, 'ws')
-    await assert.rejects(store.put('policy', -1, weightsOf(1)), WeightStoreConfigError)
-    await assert.rejects(store.put('pol.icy', 1, weightsOf(1)), WeightStoreConfigError)
-    const os = await new Objm(transport.nc as never).open(weightsBucket('ws'))
-    await os.putBlob({ name: weightsKey('policy', 99) }, new TextEncoder().encode('not safetensors'))
-    await assert.rejects(store.load({ key: weightsKey('policy', 99) }), WeightsFormatError)
-  })
-})
