@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
 import { KvCache } from './kv-cache.ts'
+import { leftPad } from './left-pad.ts'
 import { createRng, type Rng } from './prng.ts'
 import { forward, type Transformer } from './transformer.ts'
 
@@ -120,8 +121,7 @@ export async function generate(
   if (prompts.length === 0) return []
   const stop = new Set(options.stopTokens ?? [])
   const b = prompts.length
-  const lens = prompts.map((p) => p.length)
-  const width = Math.max(...lens)
+  const width = Math.max(...prompts.map((p) => p.length))
   prompts.forEach((p, i) => {
     if (p.length === 0) throw new ShapeError(`prompts[${i}]`, 'at least one token', [0])
     for (let k = 0; k < p.length; k++)
@@ -132,23 +132,8 @@ export async function generate(
     throw new ShapeError('prompts', `lengths below contextLength ${contextLength}`, [b, width])
   const steps = Math.min(options.maxNewTokens, contextLength - width)
 
-  // Left-padded prompt batch: ids, positions from each prompt's first real token, real-token mask.
-  const total = width + steps
-  const ids = new Int32Array(b * total)
-  const pos = new Int32Array(b * total)
-  const real = new Float32Array(b * total)
-  for (let i = 0; i < b; i++) {
-    const off = width - lens[i]!
-    for (let k = 0; k < lens[i]!; k++) {
-      ids[i * total + off + k] = prompts[i]![k]!
-      pos[i * total + off + k] = k
-      real[i * total + off + k] = 1
-    }
-    for (let s = 0; s < steps; s++) {
-      pos[i * total + width + s] = lens[i]! + s
-      real[i * total + width + s] = 1
-    }
-  }
+  // Left-padded prompt batch with the continuation's columns: ids, positions, real-token mask.
+  const { total, ids, positions: pos, realMask: real } = leftPad(prompts, steps)
   const column = (data: Int32Array | Float32Array, from: number, to: number, dtype: 'int32' | 'float32') => {
     const out = dtype === 'int32' ? new Int32Array(b * (to - from)) : new Float32Array(b * (to - from))
     for (let i = 0; i < b; i++) out.set(data.subarray(i * total + from, i * total + to), i * (to - from))

@@ -5,7 +5,10 @@ import {
   disposeTransformer,
   forward,
   getWeights,
+  leftPad,
+  leftPaddedTensors,
   pick,
+  rowChunks,
   setWeights,
   Tokenizer,
   type Transformer,
@@ -39,6 +42,8 @@ export interface RewardModelOptions {
   temperature?: number
   /** How judge prompts are rendered (a shorter system line for small models). */
   prompt?: JudgePromptOptions
+  /** Most padded tokens per forward pass when judging (default 4096). */
+  maxPassTokens?: number
 }
 
 /** The judgements of a batch of steps; arrays are `[steps * m]`, step-major. */
@@ -62,6 +67,8 @@ export class RewardModel {
   readonly tokenizer: Tokenizer
   readonly temperature: number
   readonly promptOptions: JudgePromptOptions
+  /** Most padded tokens per forward pass when judging. */
+  readonly maxPassTokens: number
   /** Weight version of the current weights. */
   version: number
 
@@ -70,6 +77,9 @@ export class RewardModel {
     this.tokenizer = options.tokenizer ?? new Tokenizer()
     this.temperature = options.temperature ?? 1
     this.promptOptions = options.prompt ?? {}
+    this.maxPassTokens = options.maxPassTokens ?? 4096
+    if (!(Number.isInteger(this.maxPassTokens) && this.maxPassTokens > 0))
+      throw new RewardModelConfigError('maxPassTokens', this.maxPassTokens, 'must be a positive integer')
     if (!(this.temperature > 0 && Number.isFinite(this.temperature)))
       throw new RewardModelConfigError('temperature', this.temperature, 'must be > 0')
     if (options.config.vocabSize !== this.tokenizer.vocabSize)
@@ -95,35 +105,30 @@ export class RewardModel {
   }
 
   /**
-   * Next-token logits after each prompt, `[prompts]` rows of `[vocabSize]` float32, from one
-   * left-padded batch (padding masked out, positions counted from each prompt's first token).
+   * Next-token logits after each prompt, `[prompts]` rows of `[vocabSize]` float32, from left-padded
+   * passes (padding masked out, positions counted from each prompt's first token) of at most
+   * `passTokens` padded tokens each (`maxPassTokens`, default 4096: bounds the wasm heap).
    */
   async lastLogits(prompts: readonly Int32Array[]): Promise<Float32Array[]> {
     if (prompts.length === 0) return []
-    const b = prompts.length
     const width = Math.max(...prompts.map((p) => p.length))
-    const ids = new Int32Array(b * width)
-    const pos = new Int32Array(b * width)
-    const real = new Float32Array(b * width)
-    prompts.forEach((p, i) => {
-      const off = width - p.length
-      ids.set(p, i * width + off)
-      for (let k = 0; k < p.length; k++) {
-        pos[i * width + off + k] = k
-        real[i * width + off + k] = 1
-      }
-    })
-    const logits = tf.tidy(() =>
-      forward(this.model, tf.tensor2d(ids, [b, width], 'int32'), {
-        positions: tf.tensor2d(pos, [b, width], 'int32'),
-        attentionMask: tf.tensor2d(real, [b, width]),
-        lastOnly: true,
-      }),
-    )
-    const data = (await logits.data()) as Float32Array
-    logits.dispose()
     const v = this.model.config.vocabSize
-    return prompts.map((_, i) => data.slice(i * v, (i + 1) * v))
+    const out: Float32Array[] = []
+    for (const [r0, r1] of rowChunks(prompts.length, width, this.maxPassTokens)) {
+      const padded = leftPad(prompts.slice(r0, r1))
+      const logits = tf.tidy(() => {
+        const t = leftPaddedTensors(padded)
+        return forward(this.model, t.ids, {
+          positions: t.positions,
+          attentionMask: t.attentionMask,
+          lastOnly: true,
+        })
+      })
+      const data = (await logits.data()) as Float32Array
+      logits.dispose()
+      for (let i = 0; i < r1 - r0; i++) out.push(data.slice(i * v, (i + 1) * v))
+    }
+    return out
   }
 
   /**

@@ -5,7 +5,10 @@ import {
   GRPO_TCR_DEFAULTS,
   type GrpoTcrConfig,
   hiddenStates,
+  leftPad,
+  leftPaddedTensors,
   type RlOptimizer,
+  rowChunks,
   type Transformer,
   UNPARSEABLE_PENALTY,
 } from '../../gpu/index.ts'
@@ -129,6 +132,12 @@ export interface RewardModelStepConfig {
    * full-vocabulary entropy bonus would.
    */
   verdictEntropyCoef: number
+  /**
+   * Most padded prompt tokens per forward/backward pass (default 4096): the steps are split into
+   * row chunks whose gradients add up to the whole batch's (each chunk's loss weighted by its share
+   * of the steps), which bounds memory (attention holds `rows * heads * width^2` floats per layer).
+   */
+  microBatchTokens?: number
 }
 
 /** DemyAgent's GRPO-TCR defaults, temperature 1, no verdict-entropy bonus. */
@@ -147,22 +156,10 @@ function lastLogSoftmax(
   prompts: readonly Int32Array[],
   temperature: number,
 ): tf.Tensor2D {
-  const b = prompts.length
-  const width = Math.max(...prompts.map((p) => p.length))
-  const ids = new Int32Array(b * width)
-  const pos = new Int32Array(b * width)
-  const real = new Float32Array(b * width)
-  prompts.forEach((p, i) => {
-    const off = width - p.length
-    ids.set(p, i * width + off)
-    for (let k = 0; k < p.length; k++) {
-      pos[i * width + off + k] = k
-      real[i * width + off + k] = 1
-    }
-  })
-  const h = hiddenStates(model, tf.tensor2d(ids, [b, width], 'int32'), {
-    positions: tf.tensor2d(pos, [b, width], 'int32'),
-    attentionMask: tf.tensor2d(real, [b, width]),
+  const t = leftPaddedTensors(leftPad(prompts))
+  const h = hiddenStates(model, t.ids, {
+    positions: t.positions,
+    attentionMask: t.attentionMask,
     lastOnly: true,
   })
   let logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // tied: h E^T
@@ -205,54 +202,80 @@ export async function trainRewardModelStep(
     throw new RewardModelConfigError('temperature', config.temperature, 'must be > 0')
   const { steps, m } = batch
   const vocab = state.model.config.vocabSize
-  const shape: [number, number] = [steps, m]
-  const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
-  const advantages = tf.tensor2d(batch.advantages, shape)
-  const mask = tf.ones(shape) as tf.Tensor2D
-  const picks = tf.tidy(() => tf.oneHot(tf.tensor1d(batch.tokens, 'int32'), vocab).reshape([steps, m, vocab])) // [steps, m, V]
   const verdictColumns = tf.tidy(() =>
     tf.oneHot(tf.tensor1d([GOOD_VERDICT_TOKEN, BAD_VERDICT_TOKEN], 'int32'), vocab).transpose(),
   ) // [V, 2]
-  const kept: Record<string, tf.Scalar> = {}
-  const { value, grads } = tf.variableGrads(() => {
-    const logSm = lastLogSoftmax(state.model, batch.prompts, config.temperature) // [steps, V]
-    const logProbs = picks.mul(logSm.reshape([steps, 1, vocab])).sum(-1) as tf.Tensor2D // log p(verdict_jl | prompt_j)
-    const { loss, metrics } = computePolicyLossGrpoTcr(
-      { logProbs, behaviorLogProbs: behavior, advantages, mask },
-      config.loss,
-    )
-    for (const [k, t] of Object.entries(metrics)) kept[k] = tf.keep(t)
-    const pair = logSm.matMul(verdictColumns) // [steps, 2] log p(+), log p(-) (one-hot matmul: wasm has no gather gradient)
-    const logQ = pair.sub(pair.logSumExp(1, true)) // log of the renormalised pair
-    const entropy = logQ.exp().mul(logQ).sum(1).neg().mean() // mean_j H_j
-    kept['verdict_entropy'] = tf.keep(entropy as tf.Scalar)
-    return config.verdictEntropyCoef ? loss.sub(entropy.mul(config.verdictEntropyCoef)) : loss // L - coef * H
-  }, [...state.model.params.values()])
-  const names = new Map([...state.model.params].map(([name, variable]) => [variable.name, name]))
-  const byName: Record<string, tf.Tensor> = {}
-  for (const [varName, g] of Object.entries(grads)) byName[names.get(varName)!] = g
-  const gradNorm = tf.tidy(
-    () =>
-      tf
-        .addN(Object.values(grads).map((g) => g.square().sum()))
-        .sqrt()
-        .dataSync()[0]!,
-  ) // ||g||_2
-  if (Number.isFinite(gradNorm)) {
-    await state.optimizer.step(byName, state.lr)
-    out['reward_model/updates'] = 1
+  const width = Math.max(...batch.prompts.map((p) => p.length))
+  const kept: Record<string, number> = {}
+  const grads: Record<string, tf.Tensor> = {}
+  let value = 0
+  try {
+    // Gradient accumulation over row chunks: every row has m trained entries, so each chunk's
+    // loss (a mean over its rows) weighted by rows/steps sums to the whole batch's loss.
+    for (const [r0, r1] of rowChunks(steps, width, config.microBatchTokens ?? 4096)) {
+      const rows = r1 - r0
+      const weight = rows / steps
+      const shape: [number, number] = [rows, m]
+      const part = (a: Float32Array) => a.subarray(r0 * m, r1 * m)
+      const behavior = tf.tensor2d(part(batch.behaviorLogprobs), shape)
+      const advantages = tf.tensor2d(part(batch.advantages), shape)
+      const mask = tf.ones(shape) as tf.Tensor2D
+      const picks = tf.tidy(() =>
+        tf
+          .oneHot(tf.tensor1d(batch.tokens.subarray(r0 * m, r1 * m), 'int32'), vocab)
+          .reshape([rows, m, vocab]),
+      ) // [rows, m, V]
+      const partKept: Record<string, tf.Scalar> = {}
+      try {
+        const result = tf.variableGrads(() => {
+          const logSm = lastLogSoftmax(state.model, batch.prompts.slice(r0, r1), config.temperature) // [rows, V]
+          const logProbs = picks.mul(logSm.reshape([rows, 1, vocab])).sum(-1) as tf.Tensor2D // log p(verdict_jl | prompt_j)
+          const { loss, metrics } = computePolicyLossGrpoTcr(
+            { logProbs, behaviorLogProbs: behavior, advantages, mask },
+            config.loss,
+          )
+          for (const [k, t] of Object.entries(metrics)) partKept[k] = tf.keep(t)
+          const pair = logSm.matMul(verdictColumns) // [rows, 2] log p(+), log p(-) (one-hot matmul: wasm has no gather gradient)
+          const logQ = pair.sub(pair.logSumExp(1, true)) // log of the renormalised pair
+          const entropy = logQ.exp().mul(logQ).sum(1).neg().mean() // mean_j H_j
+          partKept['verdict_entropy'] = tf.keep(entropy as tf.Scalar)
+          const total = config.verdictEntropyCoef ? loss.sub(entropy.mul(config.verdictEntropyCoef)) : loss // L - coef * H
+          return total.mul(weight) as tf.Scalar
+        }, [...state.model.params.values()])
+        value += result.value.dataSync()[0]!
+        result.value.dispose()
+        for (const [name, g] of Object.entries(result.grads)) {
+          const prev = grads[name]
+          grads[name] = prev ? tf.keep(prev.add(g)) : g
+          if (prev) {
+            prev.dispose()
+            g.dispose()
+          }
+        }
+        for (const [k, t] of Object.entries(partKept)) kept[k] = (kept[k] ?? 0) + t.dataSync()[0]! * weight
+      } finally {
+        tf.dispose([behavior, advantages, mask, picks, ...Object.values(partKept)])
+      }
+    }
+    const names = new Map([...state.model.params].map(([name, variable]) => [variable.name, name]))
+    const byName: Record<string, tf.Tensor> = {}
+    for (const [varName, g] of Object.entries(grads)) byName[names.get(varName)!] = g
+    const gradNorm = tf.tidy(
+      () =>
+        tf
+          .addN(Object.values(grads).map((g) => g.square().sum()))
+          .sqrt()
+          .dataSync()[0]!,
+    ) // ||g||_2
+    if (Number.isFinite(gradNorm)) {
+      await state.optimizer.step(byName, state.lr)
+      out['reward_model/updates'] = 1
+    }
+    for (const [k, v] of Object.entries(kept)) out[`reward_model/${k}`] = v
+    out['reward_model/grad_norm'] = gradNorm
+    out['reward_model/loss'] = value
+    return out
+  } finally {
+    tf.dispose([verdictColumns, ...Object.values(grads)])
   }
-  for (const [k, t] of Object.entries(kept)) out[`reward_model/${k}`] = t.dataSync()[0]!
-  out['reward_model/grad_norm'] = gradNorm
-  tf.dispose([
-    value,
-    behavior,
-    advantages,
-    mask,
-    picks,
-    verdictColumns,
-    ...Object.values(grads),
-    ...Object.values(kept),
-  ])
-  return out
 }

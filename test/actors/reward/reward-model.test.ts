@@ -57,6 +57,26 @@ describe('actors/reward/reward-model', () => {
     }
   })
 
+  it('judge - passes bounded by maxPassTokens give the logits of one pass', async () => {
+    const prompts = rm.renderPrompts([...steps, ...steps])
+    const one = await rm.lastLogits(prompts)
+    const small = new RewardModel({
+      config,
+      weights: await rm.getWeights(),
+      prompt: { system: () => 'judge' },
+      maxPassTokens: 1, // one prompt per pass
+    })
+    const split = await small.lastLogits(prompts)
+    small.dispose()
+    assert.equal(split.length, prompts.length)
+    for (let j = 0; j < prompts.length; j++)
+      for (let v = 0; v < config.vocabSize; v++) assert.ok(Math.abs(one[j]![v]! - split[j]![v]!) < 1e-4)
+    assert.throws(
+      () => new RewardModel({ config, maxPassTokens: 0 }),
+      (e: unknown) => e instanceof RewardModelConfigError && /maxPassTokens/.test(e.message),
+    )
+  })
+
   it('weights - get and load round-trip with the version; bad weights and settings are errors', async () => {
     const w = await rm.getWeights()
     const other = new RewardModel({ config, seed: 99, prompt: { system: () => 'judge' } })

@@ -107,6 +107,46 @@ describe('actors/reward/reward-training', () => {
     rm.dispose()
   })
 
+  it('micro-batches - splitting the steps into passes of few tokens gives the same update and metrics as one pass', async () => {
+    const steps = compassBatch(6, 3).map((e) => e.step)
+    const judge = new RewardModel({ config, seed: 9, prompt })
+    const j = await judge.judge(steps, 4, 2)
+    judge.dispose()
+    const { batch } = buildRewardModelBatch(
+      steps.map((_, k) => ({
+        prompt: j.prompts[k]!,
+        outcome: k % 2 === 0 ? 1 : 0,
+        tokens: j.tokens.slice(k * 4, k * 4 + 4),
+        logprobs: j.logprobs.slice(k * 4, k * 4 + 4),
+        judgements: Int8Array.from([1, -1, k % 3 === 0 ? 0 : 1, -1]), // mixed: non-zero advantages
+      })),
+    )
+    const width = Math.max(...batch.prompts.map((p) => p.length))
+    const run = async (microBatchTokens: number) => {
+      const rm = new RewardModel({ config, seed: 5, prompt })
+      const optimizer = new AdamW(rm.model.params)
+      const metrics = await trainRewardModelStep(
+        { model: rm.model, optimizer, lr: 1e-2 },
+        batch,
+        { ...TRIAD_SWITCHES_DEFAULTS, trainRewardModel: true },
+        { ...REWARD_MODEL_STEP_DEFAULTS, verdictEntropyCoef: 0.1, microBatchTokens },
+      )
+      const weights = await rm.getWeights()
+      optimizer.dispose()
+      rm.dispose()
+      return { metrics, weights }
+    }
+    const whole = await run(1_000_000)
+    const split = await run(width) // one step per pass: 6 passes
+    for (const [k, v] of Object.entries(whole.metrics))
+      assert.ok(
+        Math.abs(split.metrics[k]! - v) <= 1e-5 * Math.max(1, Math.abs(v)),
+        `${k}: ${split.metrics[k]} vs ${v}`,
+      )
+    for (const name of ['embed', 'layers.0.qkv', 'final_norm'])
+      close(split.weights[name]!, Array.from(whole.weights[name]!), 1e-5)
+  })
+
   it('learning - from random weights, step accuracy on a fixed labelled set rises under the consistency reward (seeded)', async () => {
     // Seeds: weights 1, training batches 100+it, verdict sampling 1000+it. AdamW lr 1e-2 (its defaults otherwise), 16 steps x m 16
     // per update, verdict-entropy bonus 0.2 (see REWARD_MODEL_STEP_DEFAULTS.verdictEntropyCoef).
