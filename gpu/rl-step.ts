@@ -190,6 +190,35 @@ export function computeBatchAdvantages(
   })
 }
 
+/**
+ * Row micro-batches of a batch: rows sorted by their length up to and including their last
+ * trained token (at least 2 columns), packed greedily so that rows x length stays within
+ * `maxTokens` (at least one row each). Each `length` is the longest row of its chunk.
+ */
+export function lengthBuckets(batch: RlBatch, maxTokens: number): { rows: number[]; length: number }[] {
+  const lengths = Array.from({ length: batch.batch }, (_, i) => {
+    let last = 0
+    for (let t = batch.seqLen - 1; t > 0; t--)
+      if (batch.lossMask[i * batch.seqLen + t] !== 0) {
+        last = t
+        break
+      }
+    return Math.min(batch.seqLen, Math.max(2, last + 1))
+  })
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]! || a - b)
+  const out: { rows: number[]; length: number }[] = []
+  let current: number[] = []
+  for (const r of order) {
+    if (current.length && (current.length + 1) * lengths[r]! > maxTokens) {
+      out.push({ rows: current, length: lengths[current[current.length - 1]!]! })
+      current = []
+    }
+    current.push(r)
+  }
+  if (current.length) out.push({ rows: current, length: lengths[current[current.length - 1]!]! })
+  return out
+}
+
 /** Per-token log-probabilities `[batch, seqLen]` (column 0 is 0) and entropies of `tokens` under `model`. */
 function tokenStats(
   model: Transformer,
@@ -275,23 +304,40 @@ export async function rlStep(
     }
     // Gradient accumulation over row micro-batches. Each micro-batch's loss is weighted by its
     // share of the full batch's aggregation (trained tokens for token-mean, rows otherwise), so
-    // the summed gradients are those of the full-batch loss.
-    const rowsPerPass = Math.max(1, Math.floor((config.microBatchTokens ?? 4096) / batch.seqLen))
+    // the summed gradients are those of the full-batch loss. Rows are bucketed by length (up to
+    // their last trained token) and each micro-batch is cut to its longest row: the columns after
+    // a row's last trained token change neither its loss nor, under causal attention, anything
+    // before them.
     const tokenMean = config.loss.aggregation === 'token-mean'
     const maskTotal = batch.lossMask.reduce((a, m) => a + m, 0)
+    const trainedRows = (rows: Iterable<number>) => {
+      let n = 0
+      for (const r of rows)
+        if (batch.lossMask.subarray(r * batch.seqLen, (r + 1) * batch.seqLen).some((m) => m !== 0)) n++
+      return n
+    }
+    const rowsTotal = trainedRows(Array.from({ length: batch.batch }, (_, i) => i))
     let lossSum = 0
-    for (let r0 = 0; r0 < batch.batch; r0 += rowsPerPass) {
-      const rows = Math.min(rowsPerPass, batch.batch - r0)
+    for (const chunk of lengthBuckets(batch, config.microBatchTokens ?? 4096)) {
+      const rows = chunk.rows.length
       let maskRows = 0
-      for (let k = r0 * batch.seqLen; k < (r0 + rows) * batch.seqLen; k++) maskRows += batch.lossMask[k]!
-      if (maskRows === 0 && tokenMean) continue
-      const weight = tokenMean ? maskRows / Math.max(1, maskTotal) : rows / batch.batch
-      const part = (t: tf.Tensor2D) => t.slice([r0, 0], [rows, batch.seqLen])
+      for (const r of chunk.rows)
+        for (let t = 0; t < chunk.length; t++) maskRows += batch.lossMask[r * batch.seqLen + t]!
+      if (maskRows === 0) continue // nothing trained here: no loss, no gradient
+      // Share of the whole batch's aggregation: its trained tokens (token-mean) or its sequences
+      // with a trained token (the sequence means average over those only).
+      const weight = tokenMean
+        ? maskRows / Math.max(1, maskTotal)
+        : trainedRows(chunk.rows) / Math.max(1, rowsTotal)
+      const index = tf.tensor1d(chunk.rows, 'int32')
+      const part = (t: tf.Tensor2D) =>
+        tf.tidy(() => tf.gather(t, index).slice([0, 0], [rows, chunk.length]) as tf.Tensor2D)
       const mbTokens = part(tokens)
       const mbMask = part(mask)
       const mbBehavior = part(behavior)
       const mbAdvantages = part(advantages as tf.Tensor2D)
       const mbRef = refLogp ? part(refLogp) : undefined
+      index.dispose()
       const partKept: Record<string, tf.Scalar> = {}
       try {
         const result = await lossAndGrads(state.model, () => {

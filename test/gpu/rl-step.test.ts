@@ -4,7 +4,13 @@ import * as tf from '@tensorflow/tfjs'
 import { AdamW } from '../../gpu/adamw.ts'
 import { chooseBackend } from '../../gpu/backend.ts'
 import { ConfigError, ShapeError } from '../../gpu/errors.ts'
-import { computeBatchAdvantages, RL_STEP_DEFAULTS, type RlBatch, rlStep } from '../../gpu/rl-step.ts'
+import {
+  computeBatchAdvantages,
+  lengthBuckets,
+  RL_STEP_DEFAULTS,
+  type RlBatch,
+  rlStep,
+} from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer, forward, type Transformer } from '../../gpu/transformer.ts'
 
 const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, mlpHidden: 32 }
@@ -300,7 +306,10 @@ describe('gpu/rl-step', () => {
         const model = createTransformer(tiny, { seed: 9 })
         const batch = makeBatch(model, rows, 2, [1, 0, 0.5, 0], {
           lossMask: Float32Array.from(
-            rows.flatMap((r, i) => r.map((_, j) => (j >= (i === 2 ? 2 : 3) ? 1 : 0))),
+            // row 1 stops training before the end (its pass is cut to 4 columns); row 3 trains no token
+            rows.flatMap((r, i) =>
+              r.map((_, j) => (j >= (i === 2 ? 2 : 3) && j < [5, 4, 5, 4][i]! - (i === 3 ? 1 : 0) ? 1 : 0)),
+            ),
           ),
         })
         const config = {
@@ -327,6 +336,25 @@ describe('gpu/rl-step', () => {
       const worst = Math.max(...whole.embed.map((v, i) => Math.abs(v - split.embed[i]!)))
       assert.ok(worst < 1e-5, `${aggregation}: largest weight difference ${worst}`)
     }
+  })
+
+  it('rl-step - length buckets: rows sorted by their last trained token, packed within the token budget', () => {
+    const mask = (ends: number[]) =>
+      Float32Array.from(ends.flatMap((e) => Array.from({ length: 6 }, (_, t) => (t >= 1 && t < e ? 1 : 0))))
+    const batch = { batch: 4, seqLen: 6, lossMask: mask([6, 3, 0, 4]) } as RlBatch
+    // lengths: 6, 3, 2 (no trained token: the 2-column minimum), 4
+    assert.deepEqual(lengthBuckets(batch, 8), [
+      { rows: [2, 1], length: 3 },
+      { rows: [3], length: 4 },
+      { rows: [0], length: 6 },
+    ])
+    assert.deepEqual(lengthBuckets(batch, 1000), [{ rows: [2, 1, 3, 0], length: 6 }])
+    assert.deepEqual(lengthBuckets(batch, 1), [
+      { rows: [2], length: 2 },
+      { rows: [1], length: 3 },
+      { rows: [3], length: 4 },
+      { rows: [0], length: 6 },
+    ])
   })
 
   it('rl-step - a batch without a trained token skips the update instead of failing', async () => {
