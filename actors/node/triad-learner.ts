@@ -1,4 +1,4 @@
-import { AdamW, type RlBatch, type Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
+import { AdamW, createRng, type RlBatch, type Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from '../learner/index.ts'
 import {
@@ -106,6 +106,32 @@ export function judgedSteps(groups: readonly TrajectoryGroupPayload[], m: number
 }
 
 /**
+ * The steps of one reward-model update: at most `cap`, drawn without replacement (seeded) with the
+ * informative ones first. A step whose m judgements do not all agree has non-zero consistency
+ * advantages; one whose judgements agree has all-zero advantages and adds nothing to the GRPO-TCR
+ * loss. Bounds the cost of an update (each step is a forward/backward pass over its judge prompt).
+ * @returns every step (in order) when there are at most `cap`.
+ */
+export function sampleJudgedSteps(judged: readonly JudgedStep[], cap: number, seed: number): JudgedStep[] {
+  if (judged.length <= cap) return [...judged]
+  const rng = createRng(seed)
+  const shuffled = (xs: JudgedStep[]) => {
+    for (let i = xs.length - 1; i > 0; i--) {
+      const j = Math.floor(rng.next() * (i + 1))
+      ;[xs[i], xs[j]] = [xs[j]!, xs[i]!]
+    }
+    return xs
+  }
+  const mixed = (s: JudgedStep) => {
+    for (let l = 1; l < s.judgements.length; l++) if (s.judgements[l] !== s.judgements[0]) return true
+    return false
+  }
+  const informative = shuffled(judged.filter(mixed))
+  const agreed = shuffled(judged.filter((s) => !mixed(s)))
+  return [...informative, ...agreed].slice(0, cap)
+}
+
+/**
  * The reward model the learner trains: same family as the policy, its own weights (from the seed
  * the reward actor starts from) and its own AdamW.
  */
@@ -121,6 +147,8 @@ export class RewardModelLearner {
     seed: number,
     private readonly lr: number,
     private readonly switches: TriadSwitches,
+    /** Most judged steps one update trains on (default 64). */
+    private readonly maxStepsPerUpdate = 64,
   ) {
     this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
     this.optimizer = new AdamW(this.rm.model.params)
@@ -137,10 +165,13 @@ export class RewardModelLearner {
   ): Promise<{ metrics: Record<string, number>; trained: boolean }> {
     const off = { 'triad/switch/train_reward_model': this.switches.trainRewardModel ? 1 : 0 }
     if (!this.switches.trainRewardModel) return { metrics: off, trained: false }
-    const steps = judgedSteps(groups, this.switches.stepReward.m)
-    if (steps.length === 0)
+    const judged = judgedSteps(groups, this.switches.stepReward.m)
+    if (judged.length === 0)
       return { metrics: { ...off, 'reward_model/updates': this.updates }, trained: false }
+    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, REWARD_MODEL_SEED_OFFSET + this.updates)
     const { batch, metrics } = buildRewardModelBatch(steps)
+    metrics['reward_model/steps_judged'] = judged.length
+    metrics['reward_model/steps_trained'] = steps.length
     const train = await trainRewardModelStep(
       { model: this.rm.model, optimizer: this.optimizer, lr: this.lr },
       batch,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   judgedSteps,
+  sampleJudgedSteps,
   stepRewardBatch,
   TRIAD_SWITCHES_DEFAULTS,
   TRIAD_SWITCHES_OFF,
@@ -89,5 +90,28 @@ describe('node - triad learner glue', () => {
     assert.deepEqual(Array.from(steps[1]!.judgements), [-1])
     const unjudged = { ...sample(1, 1, 1), judgements: undefined }
     assert.equal(judgedSteps([group([unjudged])], 1).length, 0)
+  })
+  it('node - a reward-model update takes at most cap steps, the ones with mixed judgements first, seeded', () => {
+    const step = (i: number, judgements: number[]) => ({
+      prompt: Int32Array.from([i + 1]),
+      outcome: 1,
+      tokens: Int32Array.from(judgements.map((j) => (j > 0 ? 0x2b : 0x2d))),
+      logprobs: Float32Array.from(judgements.map(() => -0.7)),
+      judgements: Int8Array.from(judgements),
+    })
+    const judged = Array.from({ length: 40 }, (_, i) => step(i, i % 8 === 0 ? [1, -1] : [1, 1])) // 5 mixed
+    const picked = sampleJudgedSteps(judged, 12, 3)
+    assert.equal(picked.length, 12)
+    assert.deepEqual(
+      picked
+        .slice(0, 5)
+        .map((s) => s.prompt[0]! - 1)
+        .sort((a, b) => a - b),
+      [0, 8, 16, 24, 32],
+    )
+    assert.equal(new Set(picked.map((s) => s.prompt[0])).size, 12) // without replacement
+    assert.deepEqual(sampleJudgedSteps(judged, 12, 3), picked) // seeded
+    assert.notDeepEqual(sampleJudgedSteps(judged, 12, 4), picked)
+    assert.equal(sampleJudgedSteps(judged, 64, 3).length, 40)
   })
 })
