@@ -7,7 +7,8 @@ import { submitTool } from './submit-tool.ts'
 /**
  * `calc`: arithmetic word problems with numbers too large to do in one's head. A start amount
  * goes through a chain of operations; tools `calculator(expression)` and `submit(answer)`.
- * Difficulty (1..6) sets the number of operations and the digits of the operands.
+ * Difficulty (1..7) sets the number of operations and the digits of the operands; level 1 is one
+ * operation on one-digit numbers (a warm-up a small model can solve after cold-start SFT).
  */
 
 /** One operation of the chain. */
@@ -27,6 +28,7 @@ export interface CalcInstance {
 
 /** Per level: operations, digits of the start amount and addends, largest multiplier. */
 const LEVELS: readonly { ops: number; digits: number; mult: [number, number] }[] = [
+  { ops: 1, digits: 1, mult: [2, 9] },
   { ops: 2, digits: 2, mult: [2, 9] },
   { ops: 2, digits: 3, mult: [3, 19] },
   { ops: 3, digits: 3, mult: [3, 99] },
@@ -59,7 +61,7 @@ export function generateCalc(rng: Rng, difficulty: number): CalcInstance {
   const lo = 10 ** (level.digits - 1)
   const hi = 10 ** level.digits - 1
   const start = rng.int(lo, hi)
-  const mulAt = rng.int(0, level.ops - 1)
+  const mulAt = level.ops >= 2 ? rng.int(0, level.ops - 1) : -1
   const ops: CalcOp[] = []
   const values: number[] = []
   let v = start

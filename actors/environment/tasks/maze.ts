@@ -8,11 +8,12 @@ export type { Direction, MazeInstance } from './maze-grid.ts'
 /**
  * `maze`: a text gridworld seen only nearby. The policy knows its position and the goal's, and
  * sees the 3x3 cells around it with `look()`; `move(direction)` moves one cell unless a wall is
- * there. Reward 1 for reaching the goal within the move budget. Difficulty (1..6) sets the size
- * and the share of walls. x grows east, y grows south.
+ * there. Reward 1 for reaching the goal within the move budget. Difficulty (1..7) sets the size
+ * and the share of walls; level 1 is a 3x3 room without walls. x grows east, y grows south.
  */
 
 const LEVELS: readonly { size: number; walls: number }[] = [
+  { size: 3, walls: 0 },
   { size: 4, walls: 0.1 },
   { size: 5, walls: 0.2 },
   { size: 6, walls: 0.25 },

@@ -11,6 +11,7 @@ import type { SqlInstance, SqlQuestionKind } from './sql.ts'
  */
 
 const PLAN: Record<SqlQuestionKind, string> = {
+  total: 'Count all rows.',
   lookup: 'Look it up in people.',
   count: 'Count the matching rows.',
   aggregate: 'Aggregate salaries.',

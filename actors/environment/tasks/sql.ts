@@ -10,12 +10,13 @@ import { submitTool } from './submit-tool.ts'
  * `sql`: questions about a small company database, answered by querying it. Every episode gets a
  * fresh SQLite database (better-sqlite3) with random people, departments, salaries and hiring
  * dates; tools `execute_sql(query)` (read-only, time-limited; errors come back as tool messages)
- * and `submit(answer)`. Difficulty (1..6) sets the question kind (lookup, count, aggregate, join)
- * and the table size.
+ * and `submit(answer)`. Difficulty (1..7) sets the question kind (total, lookup, count, aggregate,
+ * join) and the table size; level 1 asks for a table's row count (sizes vary per instance).
  */
 
 /** Question kinds. Closed set. */
 export const SqlQuestionKind = {
+  Total: 'total',
   Lookup: 'lookup',
   Count: 'count',
   Aggregate: 'aggregate',
@@ -48,8 +49,10 @@ export interface SqlInstance {
   query: string
 }
 
-/** Per level: question kinds drawn from and rows in `people`. */
-const LEVELS: readonly { kinds: SqlQuestionKind[]; people: number; departments: number }[] = [
+/** Per level: question kinds drawn from, rows in `people` and `departments` (a number or a `[min, max]` range). */
+type Rows = number | readonly [number, number]
+const LEVELS: readonly { kinds: SqlQuestionKind[]; people: Rows; departments: Rows }[] = [
+  { kinds: ['total'], people: [3, 16], departments: [2, 8] },
   { kinds: ['lookup'], people: 8, departments: 3 },
   { kinds: ['count'], people: 12, departments: 3 },
   { kinds: ['aggregate'], people: 16, departments: 4 },
@@ -103,12 +106,15 @@ const q = (s: string) => `'${s.replace(/'/g, "''")}'`
 /** Generates an sql instance. */
 export function generateSql(rng: Rng, difficulty: number): SqlInstance {
   const level = LEVELS[difficulty - 1]!
+  const rows = (n: Rows) => (typeof n === 'number' ? n : rng.int(n[0], n[1]))
+  const departmentCount = rows(level.departments)
+  const peopleCount = rows(level.people)
   const cities = rng.shuffle(CITIES)
   const departments = rng
     .shuffle(DEPTS)
-    .slice(0, level.departments)
+    .slice(0, departmentCount)
     .map((name, i) => ({ id: i + 1, name, city: cities[i]! }))
-  const names = rng.shuffle(FIRST.flatMap((f) => LAST.map((l) => `${f} ${l}`))).slice(0, level.people)
+  const names = rng.shuffle(FIRST.flatMap((f) => LAST.map((l) => `${f} ${l}`))).slice(0, peopleCount)
   const people = names.map((name, i) => ({
     id: i + 1,
     name,
@@ -123,7 +129,13 @@ export function generateSql(rng: Rng, difficulty: number): SqlInstance {
   let question: string
   let answer: string
   let query: string
-  if (kind === 'lookup') {
+  if (kind === 'total') {
+    // Sizes vary per instance so the answer must be read from the database.
+    const table = rng.chance(0.5) ? 'people' : 'departments'
+    question = `How many rows does ${table} have?`
+    answer = String(table === 'people' ? people.length : departments.length)
+    query = `SELECT COUNT(*) FROM ${table}`
+  } else if (kind === 'lookup') {
     if (rng.chance(0.5)) {
       question = `What is ${p.name}'s salary?`
       answer = String(p.salary)

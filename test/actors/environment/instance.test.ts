@@ -37,7 +37,7 @@ describe('actors/environment/instance', () => {
     assert.throws(
       () => resolveInstance(tasks.maze!, { difficulty: 9 }, new Rng(0)),
       (e: unknown) =>
-        e instanceof DifficultyError && e.message === "difficulty 9 is outside 1..6 for task 'maze'",
+        e instanceof DifficultyError && e.message === "difficulty 9 is outside 1..7 for task 'maze'",
     )
   })
 

@@ -30,8 +30,8 @@ describe('actors/environment/tasks/calc', () => {
     assert.throws(() => evaluate('(1+2'), /expected '\)'/)
   })
 
-  it('calc - instances follow their chain and need at least one multiplication', () => {
-    for (let d = 1; d <= 6; d++) {
+  it('calc - instances follow their chain; from level 2 on they need at least one multiplication', () => {
+    for (let d = 1; d <= 7; d++) {
       const rng = new Rng(d)
       for (let k = 0; k < 30; k++) {
         const i = generateCalc(rng, d)
@@ -42,7 +42,8 @@ describe('actors/environment/tasks/calc', () => {
         })
         assert.equal(i.answer, v)
         assert.ok(Number.isInteger(v) && v > 0, `${i.question} -> ${v}`)
-        assert.ok(i.ops.some((o) => o.op === '*'))
+        if (d === 1) assert.equal(i.ops.length, 1)
+        else assert.ok(i.ops.some((o) => o.op === '*'))
       }
     }
   })
