@@ -1,9 +1,6 @@
 import type { NodeConfig, RunDir } from '../actors/index.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
-/** Share of expert episodes that end solved in the cold-start data. */
-const EXPERT_SUCCESS_RATE = 0.9
-
 /**
  * What every node of a run needs, derived from a resolved recipe. The learner acknowledges
  * trajectory groups only at its checkpoints, so it checkpoints at least every
@@ -30,7 +27,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       enabled: recipe.sft.epochs > 0 && recipe.sft.expertTrajectoriesPerTask > 0,
       episodesPerTask: recipe.sft.expertTrajectoriesPerTask,
       errorRate: recipe.sft.expertErrorRate,
-      successRate: EXPERT_SUCCESS_RATE,
+      successRate: recipe.sft.expertSuccessRate,
       epochs: Math.max(1, recipe.sft.epochs),
       lr: recipe.sft.lr,
       batchTokens: recipe.sft.batchSize * recipe.model.contextLength,

@@ -16,8 +16,15 @@ export default defineRecipe({
     { name: 'maze', weight: 1 },
   ],
   model: { layers: 2, width: 128, heads: 4, contextLength: 512, merges: 512 },
-  sft: { epochs: 6, batchSize: 8, lr: 1e-3, expertTrajectoriesPerTask: 96, expertErrorRate: 0.2 },
-  rl: { groupSize: 8, lr: 5e-5, overlong: { L_max: 320, L_buf: 64 } },
+  sft: {
+    epochs: 2,
+    batchSize: 2,
+    lr: 2e-3,
+    expertTrajectoriesPerTask: 512,
+    expertErrorRate: 0.05,
+    expertSuccessRate: 1,
+  },
+  rl: { groupSize: 8, lr: 1e-4, overlong: { L_max: 320, L_buf: 64 } },
   pipeline: {
     mode: 'async',
     freshEngines: 1,

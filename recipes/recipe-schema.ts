@@ -77,6 +77,11 @@ export const SftSchema = z.strictObject({
   expertTrajectoriesPerTask: int(0).default(64),
   /** Probability that the scripted expert makes a mistake at a step and then recovers (default 0.2). */
   expertErrorRate: z.number().min(0).lt(1).default(0.2),
+  /**
+   * Share of expert trajectories that end solved; the others end in a scripted failure (a
+   * misread or forgotten value), as real trajectories sometimes do (default 0.9).
+   */
+  expertSuccessRate: z.number().gt(0).max(1).default(0.9),
 })
 
 /** Overlong reward shaping (DAPO eq. 13, used by GRPO-TCR). */
