@@ -1,31 +1,39 @@
 import { writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import {
   appendRunLog,
   connectNats,
   evaluatePolicy,
   findNatsServer,
+  InProcessTransport,
   type NatsServer,
-  type NatsTransport,
+  natsServerOnPath,
   ProcessSupervisor,
   processEventLine,
   type RunDir,
   readLatestCheckpoint,
+  recordRunTransport,
   type SupervisedProcess,
+  startInProcessNodes,
   startMetricsSink,
   startNatsServer,
   startNodeProcesses,
+  type Transport,
   writeEvalResult,
 } from '../actors/index.ts'
 import { chooseBackend, loadCheckpoint } from '../gpu/index.ts'
-import { RunNotAvailableError } from './errors.ts'
 import { nodeConfigOf } from './node-config.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
 /** How `triad run` asks for a run to be started. */
 export interface StartRunOptions {
-  /** NATS server URL(s) to join; absent: the embedded default (a local nats-server). */
+  /**
+   * NATS server URL(s) to join; absent: the embedded default, a local nats-server when one is on
+   * PATH, else one process on the in-process transport.
+   */
   nats?: string
+  /** Run in one process on the in-process transport even when nats-server is on PATH (not with `nats`). */
+  inProcess?: boolean
   /** True when `runDir` is an existing run being continued. */
   resume: boolean
   /** Where progress lines go (default stdout). */
@@ -44,14 +52,28 @@ export interface RunSummary {
   metricsLines: number
 }
 
+/** The line `triad run` prints when it runs in one process, and why. */
+export function inProcessLine(why: 'asked' | 'no-nats-server', offPath?: string): string {
+  const what =
+    'running learner and rollout in one process on the in-process transport (triad monitor cannot attach)'
+  if (why === 'asked') return `--in-process: ${what}`
+  const found = offPath ? ` (${offPath} exists: add ${dirname(offPath)} to PATH to use it)` : ''
+  return `nats-server not found on PATH${found}: ${what}; install nats-server (apt-get install nats-server) to spread roles over processes and machines`
+}
+
 /**
- * Runs a recipe end to end in `runDir`: a learner process (cold-start SFT, then GRPO-TCR) and a
- * rollout process (environments, fresh and stale engines, agent loops) under a process supervisor,
- * talking over NATS (an embedded nats-server with its JetStream store in the run directory unless
- * `nats` is given); every metric goes to `metrics.jsonl`. Stops at the step budget or the time
- * budget, then evaluates the final and the SFT checkpoints on the held-out split.
- * @throws RunNotAvailableError when no NATS server can be had; NatsConnectError for a `nats` URL
- *   that does not answer.
+ * Runs a recipe end to end in `runDir`: a learner (cold-start SFT, then GRPO-TCR) and a rollout
+ * side (environments, fresh and stale engines, agent loops); every metric goes to `metrics.jsonl`.
+ * Where the roles run:
+ * - `nats` given: two processes under a process supervisor, joining that server;
+ * - else, nats-server on PATH: the same, on an embedded nats-server (free ports, monitoring on)
+ *   with its JetStream store in the run directory;
+ * - else (or `inProcess`): both roles in this process on the in-process transport, with one line
+ *   that says so and why.
+ * Stops at the step budget or the time budget, then evaluates the final and the SFT checkpoints on
+ * the held-out split.
+ * @throws NatsConnectError for a `nats` URL that does not answer; RoleFailedError when a role
+ *   fails in one process (nothing can restart it there).
  */
 export async function startRun(
   recipe: ResolvedRecipe,
@@ -63,23 +85,24 @@ export async function startRun(
   const config = nodeConfigOf(recipe, dir, maxSteps)
   let server: NatsServer | undefined
   let url = options.nats
-  if (!url) {
-    if (!findNatsServer())
-      throw new RunNotAvailableError(
-        'no NATS server: install nats-server (apt-get install nats-server) or pass --nats URL of a running one',
-      )
-    server = await startNatsServer({ storeDir: join(dir.path, 'nats') })
+  const binary = url || options.inProcess ? undefined : natsServerOnPath()
+  if (binary) {
+    server = await startNatsServer({ binary, storeDir: join(dir.path, 'nats') })
     url = server.url
     log(
       `embedded nats-server at ${url}, monitoring ${server.monitorUrl}, JetStream store ${join(dir.path, 'nats')}`,
     )
   }
-  const transport: NatsTransport = await connectNats({
-    servers: url,
-    run: dir.id,
-    role: 'run',
-    id: String(process.pid),
-  })
+  let transport: Transport
+  if (url) {
+    transport = await connectNats({ servers: url, run: dir.id, role: 'run', id: String(process.pid) })
+    await recordRunTransport(dir, { transport: 'nats', url, monitor: server?.monitorUrl })
+  } else {
+    const reason = inProcessLine(options.inProcess ? 'asked' : 'no-nats-server', findNatsServer())
+    log(reason)
+    transport = new InProcessTransport()
+    await recordRunTransport(dir, { transport: 'in-process', reason })
+  }
   const configFile = join(dir.path, 'node-config.json')
   writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`)
 
@@ -94,6 +117,55 @@ export async function startRun(
       options.onMetrics?.(line)
     },
   })
+  const nodes = url
+    ? startProcesses(dir, configFile, url, log)
+    : startInProcess(transport as InProcessTransport, config, dir, log)
+
+  const budgetMs = recipe.budget.maxMinutes ? recipe.budget.maxMinutes * 60_000 : undefined
+  let timer: NodeJS.Timeout | undefined
+  const outOfTime = new Promise<'time'>((resolve) => {
+    if (budgetMs) timer = setTimeout(() => resolve('time'), budgetMs)
+  })
+  const interrupted = new Promise<'signal'>((resolve) => {
+    process.once('SIGINT', () => resolve('signal'))
+    process.once('SIGTERM', () => resolve('signal'))
+  })
+  let failure: unknown
+  const finished = nodes.finished.then(
+    () => 'steps' as const,
+    (err: unknown) => {
+      failure = err
+      return 'failed' as const
+    },
+  )
+  const why = await Promise.race([finished, outOfTime, interrupted])
+  clearTimeout(timer)
+  const reasons = { steps: `${maxSteps} steps done`, time: 'time budget', signal: 'interrupted' }
+  log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
+  await nodes.stop()
+  await sink.stop()
+  await transport.close()
+  await server?.stop()
+
+  const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
+  if (why !== 'signal' && why !== 'failed' && recipe.evaluation.k > 0)
+    summary.evalFile = await evaluateRun(recipe, dir, log)
+  await appendRunLog(dir, 'run', { event: 'stop', time: Date.now(), reason: why, ...summary })
+  if (why === 'failed') throw failure
+  return summary
+}
+
+/** The roles of a run wherever they run: `finished` when the learner's work is done. */
+interface RunNodes {
+  /** Resolves when the learner reached its step budget; rejects when it failed for good. */
+  finished: Promise<void>
+  /** Restarts of each role's process (none in one process). */
+  restarts(): Record<string, number>
+  stop(): Promise<void>
+}
+
+/** The learner and rollout processes under a process supervisor, joining the NATS server at `url`. */
+function startProcesses(dir: RunDir, configFile: string, url: string, log: (line: string) => void): RunNodes {
   const supervisor = new ProcessSupervisor()
   supervisor.on((e) => {
     void appendRunLog(dir, 'run', { event: `process.${e.type}`, time: Date.now(), ...e })
@@ -106,34 +178,26 @@ export async function startRun(
     logsDir: dir.logsDir,
   }) as Record<'learner' | 'rollout', SupervisedProcess>
   log(`learner pid ${learner.pid()}, rollout pid ${rollout.pid()}; logs in ${dir.logsDir}`)
-
-  const budgetMs = recipe.budget.maxMinutes ? recipe.budget.maxMinutes * 60_000 : undefined
-  let timer: NodeJS.Timeout | undefined
-  const outOfTime = new Promise<'time'>((resolve) => {
-    if (budgetMs) timer = setTimeout(() => resolve('time'), budgetMs)
-  })
-  const interrupted = new Promise<'signal'>((resolve) => {
-    process.once('SIGINT', () => resolve('signal'))
-    process.once('SIGTERM', () => resolve('signal'))
-  })
-  const why = await Promise.race([learner.finished.then(() => 'steps' as const), outOfTime, interrupted])
-  clearTimeout(timer)
-  log(
-    `stopping (${why === 'steps' ? `${maxSteps} steps done` : why === 'time' ? 'time budget' : 'interrupted'})`,
-  )
-  await supervisor.stop()
-  await sink.stop()
-  await transport.close()
-  await server?.stop()
-
-  const summary: RunSummary = {
-    steps: step,
-    restarts: { learner: learner.restarts(), rollout: rollout.restarts() },
-    metricsLines,
+  return {
+    finished: learner.finished,
+    restarts: () => ({ learner: learner.restarts(), rollout: rollout.restarts() }),
+    stop: () => supervisor.stop(),
   }
-  if (why !== 'signal' && recipe.evaluation.k > 0) summary.evalFile = await evaluateRun(recipe, dir, log)
-  await appendRunLog(dir, 'run', { event: 'stop', time: Date.now(), reason: why, ...summary })
-  return summary
+}
+
+/** The learner and rollout roles in this process, on the in-process transport. */
+function startInProcess(
+  transport: InProcessTransport,
+  config: ReturnType<typeof nodeConfigOf>,
+  dir: RunDir,
+  log: (line: string) => void,
+): RunNodes {
+  const nodes = startInProcessNodes(transport, config, {
+    logsDir: dir.logsDir,
+    onEscalate: (path, error) => log(`${path} failed past its restart limit: ${String(error)}`),
+  })
+  log(`learner and rollout in this process (pid ${process.pid}); logs in ${dir.logsDir}`)
+  return { finished: nodes.finished, restarts: () => ({ learner: 0, rollout: 0 }), stop: () => nodes.stop() }
 }
 
 /** Evaluates the latest learner checkpoint and the SFT checkpoint on the held-out split. */

@@ -1,5 +1,6 @@
 export * from './errors.ts'
 export * from './free-port.ts'
+export * from './in-process-nodes.ts'
 export * from './nats-server.ts'
 export * from './node-processes.ts'
 export * from './parent-death.ts'

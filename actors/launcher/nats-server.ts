@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
 import type { Millis } from '../../protocols/index.ts'
 import { NatsServerError } from './errors.ts'
 import { freePort } from './free-port.ts'
@@ -39,7 +40,24 @@ export interface NatsServer {
   stop(): Promise<void>
 }
 
-/** Finds the nats-server binary, or undefined. */
+/**
+ * The `nats-server` on PATH (an executable file of that name in one of PATH's directories), or
+ * undefined. `triad run` starts its embedded server only from PATH: without one it runs in one
+ * process, and says so (`findNatsServer` also looks in the usual install folders, for tests).
+ */
+export function natsServerOnPath(path: string = process.env.PATH ?? ''): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue
+    const candidate = join(dir, 'nats-server')
+    try {
+      accessSync(candidate, constants.X_OK)
+      if (statSync(candidate).isFile()) return candidate
+    } catch {}
+  }
+  return undefined
+}
+
+/** Finds the nats-server binary on PATH or in /usr/sbin or /usr/local/bin, or undefined. */
 export function findNatsServer(): string | undefined {
   for (const candidate of ['nats-server', '/usr/sbin/nats-server', '/usr/local/bin/nats-server']) {
     try {

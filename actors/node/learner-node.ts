@@ -22,6 +22,15 @@ import type { NodeConfig } from './config.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
 import { RewardModelLearner, stepRewardBatch } from './triad-learner.ts'
 
+/** Options of the node roles. */
+export interface NodeOptions {
+  /**
+   * Where the role's progress lines go (default stderr, prefixed `[learner]` or `[rollout]`; a
+   * worker process's stderr is its log file).
+   */
+  log?: (line: string) => void
+}
+
 /** A started node role. */
 export interface NodeHandle {
   /** Resolves when the role's work is done (the learner: `maxSteps` reached). */
@@ -47,8 +56,9 @@ export async function startLearnerNode(
   transport: Transport,
   config: NodeConfig,
   id: string,
+  options: NodeOptions = {},
 ): Promise<NodeHandle> {
-  const log = (line: string) => process.stderr.write(`[learner] ${line}\n`)
+  const log = options.log ?? ((line: string) => process.stderr.write(`[learner] ${line}\n`))
   const backend = await chooseBackend({ backend: config.backend, log })
   const report = reportMetrics(transport, config.run, 'learner', id)
   // The stream holds the buffer plus what the learner holds unacknowledged until its next

@@ -22,7 +22,7 @@ import { remoteActor } from '../runtime/bridge.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
-import { type NodeHandle, reportMetrics } from './learner-node.ts'
+import { type NodeHandle, type NodeOptions, reportMetrics } from './learner-node.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
 import { stepJudgeAnnotator } from './step-judging.ts'
 import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
@@ -44,8 +44,9 @@ export async function startRolloutNode(
   transport: Transport,
   config: NodeConfig,
   id: string,
+  options: NodeOptions = {},
 ): Promise<NodeHandle> {
-  const log = (line: string) => process.stderr.write(`[rollout] ${line}\n`)
+  const log = options.log ?? ((line: string) => process.stderr.write(`[rollout] ${line}\n`))
   await chooseBackend({ backend: config.backend, log })
   const tokenizer = await fetchRunTokenizer(transport, config.run)
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
@@ -79,6 +80,7 @@ export async function startRolloutNode(
         id: `${id}-fresh-${i}`,
         modelConfig,
         stale: false,
+        log,
       }),
     )
   for (let i = 0; i < p.staleEngines; i++)
@@ -89,6 +91,7 @@ export async function startRolloutNode(
         modelConfig,
         stale: true,
         staleEvery: p.staleEvery,
+        log,
       }),
     )
 

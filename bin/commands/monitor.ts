@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import type { Command } from 'commander'
 import {
   type Clock,
@@ -6,6 +7,7 @@ import {
   metricsWildcard,
   NatsConnectError,
   type NatsTransport,
+  readRunTransport,
   type Served,
   systemClock,
   type Transport,
@@ -48,10 +50,27 @@ export async function monitorOnce(transport: Transport, options: MonitorOnceOpti
   await sub.stop()
   if (state.reports === 0)
     throw new CliError(
-      `no metrics on ${metricsWildcard(options.run)} within ${options.waitMs} ms; is run '${options.run}' running?`,
+      `no metrics on ${metricsWildcard(options.run)} within ${options.waitMs} ms; is run '${options.run}' running? (a run in one process on the in-process transport cannot be watched from outside it)`,
     )
   const restarts = await options.restarts?.()
   return renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps, serviceRestarts: restarts })
+}
+
+/**
+ * The error for a run that `triad monitor` cannot attach to: one that `triad run` started in one
+ * process on the in-process transport (its `logs/run.jsonl` says so), whose metrics never leave
+ * that process. Undefined for any other run, or when `<runsDir>/<run>` is not here.
+ */
+export async function unmonitorableRun(runsDir: string, run: string): Promise<CliError | undefined> {
+  const dir = join(runsDir, run)
+  const transport = await readRunTransport(dir)
+  if (transport?.transport !== 'in-process') return undefined
+  return new CliError(
+    `run ${run} runs in one process on the in-process transport, so triad monitor cannot attach to it: ` +
+      `its live view is in the terminal of triad run, its metrics in ${join(dir, 'metrics.jsonl')} ` +
+      `(triad report ${dir} charts them). Start a run with nats-server on PATH, or with --nats URL, to ` +
+      'watch it from another process or machine.',
+  )
 }
 
 const positiveInt = (name: string) => (v: string) => {
@@ -69,6 +88,7 @@ export function registerMonitor(program: Command): void {
     )
     .requiredOption('--run <run>', 'run id (the run directory name, e.g. quickstart-20261129-182157)')
     .option('--nats <url>', 'NATS server URL(s)', 'nats://127.0.0.1:4222')
+    .option('--runs-dir <dir>', 'where triad run made the run directory (to tell a one-process run)', 'runs')
     .option('--once', 'print one snapshot after --wait ms and exit')
     .option('--wait <ms>', 'with --once: how long to collect metrics', positiveInt('--wait'), 3000)
     .option('--interval <ms>', 'redraw interval', positiveInt('--interval'), 1000)
@@ -81,6 +101,7 @@ export function registerMonitor(program: Command): void {
       async (options: {
         run: string
         nats: string
+        runsDir: string
         once?: boolean
         wait: number
         interval: number
@@ -91,6 +112,8 @@ export function registerMonitor(program: Command): void {
         } catch (err) {
           throw new CliError((err as Error).message, { cause: err })
         }
+        const refused = await unmonitorableRun(options.runsDir, options.run)
+        if (refused) throw refused
         let transport: NatsTransport
         try {
           transport = await connectNats({

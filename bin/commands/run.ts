@@ -7,6 +7,7 @@ import {
   NatsConnectError,
   NotARunDirError,
   openRunDir,
+  RoleFailedError,
   type RunDir,
   RunFileExistsError,
   systemClock,
@@ -84,7 +85,8 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof r.RecipeMismatchError ||
     err instanceof NotARunDirError ||
     err instanceof NatsConnectError ||
-    err instanceof RunFileExistsError
+    err instanceof RunFileExistsError ||
+    err instanceof RoleFailedError
   )
     return new CliError(err.message, { cause: err })
   return err
@@ -118,21 +120,29 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
   return { recipe, dir, resumed: false }
 }
 
-/** `triad run RECIPE [--nats URL] [--resume DIR] [--runs-dir DIR] [--check]`. */
+/** `triad run RECIPE [--nats URL | --in-process] [--resume DIR] [--runs-dir DIR] [--check]`. */
 export function registerRun(program: Command): void {
   program
     .command('run')
     .description('run a recipe end to end (SFT, then RL with the dynamic triad) in a run directory')
     .argument('<recipe>', 'path to a recipe file (recipes/quickstart.ts)')
-    .option('--nats <url>', 'join this NATS server or cluster (default: a local one, or in-process)')
+    .option(
+      '--nats <url>',
+      'join this NATS server or cluster (default: an embedded nats-server when one is on PATH, else one process)',
+    )
+    .option('--in-process', 'run learner and rollout in this process on the in-process transport (no NATS)')
     .option('--resume <dir>', 'continue the stopped run in this run directory')
     .option('--runs-dir <dir>', 'parent folder of new run directories', 'runs')
     .option('--check', 'validate the recipe, print it resolved as JSON, and stop (creates nothing)')
     .action(
       async (
         recipeFile: string,
-        options: { nats?: string; resume?: string; runsDir: string; check?: boolean },
+        options: { nats?: string; inProcess?: boolean; resume?: string; runsDir: string; check?: boolean },
       ) => {
+        if (options.nats && options.inProcess)
+          throw new CliError(
+            '--nats and --in-process exclude each other: a run is either over NATS or in one process',
+          )
         const { builtinTaskCatalog, loadRecipe, startRun } = await recipes()
         try {
           if (options.check) {
@@ -148,6 +158,7 @@ export function registerRun(program: Command): void {
           try {
             await startRun(run.recipe, run.dir, {
               nats: options.nats,
+              inProcess: options.inProcess,
               resume: run.resumed,
               onMetrics: (line) => view.add(line as MetricsLine),
               log: (line) => view.log(line),

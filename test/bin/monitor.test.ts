@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { connectNats, InProcessTransport, ManualClock, type NatsTransport } from '../../actors/index.ts'
+import {
+  connectNats,
+  InProcessTransport,
+  ManualClock,
+  type NatsTransport,
+  recordRunTransport,
+  runDirPaths,
+} from '../../actors/index.ts'
 import { monitorOnce } from '../../bin/commands/monitor.ts'
 import { CliError } from '../../bin/errors.ts'
 import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
@@ -89,7 +99,8 @@ describe('bin/monitor', () => {
       snapshot,
       (err: Error) =>
         err instanceof CliError &&
-        err.message === "no metrics on triad.quiet.metrics.> within 500 ms; is run 'quiet' running?",
+        err.message ===
+          "no metrics on triad.quiet.metrics.> within 500 ms; is run 'quiet' running? (a run in one process on the in-process transport cannot be watched from outside it)",
     )
     await t.close()
   })
@@ -164,6 +175,30 @@ describe('bin/monitor', () => {
     )
     child.child.kill('SIGTERM')
     assert.equal((await child.exited).code, 0, child.stderr())
+  })
+
+  it('triad monitor - a run in one process cannot be attached to, and the error says where its metrics are', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'triad-monitor-runs-'))
+    const dir = runDirPaths(join(runsDir, 'solo-20261129-120000'))
+    mkdirSync(dir.path)
+    await recordRunTransport(dir, { transport: 'in-process', reason: 'nats-server not found on PATH' })
+    // The NATS URL does not answer: the refusal comes before any connection.
+    const child = startTriad([
+      'monitor',
+      '--run',
+      dir.id,
+      '--runs-dir',
+      runsDir,
+      '--nats',
+      'nats://127.0.0.1:1',
+    ])
+    assert.equal((await child.exited).code, 1)
+    assert.match(
+      child.stderr(),
+      new RegExp(
+        `^triad: run ${dir.id} runs in one process on the in-process transport, so triad monitor cannot attach to it: .*${dir.metricsFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
+      ),
+    )
   })
 
   it('triad monitor - a NATS URL that does not answer is a clear error', async () => {

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { freePort, ManualClock, NotARunDirError } from '../../actors/index.ts'
 import { prepareRun } from '../../bin/commands/run.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
+import { pathWithNatsServer } from '../support/nats-path.ts'
 import { descendants, isGone, killSurvivors, type ProcStat, waitUntil } from '../support/process-tree.ts'
 import { startTriad, type TriadProcess } from '../support/triad-process.ts'
 
@@ -57,7 +58,10 @@ function longTinyRecipe(dir: string): string {
  */
 async function startLongRun(): Promise<{ run: TriadProcess; dir: string }> {
   const tmpDir = tmp()
-  const run = startTriad(['run', longTinyRecipe(tmpDir), '--runs-dir', join(tmpDir, 'runs')])
+  // nats-server on PATH: without it the run would be in one process (run-in-process.test.ts).
+  const run = startTriad(['run', longTinyRecipe(tmpDir), '--runs-dir', join(tmpDir, 'runs')], {
+    PATH: pathWithNatsServer(),
+  })
   const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
   const dir = String(created.dir)
   const readyRoles = () => {

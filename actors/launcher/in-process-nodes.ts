@@ -1,0 +1,95 @@
+import { createWriteStream, type WriteStream } from 'node:fs'
+import { join } from 'node:path'
+import { chooseBackend } from '../../gpu/index.ts'
+import type { NodeConfig } from '../node/config.ts'
+import { type NodeHandle, startLearnerNode } from '../node/learner-node.ts'
+import { startRolloutNode } from '../node/rollout-node.ts'
+import { type ActorSystem, startActorSystem } from '../runtime/actor-system.ts'
+import type { InProcessTransport } from '../runtime/in-process-transport.ts'
+import { RoleFailedError } from './errors.ts'
+
+/** Options of `startInProcessNodes`. */
+export interface InProcessNodeOptions {
+  /** Each role appends its progress lines to `<logsDir>/<role>.log`, as its process would. */
+  logsDir: string
+  /** Called with each actor that failed past its restart limit (the process cannot restart it). */
+  onEscalate?: (path: string, error: unknown) => void
+}
+
+/** The learner and rollout roles of a run, in this process. */
+export interface InProcessNodes {
+  /**
+   * Resolves when the learner's work is done (its step budget). Rejects with `RoleFailedError` when
+   * a role fails to start or fails while running: in one process nothing restarts it.
+   */
+  readonly finished: Promise<void>
+  /**
+   * Stops the rollout role, then the learner (its last checkpoint), then the actor system. A role
+   * still starting (the learner's cold-start SFT) is waited for: its start-up cannot be cut short.
+   */
+  stop(): Promise<void>
+}
+
+/**
+ * The one-process layout of a run: the learner role and the rollout role (environments, engines,
+ * reward model, env adapter, agent loops) in this process, on one `InProcessTransport` and one actor
+ * system, with the same node code as `triad worker --role learner|rollout` runs in two processes.
+ * The trajectory stream and the weights bucket are the in-process ones of `transport`
+ * (`actors/pipeline/in-process-trajectory-stream.ts`, `actors/weights/in-process-blobs.ts`). The
+ * roles start at once, side by side, as two processes would; this function does not wait for them.
+ *
+ * What this layout does not have: process isolation (a role that fails, or an uncaught error, ends
+ * the run instead of one restarted process), machines beyond this one, more than one core, and
+ * observers outside the process (`triad monitor`, `triad status`).
+ */
+export function startInProcessNodes(
+  transport: InProcessTransport,
+  config: NodeConfig,
+  options: InProcessNodeOptions,
+): InProcessNodes {
+  const logs: WriteStream[] = []
+  const logTo = (role: string) => {
+    const out = createWriteStream(join(options.logsDir, `${role}.log`), { flags: 'a' })
+    logs.push(out)
+    return (line: string) => {
+      out.write(`${line}\n`)
+    }
+  }
+  const system: ActorSystem = startActorSystem({ name: `run-${config.run}` })
+  system.onEscalate((e) => options.onEscalate?.(e.path, e.error))
+  // The tensor backend is one per process: choose it once before the roles start (two first
+  // initialisations of the wasm backend at the same time fail, and one role fell back to 'cpu').
+  const backend = chooseBackend({ backend: config.backend, log: () => {} })
+  const learnerLog = logTo('learner')
+  const rolloutLog = logTo('rollout')
+  const learner = backend.then(() => startLearnerNode(transport, config, 'learner', { log: learnerLog }))
+  const rollout = backend.then(() =>
+    startRolloutNode(system, transport, config, 'rollout', { log: rolloutLog }),
+  )
+  // The rollout side never ends the run by finishing (the learner does); it ends it by failing.
+  const never = new Promise<void>(() => {})
+  const failed = (role: string) => (err: unknown) => {
+    throw new RoleFailedError(role, err)
+  }
+  const finished = Promise.race([
+    learner.then((h) => h.done).catch(failed('learner')),
+    rollout
+      .then((h) => h.done)
+      .then(() => never)
+      .catch(failed('rollout')),
+  ])
+  finished.catch(() => undefined)
+  const stopRole = async (starting: Promise<NodeHandle>) => {
+    const handle = await starting.catch(() => undefined)
+    await handle?.stop()
+  }
+  return {
+    finished,
+    async stop() {
+      await stopRole(rollout)
+      await stopRole(learner)
+      await system.stop()
+      await Promise.all(logs.map((out) => new Promise<void>((resolve) => out.end(() => resolve()))))
+    },
+  }
+}

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import {
+  InProcessTransport,
+  type NodeConfig,
+  RoleFailedError,
+  startInProcessNodes,
+} from '../../../actors/index.ts'
+
+/** A node config of a tiny run (no SFT) in `runDir`. */
+function config(runDir: string, backend?: string): NodeConfig {
+  return {
+    run: 'solo',
+    runDir,
+    seed: 1,
+    tokenizerMerges: 0,
+    ...(backend ? { backend } : {}),
+    model: { layers: 1, width: 16, heads: 2, contextLength: 256 },
+    tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
+    sft: {
+      enabled: false,
+      episodesPerTask: 0,
+      errorRate: 0,
+      successRate: 1,
+      epochs: 1,
+      lr: 1e-3,
+      batchTokens: 256,
+    },
+    rl: { groupSize: 2, lr: 1e-3, step: {} },
+    pipeline: {
+      mode: 'async',
+      envWorkers: 1,
+      freshEngines: 1,
+      staleEngines: 0,
+      rho: 0,
+      staleEvery: 1,
+      stalenessBound: 8,
+      minGroups: 1,
+      maxGroups: 2,
+      bufferGroups: 2,
+      concurrency: 2,
+      maxTurns: 2,
+      maxNewTokens: 8,
+      temperature: 1,
+      topP: 1,
+      checkpointEvery: 1,
+    },
+    maxSteps: 2,
+  }
+}
+
+describe('actors/launcher/in-process-nodes', () => {
+  it('in-process-nodes - learner and rollout in one process reach the step budget; each role logs to its file', async () => {
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-solo-'))
+    const transport = new InProcessTransport()
+    const nodes = startInProcessNodes(transport, config(runDir), { logsDir: runDir })
+    await nodes.finished
+    await nodes.stop()
+    await transport.close()
+    assert.ok(existsSync(join(runDir, 'checkpoints', 'step-2', 'model.safetensors')))
+    assert.match(readFileSync(join(runDir, 'learner.log'), 'utf8'), /tokenizer: \d+ tokens/)
+    assert.match(readFileSync(join(runDir, 'rollout.log'), 'utf8'), /tensor backend/)
+  })
+
+  it('in-process-nodes - a role that cannot start fails the run with RoleFailedError naming it; stop still returns', async () => {
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-solo-'))
+    const transport = new InProcessTransport()
+    const nodes = startInProcessNodes(transport, config(runDir, 'abacus'), { logsDir: runDir })
+    await assert.rejects(
+      nodes.finished,
+      (err: unknown) =>
+        err instanceof RoleFailedError &&
+        err.role === 'learner' &&
+        /^the learner role failed: .*abacus/.test(err.message) &&
+        err.cause instanceof Error,
+    )
+    await nodes.stop()
+    await transport.close()
+  })
+})

@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { readLatestCheckpoint, readRunTransport } from '../../actors/index.ts'
+import { pathWithNatsServer } from '../support/nats-path.ts'
+import { waitUntil } from '../support/process-tree.ts'
+import { startTriad } from '../support/triad-process.ts'
+
+const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
+const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
+
+/** recipes/tiny.ts with a budget that outlasts the test (it is stopped by a signal). */
+function longTinyRecipe(dir: string): string {
+  const file = join(dir, 'long-tiny.ts')
+  const source = readFileSync(tiny, 'utf8')
+    .replace("from './define-recipe.ts'", `from ${JSON.stringify(defineRecipePath)}`)
+    .replace("name: 'tiny'", "name: 'long-tiny'")
+    .replace(/budget: \{[^}]*\}/, 'budget: { maxSteps: 100000, maxMinutes: 10 }')
+  assert.match(source, /maxSteps: 100000/)
+  writeFileSync(file, source)
+  return file
+}
+
+/** The highest learner step in a run's metrics.jsonl so far. */
+function learnerStep(dir: string): number {
+  const file = join(dir, 'metrics.jsonl')
+  if (!existsSync(file)) return 0
+  let step = 0
+  for (const line of readFileSync(file, 'utf8').split('\n'))
+    if (line.includes('"role":"learner"')) step = Math.max(step, (JSON.parse(line) as { step: number }).step)
+  return step
+}
+
+describe('bin/run - one process', () => {
+  it('triad run - --nats and --in-process together are refused before anything is made', async () => {
+    const runs = join(mkdtempSync(join(tmpdir(), 'triad-run-')), 'runs')
+    const child = startTriad([
+      'run',
+      tiny,
+      '--runs-dir',
+      runs,
+      '--nats',
+      'nats://127.0.0.1:4222',
+      '--in-process',
+    ])
+    assert.equal((await child.exited).code, 1)
+    assert.match(child.stderr(), /^triad: --nats and --in-process exclude each other/)
+    assert.equal(existsSync(runs), false)
+  })
+
+  it('triad run --in-process - runs in one process even with nats-server on PATH, says so, and stops cleanly on SIGTERM with its last step checkpointed', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'triad-run-'))
+    const run = startTriad(['run', longTinyRecipe(tmp), '--runs-dir', join(tmp, 'runs'), '--in-process'], {
+      PATH: pathWithNatsServer(),
+    })
+    try {
+      const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
+      const dir = String(created.dir)
+      await waitUntil(
+        () => learnerStep(dir) >= 1,
+        120_000,
+        () => `no learner step; stdout:\n${run.stdout.join('\n')}\nstderr:\n${run.stderr()}`,
+      )
+      run.child.kill('SIGTERM')
+      const { code } = await run.exited
+      assert.equal(code, 0, run.stderr())
+      const out = run.stdout.join('\n')
+      assert.match(
+        out,
+        /^--in-process: running learner and rollout in one process on the in-process transport \(triad monitor cannot attach\)$/m,
+      )
+      assert.doesNotMatch(out, /embedded nats-server/)
+      assert.match(out, /stopping \(interrupted\)/)
+      assert.equal((await readRunTransport(dir))?.transport, 'in-process')
+      const stop = readFileSync(join(dir, 'logs', 'run.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { event: string; reason?: string })
+        .find((e) => e.event === 'stop')
+      assert.equal(stop?.reason, 'signal')
+      // The learner's stop checkpoints the steps it took since its last checkpoint.
+      assert.ok((readLatestCheckpoint(join(dir, 'checkpoints'))?.version ?? 0) >= learnerStep(dir))
+    } finally {
+      await run.kill('SIGKILL')
+    }
+  })
+})

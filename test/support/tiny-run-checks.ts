@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { readAckRecords, readLatestCheckpoint } from '../../actors/index.ts'
+
+/** One line of a run's `metrics.jsonl`. */
+export interface MetricsJsonLine {
+  role: string
+  id: string
+  step: number
+  values: Record<string, number>
+}
+
+/**
+ * What a finished `triad run recipes/tiny.ts` must have left in its run directory, however its roles
+ * ran: every role reported, the step budget was reached, both kinds of engine served, the SFT
+ * reported, the checkpoints, the ack audit trail, the evaluation table and the role logs exist.
+ * It checks that every part took part, not learning. Returns the metrics lines.
+ */
+export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJsonLine[] {
+  assert.ok(
+    stdout.some((l) => /stopping \(3 steps done\)/.test(l)),
+    stdout.join('\n'),
+  )
+  const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as MetricsJsonLine)
+  const roles = new Set(lines.map((l) => l.role))
+  // The two roles of a run; the engines (whose reports are periodic) show in the turns they served.
+  for (const role of ['learner', 'rollout'])
+    assert.ok(roles.has(role), `no metrics from ${role} (got ${[...roles].join(', ')})`)
+  const learner = lines.filter((l) => l.role === 'learner' && l.values['learner/version'] !== undefined)
+  assert.equal(Math.max(...learner.map((l) => l.values['learner/version']!)), 3)
+  const rollout = lines.filter((l) => l.role === 'rollout').at(-1)
+  assert.ok((rollout?.values['rollout/episodes'] ?? 0) > 0, 'episodes ran through the environments')
+  // tiny.ts sends half the turns to the stale engine (rho 0.5): both kinds of engine served.
+  assert.ok((rollout?.values['rollout/turns_fresh'] ?? 0) > 0, 'a fresh engine served turns')
+  assert.ok((rollout?.values['rollout/turns_stale'] ?? 0) > 0, 'a stale engine served turns')
+  assert.ok(
+    lines.some((l) => l.values['sft/loss'] !== undefined),
+    'the cold-start SFT reported its loss',
+  )
+
+  // Checkpoints, the ack audit trail, the evaluation table and the run log.
+  const checkpoints = join(dir, 'checkpoints')
+  assert.ok(existsSync(join(checkpoints, 'sft', 'model.safetensors')))
+  assert.ok(existsSync(join(checkpoints, 'latest.json')))
+  assert.ok(readAckRecords(checkpoints).some((r) => r.used.length > 0))
+  const evals = readdirSync(join(dir, 'eval')).filter((f) => f.endsWith('.json'))
+  assert.equal(evals.length, 1)
+  const table = JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')) as {
+    rows: { checkpoint: string }[]
+  }
+  // The budget (3 steps) is off the checkpoint interval (2): the last step is checkpointed at the
+  // end, and that is the one evaluated.
+  assert.equal(readLatestCheckpoint(checkpoints)?.version, 3)
+  assert.deepEqual([...new Set(table.rows.map((r) => r.checkpoint))].sort(), ['sft', 'step-3'])
+  assert.ok(existsSync(join(dir, 'logs', 'learner.log')) && existsSync(join(dir, 'logs', 'rollout.log')))
+  return lines
+}
