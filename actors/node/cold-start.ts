@@ -80,13 +80,16 @@ export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number)
   )
 }
 
-/** Runs the cold-start SFT on `model`; returns the loss curve. */
+/**
+ * Runs the cold-start SFT on `model`; returns the loss curve. `onLog` gets every step's record and
+ * the number of steps the whole SFT takes (`sftStepCount`), for progress views.
+ */
 export async function coldStart(
   model: Transformer,
   tokenizer: Tokenizer,
   episodes: readonly ExpertEpisode[],
   config: NodeConfig,
-  onLog: (record: SftLogRecord) => void,
+  onLog: (record: SftLogRecord, totalSteps: number) => void,
 ): Promise<{ records: SftLogRecord[]; examples: number; truncated: number }> {
   const { examples, truncated } = expertExamples(episodes, tokenizer, model.config.contextLength)
   if (examples.length === 0) throw new Error('no expert trajectories: sft.expertTrajectoriesPerTask is 0')
@@ -104,7 +107,7 @@ export async function coldStart(
       totalSteps: steps,
     }),
     seed: config.seed,
-    onLog,
+    onLog: (record) => onLog(record, steps),
   })
   optimizer.dispose()
   return { records, examples: examples.length, truncated }

@@ -103,12 +103,13 @@ export async function startLearnerNode(
       model = createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
       if (config.sft.enabled) {
         log('cold-start SFT on expert trajectories')
-        const onLog = (r: SftLogRecord) =>
+        const onLog = (r: SftLogRecord, total: number) =>
           report(
             {
               'sft/loss': r.loss,
               'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0,
               'sft/step': r.step,
+              'sft/steps_total': total,
               'sft/grad_norm': r.gradNorm,
             },
             0,

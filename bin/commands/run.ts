@@ -14,42 +14,7 @@ import {
 } from '../../actors/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
 import { CliError } from '../errors.ts'
-import { MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
-
-/**
- * The live view of a run: on a terminal, the monitor's snapshot (progress bar, success and reward
- * per task, tokens/s, staleness, loss, restarts) redrawn every 2 s under the log lines; elsewhere
- * (CI, a pipe) the snapshot is printed every 30 s.
- */
-function liveView(run: string, maxSteps: number | undefined) {
-  const state = new MetricsState()
-  const tty = process.stdout.isTTY === true
-  let drawn = 0
-  const clear = () => {
-    if (tty && drawn > 0) process.stdout.write(`\x1b[${drawn}A\x1b[0J`)
-    drawn = 0
-  }
-  const draw = () => {
-    const text = renderSnapshot(state, { run, maxSteps })
-    clear()
-    process.stdout.write(`${text}\n`)
-    if (tty) drawn = text.split('\n').length
-  }
-  const timer = setInterval(draw, tty ? 2_000 : 30_000)
-  timer.unref()
-  return {
-    add: (line: MetricsLine) => state.add(line),
-    log: (line: string) => {
-      clear()
-      process.stdout.write(`${line}\n`)
-    },
-    stop: () => {
-      clearInterval(timer)
-      if (state.step > 0) draw()
-      drawn = 0
-    },
-  }
-}
+import { LiveView } from '../monitor/live-view.ts'
 
 /** Options of `prepareRun`. */
 export interface PrepareRunOptions {
@@ -154,7 +119,11 @@ export function registerRun(program: Command): void {
           process.stdout.write(
             `${JSON.stringify({ event: run.resumed ? 'run.resumed' : 'run.created', run: run.dir.id, dir: run.dir.path })}\n`,
           )
-          const view = liveView(run.dir.id, run.recipe.budget.maxSteps)
+          const view = new LiveView({
+            run: run.dir.id,
+            maxSteps: run.recipe.budget.maxSteps,
+            tty: process.stdout.isTTY === true,
+          })
           try {
             await startRun(run.recipe, run.dir, {
               nats: options.nats,

@@ -2,6 +2,12 @@ import cliProgress from 'cli-progress'
 import Table from 'cli-table3'
 import type { MetricsLine } from '../../actors/index.ts'
 
+/** One report of the cold-start SFT: its step and the report's time, ms since the epoch. */
+export interface SftMark {
+  step: number
+  time: number
+}
+
 /** The newest value of each metric key, per reporting actor (`role:id`). */
 export class MetricsState {
   private readonly latest = new Map<string, Map<string, number>>()
@@ -12,12 +18,26 @@ export class MetricsState {
   /** Wall-clock time of the first and the newest report, ms since the epoch. */
   firstTime?: number
   lastTime?: number
+  /**
+   * The cold-start SFT's first and newest reports (`sft/step` and the report's time, ms): the
+   * time per SFT step, hence its ETA, is measured between them.
+   */
+  sft?: { first: SftMark; last: SftMark }
 
   add(line: MetricsLine): void {
     this.reports++
     this.step = Math.max(this.step, line.step)
     this.firstTime = Math.min(this.firstTime ?? line.time, line.time)
     this.lastTime = Math.max(this.lastTime ?? line.time, line.time)
+    const sftStep = line.values[MonitorKeys.sft.step]
+    if (sftStep !== undefined && Number.isFinite(sftStep)) {
+      const mark = { step: sftStep, time: line.time }
+      if (!this.sft) this.sft = { first: mark, last: mark }
+      else {
+        if (sftStep < this.sft.first.step) this.sft.first = mark
+        if (sftStep >= this.sft.last.step) this.sft.last = mark
+      }
+    }
     const who = `${line.role}:${line.id}`
     for (const [key, value] of Object.entries(line.values)) {
       if (!Number.isFinite(value)) continue
@@ -65,7 +85,45 @@ export const MonitorKeys = {
   /** The first of these present is the loss column. */
   loss: ['learner/loss', 'learner/loss/total', 'learner/policy/loss'],
   maxSteps: 'run/max_steps',
+  /** The learner's cold-start SFT reports (one per SFT step, at learner step 0). */
+  sft: {
+    step: 'sft/step',
+    stepsTotal: 'sft/steps_total',
+    loss: 'sft/loss',
+    tokensPerS: 'sft/tokens_per_s',
+    gradNorm: 'sft/grad_norm',
+  },
 } as const
+
+/**
+ * True while the cold-start SFT runs: an SFT step was reported, no learner step yet, and the
+ * newest SFT step is below `sft/steps_total` (when known).
+ */
+export function sftRunning(state: MetricsState): boolean {
+  if (!state.sft || state.step > 0) return false
+  const total = state.value(MonitorKeys.sft.stepsTotal)
+  return total === undefined || state.sft.last.step < total
+}
+
+/** `42s`, `3m 12s`, `1h 05m`: a duration for the live view. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`
+  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`
+}
+
+/**
+ * Estimated time left of the SFT, ms: the mean time per step between its first and newest reports
+ * times the steps left; undefined before two steps were reported or without a total.
+ */
+export function sftEtaMs(state: MetricsState): number | undefined {
+  const total = state.value(MonitorKeys.sft.stepsTotal)
+  if (!state.sft || total === undefined) return undefined
+  const { first, last } = state.sft
+  if (last.step <= first.step) return undefined
+  return ((last.time - first.time) / (last.step - first.step)) * Math.max(0, total - last.step)
+}
 
 const fmt = (v: number | undefined, digits = 3) =>
   v === undefined ? '-' : Math.abs(v) >= 1000 ? v.toFixed(0) : v.toFixed(digits)
@@ -84,25 +142,69 @@ export interface SnapshotOptions {
   serviceRestarts?: number
 }
 
+/** A progress bar of `barsize` characters, `progress` in [0, 1]. */
+function bar(progress: number, barsize: number): string {
+  return cliProgress.Format.BarFormat(progress, {
+    barsize,
+    barCompleteString: '\u2588'.repeat(barsize),
+    barIncompleteString: '\u2591'.repeat(barsize),
+    barGlue: '',
+  } as never)
+}
+
 /**
- * Renders one terminal snapshot: a progress bar of learner steps, a table of success, reward and
- * difficulty per task, and a line of tokens/s (summed over engines), staleness, loss and actor
- * restarts. Plain text without colours.
+ * The view while the cold-start SFT runs: a bar of SFT steps (`step k/N`), then the newest loss,
+ * tokens/s, gradient norm and the ETA.
+ */
+function renderSft(state: MetricsState, options: SnapshotOptions): string {
+  const k = state.sft?.last.step ?? 0
+  const total = state.value(MonitorKeys.sft.stepsTotal)
+  const lines: string[] = []
+  if (total && total > 0) {
+    const progress = Math.min(1, k / total)
+    lines.push(
+      `run ${options.run}  cold-start SFT  ${bar(progress, options.barSize ?? 30)} ${Math.round(progress * 100)}%  step ${k}/${total}`,
+    )
+  } else lines.push(`run ${options.run}  cold-start SFT  step ${k}`)
+  const eta = sftEtaMs(state)
+  const stats = new Table({
+    head: ['loss', 'tokens/s', 'grad norm', 'ETA'],
+    style: { head: [], border: [], compact: true },
+  })
+  stats.push([
+    fmt(state.value(MonitorKeys.sft.loss), 4),
+    fmt(state.value(MonitorKeys.sft.tokensPerS), 1),
+    fmt(state.value(MonitorKeys.sft.gradNorm), 3),
+    eta === undefined ? '-' : formatDuration(eta),
+  ])
+  lines.push(stats.toString())
+  return `${lines.join('\n')}\n`
+}
+
+/**
+ * Renders one terminal snapshot. While the cold-start SFT runs (`sftRunning`): a progress bar of
+ * SFT steps with loss, tokens/s, gradient norm and ETA. Afterwards: a progress bar of learner
+ * steps (under it one line on the finished SFT, when it was seen), a table of success, reward and
+ * difficulty per task, and a line of tokens/s (summed over engines), staleness, loss and restarts.
+ * Plain text without colours.
  */
 export function renderSnapshot(state: MetricsState, options: SnapshotOptions): string {
+  if (sftRunning(state)) return renderSft(state, options)
   const maxSteps = options.maxSteps ?? state.value(MonitorKeys.maxSteps, 'mean')
   const barsize = options.barSize ?? 30
   const lines: string[] = []
   if (maxSteps && maxSteps > 0) {
     const progress = Math.min(1, state.step / maxSteps)
-    const bar = cliProgress.Format.BarFormat(progress, {
-      barsize,
-      barCompleteString: '\u2588'.repeat(barsize),
-      barIncompleteString: '\u2591'.repeat(barsize),
-      barGlue: '',
-    } as never)
-    lines.push(`run ${options.run}  ${bar} ${Math.round(progress * 100)}%  step ${state.step}/${maxSteps}`)
+    lines.push(
+      `run ${options.run}  ${bar(progress, barsize)} ${Math.round(progress * 100)}%  step ${state.step}/${maxSteps}`,
+    )
   } else lines.push(`run ${options.run}  step ${state.step}`)
+  if (state.sft) {
+    const total = state.value(MonitorKeys.sft.stepsTotal)
+    lines.push(
+      `cold-start SFT done: ${state.sft.last.step}${total === undefined ? '' : `/${total}`} steps, final loss ${fmt(state.value(MonitorKeys.sft.loss), 4)}`,
+    )
+  }
 
   const tasks = state.tasks([MonitorKeys.success, MonitorKeys.reward, MonitorKeys.difficulty])
   const table = new Table({

@@ -13,9 +13,9 @@ import {
 } from '../../actors/index.ts'
 import { monitorOnce } from '../../bin/commands/monitor.ts'
 import { CliError } from '../../bin/errors.ts'
-import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
+import { formatDuration, MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { MessageRegistry, MetricsReport, Subjects } from '../../protocols/index.ts'
-import { syntheticMetrics } from '../support/synthetic-run.ts'
+import { syntheticMetrics, syntheticSftMetrics } from '../support/synthetic-run.ts'
 import { startTriad } from '../support/triad-process.ts'
 
 /** A table row with these cells, as a pattern (cells escaped, separated by `│`). */
@@ -33,7 +33,12 @@ const EXPECTED_ROWS = [
  * Publishes the synthetic metrics of run `run` every 100 ms until `until` settles (core NATS is
  * at-most-once and the child subscribes at some point), with a 60 s deadline.
  */
-async function publishUntil<T>(nats: NatsTransport, run: string, until: Promise<T>): Promise<T> {
+async function publishUntil<T>(
+  nats: NatsTransport,
+  run: string,
+  until: Promise<T>,
+  lines = syntheticMetrics(10),
+): Promise<T> {
   let settled = false
   const done = until.then((v) => {
     settled = true
@@ -41,8 +46,7 @@ async function publishUntil<T>(nats: NatsTransport, run: string, until: Promise<
   })
   const deadline = Date.now() + 60_000
   while (!settled && Date.now() < deadline) {
-    for (const line of syntheticMetrics(10))
-      nats.publish(Subjects.metrics(run, line.role), MetricsReport.make(line))
+    for (const line of lines) nats.publish(Subjects.metrics(run, line.role), MetricsReport.make(line))
     await Promise.race([done, new Promise((r) => setTimeout(r, 100))])
   }
   if (!settled) throw new Error('the monitor did not finish within 60 s')
@@ -59,6 +63,53 @@ describe('bin/monitor', () => {
     for (const pattern of EXPECTED_ROWS) assert.match(text, pattern)
     // tokens/s 800 + 600, staleness 1.5 / 3, loss 1/10, restarts 1, 40 reports
     assert.match(text, row('1400', '1.50', '3', '0.1000', '1', '40'))
+  })
+
+  it('renderSnapshot - during the cold-start SFT: a bar of SFT steps, loss, tokens/s, grad norm, ETA', () => {
+    const state = new MetricsState()
+    for (const line of syntheticSftMetrics(60, 120)) state.add(line)
+    const text = renderSnapshot(state, { run: 'r1', maxSteps: 18, barSize: 10 })
+    const lines = text.split('\n')
+    assert.equal(
+      lines[0],
+      `run r1  cold-start SFT  ${'\u2588'.repeat(5)}${'\u2591'.repeat(5)} 50%  step 60/120`,
+    )
+    // loss 2 - 60/100, 4000 tokens/s, grad norm 0.5; 1 s per step and 60 steps left: 1m 00s
+    assert.match(text, row('1.4000', '4000', '0.500', '1m 00s'))
+    assert.doesNotMatch(text, /per-task/)
+  })
+
+  it('renderSnapshot - once the SFT reached its total, the RL view with one line on the SFT', () => {
+    const state = new MetricsState()
+    for (const line of syntheticSftMetrics(120, 120)) state.add(line)
+    const text = renderSnapshot(state, { run: 'r1', maxSteps: 18, barSize: 10 })
+    assert.equal(
+      text.split('\n').slice(0, 3).join('\n'),
+      `run r1  ${'\u2591'.repeat(10)} 0%  step 0/18\ncold-start SFT done: 120/120 steps, final loss 0.8000\n(no per-task metrics yet)`,
+    )
+    // the first RL step ends the SFT view even without a total
+    const noTotal = new MetricsState()
+    for (const line of syntheticSftMetrics(3, 120)) {
+      delete line.values['sft/steps_total']
+      noTotal.add(line)
+    }
+    assert.match(renderSnapshot(noTotal, { run: 'r2' }), /^run r2 {2}cold-start SFT {2}step 3\n/)
+    for (const line of syntheticMetrics(2)) noTotal.add(line)
+    assert.match(
+      renderSnapshot(noTotal, { run: 'r2' }),
+      /^run r2 {2}step 1\ncold-start SFT done: 3 steps, final loss 1\.9700\n/,
+    )
+  })
+
+  it('formatDuration - seconds, minutes, hours', () => {
+    assert.deepEqual([0, 41_600, 60_000, 192_000, 3_600_000, 3_900_000].map(formatDuration), [
+      '0s',
+      '42s',
+      '1m 00s',
+      '3m 12s',
+      '1h 00m',
+      '1h 05m',
+    ])
   })
 
   it('renderSnapshot - without a step limit or metrics it says so', () => {
@@ -144,6 +195,28 @@ describe('bin/monitor', () => {
     for (const pattern of EXPECTED_ROWS) assert.match(out, pattern)
     // restarts from the run's service (2), not the other run's (7) nor the metric (1)
     assert.match(out, row('1400', '1.50', '3', '0.1000', '2'))
+  })
+
+  it('triad monitor --once - during the cold-start SFT: the SFT progress bar, loss, tokens/s and ETA', async () => {
+    const run = `monsft-${process.pid}`
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '2' })
+    const child = startTriad([
+      'monitor',
+      '--nats',
+      'nats://127.0.0.1:4222',
+      '--run',
+      run,
+      '--once',
+      '--wait',
+      '1500',
+    ])
+    const { code } = await publishUntil(nats, run, child.exited, syntheticSftMetrics(30, 120))
+    await nats.close()
+    const out = child.stdout.join('\n')
+    assert.equal(code, 0, child.stderr())
+    assert.match(out, new RegExp(`^run ${run} {2}cold-start SFT {2}\\S+ 25% {2}step 30/120$`, 'm'))
+    // 1 s per step, 90 steps left
+    assert.match(out, row('1.7000', '4000', '0.500', '1m 30s'))
   })
 
   it('triad monitor - redraws live until stopped', async () => {

@@ -52,6 +52,35 @@ export function syntheticMetrics(steps: number, t0 = Date.UTC(2026, 10, 29, 12))
   return out
 }
 
+/**
+ * The learner's reports of a cold-start SFT of `total` steps, steps 1 to `upTo`: one report per
+ * step at learner step 0, `msPerStep` apart from `t0`, loss `2 - step / 100`, 4,000 tokens/s,
+ * gradient norm 0.5.
+ */
+export function syntheticSftMetrics(
+  upTo: number,
+  total: number,
+  msPerStep = 1_000,
+  t0 = Date.UTC(2026, 10, 29, 11),
+): MetricsLine[] {
+  const out: MetricsLine[] = []
+  for (let step = 1; step <= upTo; step++)
+    out.push({
+      role: 'learner',
+      id: '0',
+      step: 0,
+      time: t0 + step * msPerStep,
+      values: {
+        'sft/step': step,
+        'sft/steps_total': total,
+        'sft/loss': 2 - step / 100,
+        'sft/tokens_per_s': 4000,
+        'sft/grad_norm': 0.5,
+      },
+    })
+  return out
+}
+
 /** Makes a run directory under `runsDir` holding the synthetic metrics and one evaluation table. */
 export async function makeSyntheticRun(runsDir: string, steps = 30): Promise<RunDir> {
   const dir = await createRunDir({
