@@ -70,6 +70,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       temperature: p.temperature,
       topP: p.top_p,
       checkpointEvery: recipe.checkpoints.every > 0 ? Math.min(recipe.checkpoints.every, ackEvery) : ackEvery,
+      keepCheckpoints: recipe.checkpoints.keep,
     },
     maxSteps,
     triad: {

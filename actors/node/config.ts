@@ -81,6 +81,8 @@ export interface NodeConfig {
     temperature: number
     topP: number
     checkpointEvery: number
+    /** Step checkpoints kept; older ones are deleted (never `sft/` nor the latest). Absent: all. */
+    keepCheckpoints?: number
   }
   /** Stop after this many learner steps. */
   maxSteps: number

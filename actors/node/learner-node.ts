@@ -179,6 +179,7 @@ export async function startLearnerNode(
       maxGroups: sync ? p.minGroups : p.maxGroups,
       stalenessBound: p.stalenessBound,
       checkpointEvery: p.checkpointEvery,
+      keepCheckpoints: p.keepCheckpoints,
       checkpointDir,
       waitMs: 5_000,
       maxTokens: config.model.contextLength + 1,

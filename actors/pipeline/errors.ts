@@ -27,3 +27,16 @@ export class TrajectoryStreamNotFoundError extends Error {
     super(`trajectory stream ${stream} not found (is the learner running?)`)
   }
 }
+
+/** A setting of checkpoint pruning that cannot be honoured (keep fewer than one checkpoint). */
+export class CheckpointPruneError extends Error {
+  override name = 'CheckpointPruneError'
+  constructor(
+    readonly checkpointDir: string,
+    readonly keep: number,
+  ) {
+    super(
+      `cannot prune ${checkpointDir} to keep ${keep} checkpoint(s): keep must be an integer >= 1 (the latest is always kept)`,
+    )
+  }
+}

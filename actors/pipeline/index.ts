@@ -1,3 +1,4 @@
+export * from './checkpoint-pruning.ts'
 export * from './errors.ts'
 export * from './in-process-trajectory-stream.ts'
 export * from './jetstream-trajectory-stream.ts'

@@ -1,7 +1,17 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { pruneCheckpoints } from './checkpoint-pruning.ts'
+import { type AckRecord, type PipelineCheckpoint, readAckRecords } from './checkpoint-records.ts'
+import { CheckpointPruneError } from './errors.ts'
 import type { TakenGroup, TrajectoryConsumer } from './trajectory-stream.ts'
+
+export {
+  type AckRecord,
+  type PipelineCheckpoint,
+  readAckRecords,
+  readLatestCheckpoint,
+} from './checkpoint-records.ts'
 
 /**
  * What the learner loop needs from the learner: one update on whole groups, its weights, and
@@ -34,46 +44,11 @@ export interface LearnerLoopSettings {
   waitMs: Millis
   /** Longest trajectory the learner takes, tokens (the model's context + 1); longer groups are dropped. */
   maxTokens?: number
-}
-
-/** What the loop records next to each checkpoint: which stream messages its weights include. */
-export interface PipelineCheckpoint {
-  version: number
-  /** Stream sequence numbers of the groups acknowledged with this checkpoint. */
-  usedSeqs: number[]
-  /** Directory of the model checkpoint. */
-  dir: string
-}
-
-/**
- * One line of `acks.jsonl` in the checkpoint directory: the audit trail of what the learner
- * acknowledged, by stream sequence number. `used` groups were trained on in steps the
- * checkpoint of `version` holds; `dropped` were acknowledged without training (staler than the
- * bound, or malformed); `duplicates` were delivered again after being used (an acknowledgement
- * lost in a reconnect) and skipped.
- */
-export interface AckRecord {
-  version: number
-  used: number[]
-  dropped: number[]
-  duplicates: number[]
-}
-
-/** Reads the audit trail of a checkpoint directory. */
-export function readAckRecords(checkpointDir: string): AckRecord[] {
-  const f = join(checkpointDir, 'acks.jsonl')
-  if (!existsSync(f)) return []
-  return readFileSync(f, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as AckRecord)
-}
-
-/** Reads `latest.json` of a checkpoint directory, if any. */
-export function readLatestCheckpoint(checkpointDir: string): PipelineCheckpoint | undefined {
-  const f = join(checkpointDir, 'latest.json')
-  if (!existsSync(f)) return undefined
-  return JSON.parse(readFileSync(f, 'utf8')) as PipelineCheckpoint
+  /**
+   * Step checkpoints to keep: after each checkpoint the older ones are deleted (`pruneCheckpoints`:
+   * never `sft/`, the latest, nor the one the ack audit needs); absent: every one is kept.
+   */
+  keepCheckpoints?: number
 }
 
 /** Whether every sample of a group is well formed and at most `maxTokens` long. */
@@ -143,6 +118,9 @@ export class LearnerLoop {
       ...(resumedFrom?.usedSeqs ?? []),
       ...readAckRecords(settings.checkpointDir).flatMap((r) => r.used),
     ])
+    const keep = settings.keepCheckpoints
+    if (keep !== undefined && !(Number.isInteger(keep) && keep >= 1))
+      throw new CheckpointPruneError(settings.checkpointDir, keep)
     mkdirSync(settings.checkpointDir, { recursive: true })
   }
 
@@ -212,7 +190,10 @@ export class LearnerLoop {
     return true
   }
 
-  /** Saves a checkpoint, records the groups it includes, then acknowledges them. */
+  /**
+   * Saves a checkpoint, records the groups it includes, acknowledges them, then deletes the step
+   * checkpoints past `keepCheckpoints`.
+   */
   async checkpoint(): Promise<PipelineCheckpoint> {
     const dir = join(this.settings.checkpointDir, `step-${this.core.version}`)
     await this.core.saveCheckpoint(dir)
@@ -228,6 +209,8 @@ export class LearnerLoop {
     this.audit({ version: this.core.version, used: record.usedSeqs, dropped: [], duplicates: [] })
     for (const t of this.held) this.skipSeqs.add(t.seq)
     this.held = []
+    if (this.settings.keepCheckpoints !== undefined)
+      pruneCheckpoints(this.settings.checkpointDir, this.settings.keepCheckpoints)
     return record
   }
 

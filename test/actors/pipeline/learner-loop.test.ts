@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
+  CheckpointPruneError,
   connectNats,
   ensureTrajectoryStream,
   InProcessTransport,
   type LearnerCore,
   LearnerLoop,
+  type LearnerLoopSettings,
   type NatsServer,
   openTrajectoryConsumer,
   openTrajectoryPublisher,
@@ -102,7 +104,12 @@ for (const medium of media)
     })
 
     /** A loop of one group per step, checkpointing every 2 steps, over `groups` published groups. */
-    async function loopOver(run: string, groups: number, report: (version: number) => void = () => {}) {
+    async function loopOver(
+      run: string,
+      groups: number,
+      report: (version: number) => void = () => {},
+      more: Partial<LearnerLoopSettings> = {},
+    ) {
       await ensureTrajectoryStream(t, { run, maxGroups: 10 })
       const pub = openTrajectoryPublisher(t, run)
       for (let i = 0; i < groups; i++) await pub.publish(group(`g${i}`))
@@ -111,7 +118,15 @@ for (const medium of media)
       const loop = new LearnerLoop(
         countingCore(),
         consumer,
-        { minGroups: 1, maxGroups: 1, stalenessBound: 100, checkpointEvery: 2, checkpointDir, waitMs: 1_000 },
+        {
+          minGroups: 1,
+          maxGroups: 1,
+          stalenessBound: 100,
+          checkpointEvery: 2,
+          checkpointDir,
+          waitMs: 1_000,
+          ...more,
+        },
         async () => {},
         (_values, version) => report(version),
       )
@@ -141,6 +156,37 @@ for (const medium of media)
       assert.deepEqual(
         readAckRecords(checkpointDir).map((r) => r.version),
         [2],
+      )
+    })
+
+    it('learner-loop - keepCheckpoints: after each checkpoint only the newest ones stay, sft/ untouched', async () => {
+      const { loop, consumer, checkpointDir } = await loopOver('keep', 7, () => {}, {
+        checkpointEvery: 1,
+        keepCheckpoints: 2,
+      })
+      mkdirSync(join(checkpointDir, 'sft'), { recursive: true })
+      await loop.run(7)
+      assert.deepEqual(readdirSync(checkpointDir).sort(), [
+        'acks.jsonl',
+        'latest.json',
+        'sft',
+        'step-6',
+        'step-7',
+      ])
+      assert.equal(readFileSync(join(checkpointDir, 'step-7', 'version'), 'utf8'), '7')
+      // The audit still lists every acknowledged group.
+      assert.deepEqual(
+        readAckRecords(checkpointDir).map((r) => [r.version, r.used.length]),
+        [1, 2, 3, 4, 5, 6, 7].map((v) => [v, 1]),
+      )
+      assert.equal(await consumer.pending(), 0)
+    })
+
+    it('learner-loop - keepCheckpoints below 1 is refused when the loop is made', async () => {
+      await assert.rejects(
+        loopOver('keep0', 0, () => {}, { keepCheckpoints: 0 }),
+        (err: Error) =>
+          err instanceof CheckpointPruneError && /keep must be an integer >= 1/.test(err.message),
       )
     })
 

@@ -1,0 +1,42 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** What the loop records next to each checkpoint: which stream messages its weights include. */
+export interface PipelineCheckpoint {
+  version: number
+  /** Stream sequence numbers of the groups acknowledged with this checkpoint. */
+  usedSeqs: number[]
+  /** Directory of the model checkpoint. */
+  dir: string
+}
+
+/**
+ * One line of `acks.jsonl` in the checkpoint directory: the audit trail of what the learner
+ * acknowledged, by stream sequence number. `used` groups were trained on in steps the
+ * checkpoint of `version` holds; `dropped` were acknowledged without training (staler than the
+ * bound, or malformed); `duplicates` were delivered again after being used (an acknowledgement
+ * lost in a reconnect) and skipped.
+ */
+export interface AckRecord {
+  version: number
+  used: number[]
+  dropped: number[]
+  duplicates: number[]
+}
+
+/** Reads the audit trail of a checkpoint directory. */
+export function readAckRecords(checkpointDir: string): AckRecord[] {
+  const f = join(checkpointDir, 'acks.jsonl')
+  if (!existsSync(f)) return []
+  return readFileSync(f, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as AckRecord)
+}
+
+/** Reads `latest.json` of a checkpoint directory, if any. */
+export function readLatestCheckpoint(checkpointDir: string): PipelineCheckpoint | undefined {
+  const f = join(checkpointDir, 'latest.json')
+  if (!existsSync(f)) return undefined
+  return JSON.parse(readFileSync(f, 'utf8')) as PipelineCheckpoint
+}
