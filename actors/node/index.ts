@@ -1,6 +1,7 @@
 export * from './cold-start.ts'
 export * from './config.ts'
 export * from './learner-node.ts'
+export * from './reward-model-checkpoint.ts'
 export * from './rollout-node.ts'
 export * from './run-tokenizer.ts'
 export * from './step-judging.ts'

@@ -19,6 +19,11 @@ import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
+import {
+  loadRewardModelCheckpoint,
+  REWARD_MODEL_CHECKPOINT_DIR,
+  saveRewardModelCheckpoint,
+} from './reward-model-checkpoint.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
 import { RewardModelLearner, stepRewardBatch } from './triad-learner.ts'
 
@@ -144,6 +149,14 @@ export async function startLearnerNode(
   const rmLearner = triad?.trainRewardModel
     ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad)
     : undefined
+  if (rmLearner && latest) {
+    // A resumed run continues the reward model it trained (a checkpoint without one: from its seed).
+    const rmDir = join(latest.dir, REWARD_MODEL_CHECKPOINT_DIR)
+    if (existsSync(rmDir)) {
+      await loadRewardModelCheckpoint(rmDir, rmLearner)
+      log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
+    } else log(`no reward model in ${latest.dir}: it starts from its seed`)
+  }
   if (rmLearner) await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
   const core: LearnerCore = {
     get version() {
@@ -166,6 +179,7 @@ export async function startLearnerNode(
     weights: () => learner.weights(),
     saveCheckpoint: async (dir: string) => {
       await learner.saveCheckpoint(dir)
+      if (rmLearner) await saveRewardModelCheckpoint(join(dir, REWARD_MODEL_CHECKPOINT_DIR), rmLearner)
     },
   }
   const consumer = await openTrajectoryConsumer(transport, config.run)

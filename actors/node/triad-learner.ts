@@ -137,7 +137,8 @@ export function sampleJudgedSteps(judged: readonly JudgedStep[], cap: number, se
  */
 export class RewardModelLearner {
   readonly rm: RewardModel
-  private readonly optimizer: AdamW
+  /** The reward model's own AdamW (its moments go into the checkpoint). */
+  readonly optimizer: AdamW
   /** Reward-model updates taken. */
   updates = 0
 

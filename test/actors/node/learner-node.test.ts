@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -7,9 +7,18 @@ import {
   connectNats,
   type NatsServer,
   type NodeConfig,
+  type NodeHandle,
+  REWARD_MODEL_CHECKPOINT_DIR,
+  RewardModelLearner,
+  readLatestCheckpoint,
+  startActorSystem,
   startLearnerNode,
   startNatsServer,
+  startRolloutNode,
+  WeightStore,
+  weightsKey,
 } from '../../../actors/index.ts'
+import { chooseBackend, readCheckpointWeights, Tokenizer } from '../../../gpu/index.ts'
 import { MessageRegistry, MetricsReport, type PayloadOf } from '../../../protocols/index.ts'
 
 type Report = PayloadOf<typeof MetricsReport>
@@ -56,6 +65,42 @@ function sftConfig(run: string, runDir: string): NodeConfig {
     maxSteps: 2,
   }
 }
+
+/** A run of a tiny model without SFT, every triad switch on: the reward model trains each step. */
+function triadConfig(run: string, runDir: string): NodeConfig {
+  const base = sftConfig(run, runDir)
+  return {
+    ...base,
+    model: { ...base.model, contextLength: 384 },
+    tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
+    sft: { ...base.sft, enabled: false, episodesPerTask: 0 },
+    pipeline: { ...base.pipeline, envWorkers: 1 },
+    triad: {
+      adaptiveTasks: false,
+      adaptEvery: 1,
+      adaptHigh: 0.8,
+      adaptLow: 0.2,
+      stepReward: { enabled: true, lambda: 0.5, m: 2 },
+      trainRewardModel: true,
+      levels: { calc: { min: 1, max: 3, default: 1 } },
+    },
+  }
+}
+
+/** Resolves with `p`, or rejects after `ms` with `what`. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} not within ${ms} ms`)), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
+
+const sameWeights = (a: Record<string, Float32Array>, b: Record<string, Float32Array>) =>
+  Object.keys(a).length === Object.keys(b).length &&
+  Object.entries(a).every(([k, v]) => b[k] !== undefined && v.every((x, i) => x === b[k]![i]))
 
 /** Resolves when `check` holds, polled every 50 ms; rejects after `ms` with `what`. */
 async function waitFor(check: () => boolean, ms: number, what: () => string): Promise<void> {
@@ -110,6 +155,56 @@ describe('actors/node/learner-node', () => {
       await sub.stop()
       await lt.close()
       await watch.close()
+      rmSync(runDir, { recursive: true, force: true })
+    }
+  })
+
+  it('learner-node - a resumed learner restores the reward model of its checkpoint and publishes those weights', async () => {
+    const run = `rmres${process.pid}`
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-rm-'))
+    const config = triadConfig(run, runDir)
+    const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
+    const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
+    const rt = await connectNats({ servers: nats.url, run, role: 'rollout', id: '0' })
+    const system = startActorSystem({ name: `rollout-${run}` })
+    let learner: NodeHandle | undefined
+    let rollout: NodeHandle | undefined
+    try {
+      // Two learner steps with the reward model training beside the policy, checkpointed.
+      learner = await startLearnerNode(lt, config, '0')
+      rollout = await startRolloutNode(system, rt, config, '0')
+      await within(learner.done, 60_000, 'two learner steps')
+      await rollout.stop()
+      await learner.stop()
+      rollout = undefined
+      const latest = readLatestCheckpoint(join(runDir, 'checkpoints'))
+      assert.equal(latest?.version, 2)
+      const rmDir = join(latest!.dir, REWARD_MODEL_CHECKPOINT_DIR)
+      const saved = (await readCheckpointWeights(rmDir)).weights
+      const state = JSON.parse(readFileSync(join(rmDir, 'reward-model.json'), 'utf8')) as { updates: number }
+      assert.ok(state.updates > 0, 'the reward model was trained')
+      await chooseBackend({ log: () => {} })
+      const seeded = await new RewardModelLearner(
+        { ...config.model, vocabSize: new Tokenizer().vocabSize },
+        new Tokenizer(),
+        config.seed,
+        config.rl.lr,
+        config.triad!,
+      ).weights()
+      assert.ok(!sameWeights(saved, seeded), 'the checkpoint holds trained weights, not the seed ones')
+
+      // The learner restarted on the same run directory: nothing left to do, but the reward model
+      // it announces at version 2 is the one of the checkpoint.
+      learner = await startLearnerNode(lt, config, '0')
+      await within(learner.done, 30_000, 'the resumed learner')
+      const store = await WeightStore.open(watch, run)
+      const published = await store.load({ key: weightsKey('reward', 2) })
+      assert.ok(sameWeights(published, saved), 'the resumed learner published the checkpoint reward model')
+    } finally {
+      await rollout?.stop()
+      await learner?.stop()
+      await system.stop()
+      for (const t of [lt, rt, watch]) await t.close()
       rmSync(runDir, { recursive: true, force: true })
     }
   })
