@@ -239,7 +239,7 @@ export function envControllerBehaviour(
   return {
     init: () => {
       const state: ControllerState = {
-        table: new WorkerTable(options.silentAfter ?? 3),
+        table: new WorkerTable(options.silentAfter ?? 3, 2 * (options.checkMs ?? 250)),
         sessions: new Map(),
         tombstones: new Map(),
         counts: {
@@ -272,6 +272,7 @@ export function envControllerBehaviour(
           return undefined
         }
         case TICK:
+          s.table.checked(now, (message.payload as { late_ms: number }).late_ms)
           for (const w of s.table.newlySilent(now))
             await lose(s, w.beat.worker, w.beat.subject, now - w.seen, w.seen)
           return undefined
@@ -437,12 +438,15 @@ export async function startEnvController(
   })
   let timer: unknown
   let stopped = false
-  const tick = () => {
+  const checkMs = options.checkMs ?? 250
+  const tick = (due: Millis) => {
     if (stopped || ref.isStopped()) return
-    ref.tell(envelope(TICK, {}) as Envelope)
-    timer = clock.setTimeout(tick, options.checkMs ?? 250)
+    // How late this check runs: time the process could not listen (see WorkerTable).
+    ref.tell(envelope(TICK, { late_ms: Math.max(0, clock.now() - due) }) as Envelope)
+    const next = clock.now() + checkMs
+    timer = clock.setTimeout(() => tick(next), checkMs)
   }
-  tick()
+  tick(clock.now())
   return {
     ref,
     counts,

@@ -20,12 +20,43 @@ export interface WorkerEntry {
   silentSince?: Millis
 }
 
-/** The worker table. */
+/**
+ * The worker table.
+ *
+ * A missed heartbeat is evidence only while the controller could hear it. When the controller's
+ * own process stalls (a long synchronous computation on its event loop: a learner step when every
+ * role runs in one process, a big batch of its engines), heartbeats wait in its queue and would
+ * arrive "late". So silence is judged as of the controller's last check (`checked`), at most
+ * `awakeSlackMs` after it, and the time by which a check came late is credited to every worker.
+ */
 export class WorkerTable {
   private readonly workers = new Map<string, WorkerEntry>()
+  /** Time of the controller's last check, when it checks (see `checked`). */
+  private lastCheck?: Millis
 
-  /** @param silentAfter missed heartbeat intervals after which a worker is silent (3). */
-  constructor(private readonly silentAfter = 3) {}
+  /**
+   * @param silentAfter missed heartbeat intervals after which a worker is silent (3).
+   * @param awakeSlackMs how long after its last check the controller counts as listening; about
+   *   twice its check interval (default: unbounded, silence is judged at the time asked).
+   */
+  constructor(
+    private readonly silentAfter = 3,
+    private readonly awakeSlackMs = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /**
+   * Records a check of the controller at `now` that ran `lateMs` after it was due: that time, when
+   * the controller could not listen, does not count against any worker.
+   */
+  checked(now: Millis, lateMs: Millis): void {
+    if (lateMs > 0) for (const e of this.workers.values()) e.seen = Math.min(now, e.seen + lateMs)
+    this.lastCheck = now
+  }
+
+  /** The time up to which the controller is known to have been listening. */
+  private heardUntil(now: Millis): Millis {
+    return this.lastCheck === undefined ? now : Math.min(now, this.lastCheck + this.awakeSlackMs)
+  }
 
   /** Records a heartbeat; returns `registered` for a new worker, `revived` for a silent one. */
   heartbeat(beat: Heartbeat, now: Millis): 'registered' | 'revived' | 'updated' {
@@ -47,7 +78,7 @@ export class WorkerTable {
 
   /** Whether a worker has missed `silentAfter` heartbeats at `now`. */
   isSilent(e: WorkerEntry, now: Millis): boolean {
-    return now - e.seen > this.silentAfter * e.beat.interval_ms
+    return this.heardUntil(now) - e.seen > this.silentAfter * e.beat.interval_ms
   }
 
   /** Workers that became silent since the last call; marks them. */

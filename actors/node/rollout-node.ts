@@ -259,11 +259,12 @@ export async function startRolloutNode(
     stop: async () => {
       stopping = true
       driver.stop()
-      // Groups finishing now are not published: a publish waiting for room in a full buffer (the
-      // learner is done) would otherwise hold the stop up to its deadline.
+      // Groups finishing now are not published (a publish waiting for room in a full buffer, the
+      // learner being done, would hold the stop up to its deadline), so the groups in flight are
+      // not waited for: the engines and environments stop under them, their requests fail, and the
+      // loops end. (In one process, waiting for them took over a minute with the quickstart model.)
       publisher.close()
       for (const w of versionWaiters.splice(0)) w.resolve()
-      await done.catch(() => undefined)
       clearInterval(timer)
       // A last report, so a short run still records what the rollout side did.
       reportNow()
@@ -273,6 +274,26 @@ export async function startRolloutNode(
       for (const s of stopTriad.reverse()) await s()
       await Promise.all(envWorkers.map((w) => w.stop()))
       await controller.stop()
+      await settledWithin(done, LOOPS_END_MS)
     },
   }
+}
+
+/** How long a stop waits for the agent loops to end once their engines and environments are gone, ms. */
+const LOOPS_END_MS = 10_000
+
+/** Waits for `p` to settle, at most `ms`; true when it did. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms)
+    }),
+  ])
+  clearTimeout(timer)
+  return settled
 }

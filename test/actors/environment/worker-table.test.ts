@@ -45,6 +45,26 @@ describe('actors/environment/worker-table', () => {
     assert.equal(t.choose('calc', 500)!.beat.worker, 'a')
   })
 
+  it('worker-table - a stalled controller does not count its deaf time against the workers', () => {
+    const t = new WorkerTable(3, 100)
+    t.heartbeat(beat('a'), 0)
+    t.checked(50, 0)
+    // The controller's process stalled from 50 to 10,000: asked before its next check, it judges
+    // silence as of its last check (plus the slack), not as of now.
+    assert.equal(t.choose('calc', 10_000)?.beat.worker, 'a')
+    assert.deepEqual(t.newlySilent(10_000), [])
+    // Its first check after the stall, 9,900 ms late, credits that time to every worker.
+    t.checked(10_000, 9_900)
+    assert.deepEqual(t.newlySilent(10_000), [])
+    assert.equal(t.list(10_000)[0]!.state, 'live')
+    // Awake again and on time: three missed intervals make the worker silent, as always.
+    t.checked(10_250, 0)
+    assert.deepEqual(
+      t.newlySilent(10_250).map((e) => e.beat.worker),
+      ['a'],
+    )
+  })
+
   it('worker-table - draining workers take no new sessions and show as draining', () => {
     const t = new WorkerTable()
     t.heartbeat(beat('a', { draining: true }), 0)
