@@ -71,6 +71,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       topP: p.top_p,
       checkpointEvery: recipe.checkpoints.every > 0 ? Math.min(recipe.checkpoints.every, ackEvery) : ackEvery,
       keepCheckpoints: recipe.checkpoints.keep,
+      evaluationEvery: recipe.evaluation.every,
     },
     maxSteps,
     triad: {

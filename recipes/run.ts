@@ -23,6 +23,7 @@ import {
 } from '../actors/index.ts'
 import { chooseBackend, loadCheckpoint } from '../gpu/index.ts'
 import { nodeConfigOf } from './node-config.ts'
+import { evalRowLine, heldOutSettings, startPeriodicEvaluation } from './periodic-evaluation.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
 /** How `triad run` asks for a run to be started. */
@@ -70,8 +71,9 @@ export function inProcessLine(why: 'asked' | 'no-nats-server', offPath?: string)
  *   with its JetStream store in the run directory;
  * - else (or `inProcess`): both roles in this process on the in-process transport, with one line
  *   that says so and why.
- * Stops at the step budget or the time budget, then evaluates the final and the SFT checkpoints on
- * the held-out split.
+ * Every `evaluation.every` learner steps the latest checkpoint is evaluated on the held-out split
+ * in a separate process (`startPeriodicEvaluation`). Stops at the step budget or the time budget,
+ * then evaluates the final and the SFT checkpoints on the held-out split.
  * @throws NatsConnectError for a `nats` URL that does not answer; RoleFailedError when a role
  *   fails in one process (nothing can restart it there).
  */
@@ -120,6 +122,7 @@ export async function startRun(
   const nodes = url
     ? startProcesses(dir, configFile, url, log)
     : startInProcess(transport as InProcessTransport, config, dir, log)
+  const evaluations = startPeriodicEvaluation(recipe, dir, maxSteps, log)
 
   const budgetMs = recipe.budget.maxMinutes ? recipe.budget.maxMinutes * 60_000 : undefined
   let timer: NodeJS.Timeout | undefined
@@ -142,10 +145,13 @@ export async function startRun(
   clearTimeout(timer)
   const reasons = { steps: `${maxSteps} steps done`, time: 'time budget', signal: 'interrupted' }
   log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
+  // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped.
+  const evaluating = evaluations?.stop({ wait: why === 'steps' || why === 'time' })
   await nodes.stop()
   await sink.stop()
   await transport.close()
   await server?.stop()
+  await evaluating
 
   const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
   if (why !== 'signal' && why !== 'failed' && recipe.evaluation.k > 0)
@@ -226,19 +232,10 @@ async function evaluateRun(
     log(
       `evaluating ${c.name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
     )
-    const result = await evaluatePolicy(loaded.model, loaded.tokenizer, {
-      tasks: recipe.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
-      k: recipe.evaluation.k,
-      instances: recipe.evaluation.instancesPerTask,
-      maxNewTokens: recipe.pipeline.maxNewTokens,
-      temperature: recipe.pipeline.temperature,
-      seed: recipe.seed + 4242,
-    })
+    const result = await evaluatePolicy(loaded.model, loaded.tokenizer, heldOutSettings(recipe))
     for (const r of result) {
       rows.push({ checkpoint: c.name, ...r })
-      log(
-        `  ${c.name} ${r.task}: avg@${r.k} ${r.avg_at_k.toFixed(3)} ± ${r.avg_at_k_se.toFixed(3)}, pass@${r.k} ${r.pass_at_k.toFixed(3)} ± ${r.pass_at_k_se.toFixed(3)}`,
-      )
+      log(evalRowLine(c.name, r))
     }
   }
   if (rows.length === 0) return undefined

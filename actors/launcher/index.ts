@@ -1,4 +1,5 @@
 export * from './errors.ts'
+export * from './eval-process.ts'
 export * from './free-port.ts'
 export * from './in-process-nodes.ts'
 export * from './nats-server.ts'

@@ -83,6 +83,8 @@ export interface NodeConfig {
     checkpointEvery: number
     /** Step checkpoints kept; older ones are deleted (never `sft/` nor the latest). Absent: all. */
     keepCheckpoints?: number
+    /** Also checkpoint every this many learner steps, for the run's periodic evaluation (0: none). */
+    evaluationEvery?: number
   }
   /** Stop after this many learner steps. */
   maxSteps: number

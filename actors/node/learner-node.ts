@@ -194,6 +194,7 @@ export async function startLearnerNode(
       stalenessBound: p.stalenessBound,
       checkpointEvery: p.checkpointEvery,
       keepCheckpoints: p.keepCheckpoints,
+      evaluationEvery: p.evaluationEvery,
       checkpointDir,
       waitMs: 5_000,
       maxTokens: config.model.contextLength + 1,

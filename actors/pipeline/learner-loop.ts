@@ -49,6 +49,11 @@ export interface LearnerLoopSettings {
    * never `sft/`, the latest, nor the one the ack audit needs); absent: every one is kept.
    */
   keepCheckpoints?: number
+  /**
+   * Also checkpoint every this many steps (the run's `evaluation.every`), so each periodic
+   * evaluation finds the checkpoint of its step; absent or 0: only `checkpointEvery`.
+   */
+  evaluationEvery?: number
 }
 
 /** Whether every sample of a group is well formed and at most `maxTokens` long. */
@@ -171,7 +176,10 @@ export class LearnerLoop {
     this.held.push(...use)
     this.counts.steps++
     this.counts.groups += use.length
-    if (this.core.version % this.settings.checkpointEvery === 0) await this.checkpoint()
+    const v = this.core.version
+    const evalEvery = this.settings.evaluationEvery ?? 0
+    if (v % this.settings.checkpointEvery === 0 || (evalEvery > 0 && v % evalEvery === 0))
+      await this.checkpoint()
     this.counts.busyMs += performance.now() - t0
     const wall = performance.now() - this.counts.startedAt
     this.report(

@@ -1,5 +1,6 @@
 export * from './errors.ts'
 export * from './eval-file.ts'
+export * from './eval-schedule.ts'
 export * from './metrics-file.ts'
 export * from './metrics-sink.ts'
 export * from './run-dir.ts'

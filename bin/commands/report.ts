@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import { NotARunDirError, openRunDir, readEvalResults, readMetricsFile } from '../../actors/index.ts'
 import { CliError } from '../errors.ts'
 import { buildChartSections, latestPerTask, taskNames } from '../report/chart-groups.ts'
+import { evalCharts, withEvalCharts } from '../report/eval-charts.ts'
 import { renderReportHtml } from '../report/render-html.ts'
 
 /** A rendered report and what it holds. */
@@ -18,7 +19,9 @@ export interface BuiltReport {
 }
 
 /**
- * Reads a run directory (`recipe.json`, `metrics.jsonl`, `eval/*.json`) and renders its report.
+ * Reads a run directory (`recipe.json`, `metrics.jsonl`, `eval/*.json`) and renders its report:
+ * charts of the metrics, avg@k and pass@k per task over steps when several steps were evaluated,
+ * and the evaluation tables.
  * @throws NotARunDirError when `runDir` is not a run.
  */
 export async function buildReport(runDir: string): Promise<BuiltReport> {
@@ -29,8 +32,9 @@ export async function buildReport(runDir: string): Promise<BuiltReport> {
   const known = Array.isArray(recipeTasks)
     ? recipeTasks.map((t) => t?.name).filter((n): n is string => typeof n === 'string')
     : []
-  const sections = buildChartSections(metrics.lines, known)
-  const latest = latestPerTask(sections, taskNames(metrics.lines, known))
+  const metricSections = buildChartSections(metrics.lines, known)
+  const latest = latestPerTask(metricSections, taskNames(metrics.lines, known))
+  const sections = withEvalCharts(metricSections, evalCharts(evals.results))
   // reduce, not Math.min(...xs): a long run has more lines than a call takes arguments
   const range = (xs: number[]) =>
     xs.reduce(([lo, hi], x) => [Math.min(lo, x), Math.max(hi, x)], [Infinity, -Infinity])

@@ -3,8 +3,10 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { type EvalResult, writeEvalResult } from '../../actors/index.ts'
 import { buildReport } from '../../bin/commands/report.ts'
 import { buildChartSections, placeKeys, taskNames } from '../../bin/report/chart-groups.ts'
+import { evalCharts, withEvalCharts } from '../../bin/report/eval-charts.ts'
 import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
 import { makeSyntheticRun } from '../support/synthetic-run.ts'
 import { startTriad } from '../support/triad-process.ts'
@@ -121,6 +123,103 @@ describe('bin/report', () => {
       report.html,
       /<th>rollout\/reward<\/th><th>rollout\/success<\/th><th>env\/difficulty<\/th>.*<tr><td>calc<\/td><td class="num">0\.4667<\/td><td class="num">0\.825<\/td><td class="num">3<\/td><\/tr>/,
     )
+  })
+
+  it('evalCharts - avg@k and pass@k per task over the evaluated steps: SFT at 0, periodic files, the final', () => {
+    const row = (task: string, avg: number, extra: Record<string, string | number> = {}) => ({
+      task,
+      difficulty: 1,
+      k: 8,
+      avg_at_k: avg,
+      pass_at_k: avg * 2,
+      ...extra,
+    })
+    const results: { result: EvalResult }[] = [
+      {
+        result: {
+          step: 30,
+          rows: [
+            row('calc', 0.1, { checkpoint: 'sft' }),
+            row('sql', 0.2, { checkpoint: 'sft' }),
+            row('calc', 0.4, { checkpoint: 'step-30' }),
+            row('sql', 0.45, { checkpoint: 'step-30' }),
+          ],
+        },
+      },
+      // Two levels of calc at step 10 are averaged; sql was not evaluated at 10.
+      { result: { step: 10, rows: [row('calc', 0.2), row('calc', 0.3, { difficulty: 2 })] } },
+      { result: { step: 20, rows: [row('calc', 0.3), row('sql', 0.35)] } },
+      // Another k at a single step, and a table without a step: no chart.
+      { result: { step: 20, k: 4, rows: [{ task: 'calc', k: 4, avg_at_k: 1, pass_at_k: 1 }] } },
+      { result: { rows: [row('calc', 0.9)] } },
+    ]
+    const charts = evalCharts(results)
+    assert.deepEqual(
+      charts.map((c) => ({ title: c.title, x: c.x, series: c.series.map((s) => [s.label, s.y]) })),
+      [
+        {
+          title: 'eval/avg@8',
+          x: [0, 10, 20, 30],
+          series: [
+            ['calc', [0.1, 0.25, 0.3, 0.4]],
+            ['sql', [0.2, null, 0.35, 0.45]],
+          ],
+        },
+        {
+          title: 'eval/pass@8',
+          x: [0, 10, 20, 30],
+          series: [
+            ['calc', [0.2, 0.5, 0.6, 0.8]],
+            ['sql', [0.4, null, 0.7, 0.9]],
+          ],
+        },
+      ],
+    )
+    // One evaluated step: no chart.
+    assert.deepEqual(evalCharts(results.slice(3)), [])
+    // The charts go into the eval area, after rollout and before the rest.
+    const sections = withEvalCharts(
+      [
+        { area: 'rollout', charts: [] },
+        { area: 'learner', charts: [] },
+      ],
+      charts,
+    )
+    assert.deepEqual(
+      sections.map((s) => [s.area, s.charts.length]),
+      [
+        ['rollout', 0],
+        ['eval', 2],
+        ['learner', 0],
+      ],
+    )
+  })
+
+  it('buildReport - with evaluations at several steps, avg@k and pass@k over steps are charted and drawn', async (t) => {
+    const dir = await makeSyntheticRun(tmp())
+    for (const step of [10, 20])
+      await writeEvalResult(dir, `step-${String(step).padStart(6, '0')}`, {
+        step,
+        k: 8,
+        rows: ['calc', 'sql', 'maze'].map((task) => ({
+          task,
+          difficulty: 1,
+          n: 32,
+          k: 8,
+          avg_at_k: step / 100,
+          pass_at_k: step / 50,
+        })),
+      })
+    const report = await buildReport(dir.path)
+    assert.equal(report.evals, 3)
+    assert.equal(report.charts, 11)
+    assert.match(report.html, /<figcaption>eval\/avg@8<\/figcaption>/)
+    const missing = chromiumMissing()
+    if (missing) return t.skip(missing)
+    const file = join(dir.path, 'report.html')
+    writeFileSync(file, report.html)
+    const dom = await dumpDom(file)
+    assert.equal(attr(dom, 'data-charts-drawn'), '11', 'every chart has pixels of its series colours')
   })
 
   it('buildReport - the charts draw in headless Chromium', async (t) => {

@@ -47,8 +47,17 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   assert.ok(existsSync(join(checkpoints, 'sft', 'model.safetensors')))
   assert.ok(existsSync(join(checkpoints, 'latest.json')))
   assert.ok(readAckRecords(checkpoints).some((r) => r.used.length > 0))
-  const evals = readdirSync(join(dir, 'eval')).filter((f) => f.endsWith('.json'))
-  assert.equal(evals.length, 1)
+  // evaluation.every 2: step 2 is evaluated while the run goes on; the end evaluates SFT and step 3.
+  const evals = readdirSync(join(dir, 'eval')).sort()
+  assert.equal(evals.length, 2, evals.join(', '))
+  assert.match(evals[0]!, /^final-\d+\.json$/)
+  assert.equal(evals[1], 'step-000002.json')
+  const periodic = JSON.parse(readFileSync(join(dir, 'eval', 'step-000002.json'), 'utf8')) as {
+    step: number
+    rows: { task: string }[]
+  }
+  assert.equal(periodic.step, 2)
+  assert.deepEqual(periodic.rows.map((r) => r.task).sort(), ['calc', 'maze'])
   const table = JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')) as {
     rows: { checkpoint: string }[]
   }
@@ -56,6 +65,20 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   // end, and that is the one evaluated.
   assert.equal(readLatestCheckpoint(checkpoints)?.version, 3)
   assert.deepEqual([...new Set(table.rows.map((r) => r.checkpoint))].sort(), ['sft', 'step-3'])
+  // checkpoints.keep 1: step-2 is gone; step-3 holds the reward model the learner trains.
+  assert.deepEqual(
+    readdirSync(checkpoints)
+      .filter((f) => !f.includes('.'))
+      .sort(),
+    ['sft', 'step-3'],
+  )
+  assert.ok(existsSync(join(checkpoints, 'step-3', 'reward-model', 'model.safetensors')))
+  // The live view showed the cold-start SFT's progress before the RL view.
+  assert.ok(
+    stdout.some((l) => /^run \S+ {2}cold-start SFT {2}\S+ +\d+% {2}step \d+\/\d+$/.test(l)),
+    stdout.join('\n'),
+  )
+  assert.ok(stdout.some((l) => /^cold-start SFT done: (\d+)\/\1 steps/.test(l)))
   assert.ok(existsSync(join(dir, 'logs', 'learner.log')) && existsSync(join(dir, 'logs', 'rollout.log')))
   return lines
 }

@@ -182,6 +182,15 @@ for (const medium of media)
       assert.equal(await consumer.pending(), 0)
     })
 
+    it('learner-loop - evaluationEvery adds checkpoints at its multiples (every 2 and 3: steps 2, 3, 4, 6, 7)', async () => {
+      const { loop, checkpointDir } = await loopOver('evalevery', 7, () => {}, { evaluationEvery: 3 })
+      await loop.run(7)
+      assert.deepEqual(
+        readAckRecords(checkpointDir).map((r) => r.version),
+        [2, 3, 4, 6, 7],
+      )
+    })
+
     it('learner-loop - keepCheckpoints below 1 is refused when the loop is made', async () => {
       await assert.rejects(
         loopOver('keep0', 0, () => {}, { keepCheckpoints: 0 }),

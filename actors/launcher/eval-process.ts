@@ -1,0 +1,94 @@
+import { spawn } from 'node:child_process'
+import { createWriteStream } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { dieWithParent } from './parent-death.ts'
+
+const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
+
+/** What one `triad eval` process evaluates and where it writes the table. */
+export interface EvalProcessOptions {
+  /** Checkpoint directory (`model.safetensors`, `config.json`, `tokenizer.json`). */
+  checkpoint: string
+  /** Run directory: the table goes to `<runDir>/eval/<name>.json`. */
+  runDir: string
+  name: string
+  /** Learner step of the evaluated weights. */
+  step: number
+  title: string
+  /** Tasks and the level to evaluate each at. */
+  tasks: readonly { name: string; difficulty: number }[]
+  k: number
+  instances: number
+  maxNewTokens: number
+  temperature: number
+  seed: number
+  /** Tensor backend to force (default: the best available). */
+  backend?: string
+  /** The process's stdout and stderr are appended here. */
+  logFile: string
+}
+
+/** A running evaluation process. */
+export interface EvalProcess {
+  /** Resolves when it exited, with its exit code (null after a signal) and signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /** Sends it SIGTERM (nothing once it exited). */
+  kill(): void
+}
+
+/** The arguments of `triad eval` for these options (after `triad`). */
+export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[] {
+  return [
+    'eval',
+    o.checkpoint,
+    '--run',
+    o.runDir,
+    '--name',
+    o.name,
+    '--step',
+    String(o.step),
+    '--title',
+    o.title,
+    '--tasks',
+    o.tasks.map((t) => `${t.name}:${t.difficulty}`).join(','),
+    '--k',
+    String(o.k),
+    '--instances',
+    String(o.instances),
+    '--max-new-tokens',
+    String(o.maxNewTokens),
+    '--temperature',
+    String(o.temperature),
+    '--seed',
+    String(o.seed),
+    ...(o.backend ? ['--backend', o.backend] : []),
+  ]
+}
+
+/**
+ * Starts `triad eval` in its own process (so an evaluation blocks neither the learner nor the
+ * process that started it), ending with this process however it ends (`dieWithParent`). Its output
+ * is appended to `logFile`.
+ */
+export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
+  const line = dieWithParent(
+    process.execPath,
+    ['--import', 'tsx', triadBin, ...evalProcessArgs(options)],
+    'SIGTERM',
+  )
+  const log = createWriteStream(options.logFile, { flags: 'a' })
+  const child = spawn(line.command, line.args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  child.stdout!.pipe(log, { end: false })
+  child.stderr!.pipe(log, { end: false })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => {
+      log.end(() => resolve({ code, signal }))
+    }),
+  )
+  return {
+    exited,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    },
+  }
+}

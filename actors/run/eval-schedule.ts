@@ -1,0 +1,115 @@
+import { type FSWatcher, mkdirSync, watch } from 'node:fs'
+import { type PipelineCheckpoint, readLatestCheckpoint } from '../pipeline/index.ts'
+import { type Clock, systemClock } from '../runtime/index.ts'
+
+/** Options of `EvalSchedule`. */
+export interface EvalScheduleOptions {
+  /** The run's `checkpoints/` (its `latest.json` is watched). */
+  checkpointsDir: string
+  /** Learner steps between evaluations, > 0. */
+  every: number
+  /** Checkpoints of this version or later are left to the end-of-run evaluation (the step budget). */
+  until?: number
+  /**
+   * Evaluates one checkpoint; resolves when it is done. `signal` aborts when the schedule stops
+   * without waiting (the run was interrupted).
+   */
+  evaluate: (checkpoint: PipelineCheckpoint, signal: AbortSignal) => Promise<void>
+  /** Called when an evaluation failed (the schedule goes on). */
+  onError?: (err: unknown, checkpoint: PipelineCheckpoint) => void
+  clock?: Clock
+  /** How often `latest.json` is read besides the file-system events, ms (default 1,000). */
+  pollMs?: number
+}
+
+/** The smallest multiple of `every` above `version`. */
+export const nextEvaluationStep = (version: number, every: number) =>
+  (Math.floor(version / every) + 1) * every
+
+/**
+ * The periodic evaluation of a run: evaluates the latest checkpoint whenever its version reached
+ * the next multiple of `every` (the first is the multiple after the version the run starts from),
+ * one evaluation at a time. It watches `latest.json` (file-system events, and a poll every
+ * `pollMs`), so the learner never waits for it. When an evaluation outlasts several checkpoints,
+ * the next one takes the newest checkpoint: no backlog builds up.
+ */
+export class EvalSchedule {
+  private next: number
+  private running: Promise<void> | undefined
+  private stopped = false
+  private timer: unknown
+  private watcher: FSWatcher | undefined
+  private readonly abort = new AbortController()
+  private readonly clock: Clock
+  /** Versions whose evaluation was started, in order. */
+  readonly started: number[] = []
+
+  /** @throws RangeError when `every` is not a positive integer. */
+  constructor(private readonly options: EvalScheduleOptions) {
+    if (!(Number.isInteger(options.every) && options.every > 0))
+      throw new RangeError(
+        `evaluation every must be a positive integer of learner steps, got ${options.every}`,
+      )
+    this.clock = options.clock ?? systemClock
+    this.next = nextEvaluationStep(readLatestCheckpoint(options.checkpointsDir)?.version ?? 0, options.every)
+    mkdirSync(options.checkpointsDir, { recursive: true })
+    try {
+      this.watcher = watch(options.checkpointsDir, (_event, file) => {
+        if (file === 'latest.json') this.check()
+      })
+      this.watcher.on('error', () => {})
+    } catch {
+      // No file-system events here: the poll alone finds new checkpoints.
+    }
+    this.poll()
+  }
+
+  /** The next version that triggers an evaluation. */
+  get nextStep(): number {
+    return this.next
+  }
+
+  private poll(): void {
+    this.timer = this.clock.setTimeout(() => {
+      if (this.stopped) return
+      this.check()
+      this.poll()
+    }, this.options.pollMs ?? 1_000)
+    ;(this.timer as { unref?: () => void })?.unref?.()
+  }
+
+  /** Reads `latest.json` and starts an evaluation when one is due and none runs. */
+  check(): void {
+    if (this.stopped || this.running) return
+    let latest: PipelineCheckpoint | undefined
+    try {
+      latest = readLatestCheckpoint(this.options.checkpointsDir)
+    } catch {
+      return // being replaced; the next event or poll reads it again
+    }
+    if (!latest || latest.version < this.next) return
+    if (this.options.until !== undefined && latest.version >= this.options.until) return
+    const checkpoint = latest
+    this.next = nextEvaluationStep(checkpoint.version, this.options.every)
+    this.started.push(checkpoint.version)
+    this.running = this.options
+      .evaluate(checkpoint, this.abort.signal)
+      .catch((err) => this.options.onError?.(err, checkpoint))
+      .finally(() => {
+        this.running = undefined
+        this.check()
+      })
+  }
+
+  /**
+   * Stops starting evaluations. With `wait`, resolves when the one in progress is done; without,
+   * aborts it first.
+   */
+  async stop(options: { wait: boolean }): Promise<void> {
+    this.stopped = true
+    this.clock.clearTimeout(this.timer)
+    this.watcher?.close()
+    if (!options.wait) this.abort.abort()
+    await this.running
+  }
+}

@@ -1,0 +1,109 @@
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import {
+  EvalSchedule,
+  type EvaluationSettings,
+  type PipelineCheckpoint,
+  type RunDir,
+  startEvalProcess,
+} from '../actors/index.ts'
+import { CheckpointFile } from '../gpu/index.ts'
+import type { ResolvedRecipe } from './task-catalog.ts'
+
+/**
+ * The held-out evaluation settings of a run, the same for every evaluation of it (periodic and
+ * final, so their numbers compare): each task at its starting level, `evaluation.k` samples of
+ * `evaluation.instancesPerTask` instances, the rollout's turn length and temperature, and one seed.
+ */
+export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings, 'onProgress'> {
+  return {
+    tasks: recipe.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
+    k: recipe.evaluation.k,
+    instances: recipe.evaluation.instancesPerTask,
+    maxNewTokens: recipe.pipeline.maxNewTokens,
+    temperature: recipe.pipeline.temperature,
+    seed: recipe.seed + 4242,
+  }
+}
+
+/** One line per row of an evaluation: `  step-50 calc: avg@8 0.312 ± 0.041, pass@8 0.750 ± 0.108`. */
+export function evalRowLine(name: string, r: Record<string, unknown>): string {
+  const f = (v: unknown) => (typeof v === 'number' ? v.toFixed(3) : '-')
+  return `  ${name} ${r.task}: avg@${r.k} ${f(r.avg_at_k)} ± ${f(r.avg_at_k_se)}, pass@${r.k} ${f(r.pass_at_k)} ± ${f(r.pass_at_k_se)}`
+}
+
+/** The eval file name of the periodic evaluation of `version`: `step-000050`. */
+export const periodicEvalName = (version: number) => `step-${String(version).padStart(6, '0')}`
+
+/**
+ * Copies the files an evaluation reads (weights, config, tokenizer) of a checkpoint to `to`, so
+ * that pruning the checkpoint (`checkpoints.keep`) while it is evaluated harms nothing.
+ * @throws the file-system error when the checkpoint is gone already.
+ */
+function pinCheckpoint(from: string, to: string): void {
+  mkdirSync(to, { recursive: true })
+  for (const f of [CheckpointFile.Weights, CheckpointFile.Config, CheckpointFile.Tokenizer])
+    copyFileSync(join(from, f), join(to, f))
+}
+
+/**
+ * Starts the periodic evaluation of a run (`evaluation.every` > 0): each time the learner's latest
+ * checkpoint reaches the next multiple of `every` below the step budget (the end-of-run evaluation
+ * takes the last), a `triad eval` process evaluates a copy of it on the held-out split and writes
+ * `eval/step-<n>.json`, like the final table; its output goes to `logs/eval.log`, its results to
+ * `log`. A step whose file exists already (a resumed run) is not evaluated again. Undefined when
+ * `every` is 0.
+ */
+export function startPeriodicEvaluation(
+  recipe: ResolvedRecipe,
+  dir: RunDir,
+  maxSteps: number,
+  log: (line: string) => void,
+): EvalSchedule | undefined {
+  if (recipe.evaluation.every <= 0) return undefined
+  const settings = heldOutSettings(recipe)
+  const evaluate = async (checkpoint: PipelineCheckpoint, signal: AbortSignal) => {
+    const name = periodicEvalName(checkpoint.version)
+    const file = join(dir.evalDir, `${name}.json`)
+    if (existsSync(file)) return // evaluated before a resume
+    const pinned = join(dir.evalDir, `.${name}-checkpoint`)
+    try {
+      pinCheckpoint(checkpoint.dir, pinned)
+      log(
+        `evaluating step-${checkpoint.version} in the background: ${settings.instances} held-out instances x k=${settings.k} per task (logs/eval.log)`,
+      )
+      const child = startEvalProcess({
+        ...settings,
+        tasks: settings.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty ?? 1 })),
+        checkpoint: pinned,
+        runDir: dir.path,
+        name,
+        step: checkpoint.version,
+        title: `held-out evaluation at step ${checkpoint.version}`,
+        backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
+        logFile: join(dir.logsDir, 'eval.log'),
+      })
+      const onAbort = () => child.kill()
+      signal.addEventListener('abort', onAbort, { once: true })
+      const { code, signal: killed } = await child.exited.finally(() =>
+        signal.removeEventListener('abort', onAbort),
+      )
+      if (code !== 0)
+        throw new Error(
+          `triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`,
+        )
+      const result = JSON.parse(readFileSync(file, 'utf8')) as { rows: Record<string, unknown>[] }
+      for (const r of result.rows) log(evalRowLine(`step-${checkpoint.version}`, r))
+    } finally {
+      rmSync(pinned, { recursive: true, force: true })
+    }
+  }
+  return new EvalSchedule({
+    checkpointsDir: dir.checkpointsDir,
+    every: recipe.evaluation.every,
+    until: maxSteps,
+    evaluate,
+    onError: (err, checkpoint) =>
+      log(`evaluation of step-${checkpoint.version} failed: ${(err as Error)?.message ?? err}`),
+  })
+}

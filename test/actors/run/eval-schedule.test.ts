@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import {
+  EvalSchedule,
+  ManualClock,
+  nextEvaluationStep,
+  type PipelineCheckpoint,
+} from '../../../actors/index.ts'
+
+/** A checkpoint directory whose `latest.json` the test moves, as the learner loop writes it. */
+function checkpoints() {
+  const dir = join(mkdtempSync(join(tmpdir(), 'triad-evsched-')), 'checkpoints')
+  mkdirSync(dir, { recursive: true })
+  return {
+    dir,
+    latest: (version: number) => {
+      writeFileSync(
+        join(dir, 'latest.json.tmp'),
+        JSON.stringify({ version, usedSeqs: [], dir: join(dir, `step-${version}`) }),
+      )
+      renameSync(join(dir, 'latest.json.tmp'), join(dir, 'latest.json'))
+    },
+  }
+}
+
+/** An evaluate function whose calls the test finishes one by one. */
+function evaluations() {
+  const calls: { version: number; signal: AbortSignal; finish: () => void }[] = []
+  const waiters: (() => void)[] = []
+  return {
+    calls,
+    evaluate: (c: PipelineCheckpoint, signal: AbortSignal) =>
+      new Promise<void>((resolve) => {
+        calls.push({ version: c.version, signal, finish: resolve })
+        for (const w of waiters.splice(0)) w()
+      }),
+    /** Resolves when `n` calls were made, or rejects after 5 s. */
+    until: (n: number) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`not ${n} evaluations within 5 s: ${calls.length}`)),
+          5_000,
+        )
+        const check = () => {
+          if (calls.length >= n) {
+            clearTimeout(timer)
+            resolve()
+          } else waiters.push(check)
+        }
+        check()
+      }),
+  }
+}
+
+const settle = () => new Promise((r) => setImmediate(r))
+
+describe('actors/run/eval-schedule', () => {
+  it('eval-schedule - evaluates the latest checkpoint at each multiple of every, one at a time, the newest after a busy spell', async () => {
+    const clock = new ManualClock(0)
+    const ck = checkpoints()
+    const ev = evaluations()
+    const schedule = new EvalSchedule({
+      checkpointsDir: ck.dir,
+      every: 2,
+      until: 10,
+      evaluate: ev.evaluate,
+      clock,
+    })
+    ck.latest(1)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(schedule.started, [], 'step 1 is below the first multiple')
+    ck.latest(2)
+    clock.advance(1_000)
+    await ev.until(1)
+    assert.equal(ev.calls[0]!.version, 2)
+    // Steps 3, 4 and 5 come while step 2 is evaluated: none starts; then only the newest, 5.
+    for (const v of [3, 4, 5]) ck.latest(v)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(schedule.started, [2])
+    ev.calls[0]!.finish()
+    await ev.until(2)
+    assert.deepEqual(schedule.started, [2, 5])
+    assert.equal(schedule.nextStep, 6)
+    ev.calls[1]!.finish()
+    // The step budget (10) is left to the end-of-run evaluation.
+    ck.latest(10)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(schedule.started, [2, 5])
+    await schedule.stop({ wait: true })
+  })
+
+  it('eval-schedule - a new latest.json is seen from the file-system event, without the poll', async () => {
+    const clock = new ManualClock(0)
+    const ck = checkpoints()
+    const ev = evaluations()
+    const schedule = new EvalSchedule({ checkpointsDir: ck.dir, every: 3, evaluate: ev.evaluate, clock })
+    ck.latest(3)
+    await ev.until(1)
+    assert.equal(ev.calls[0]!.version, 3)
+    ev.calls[0]!.finish()
+    await schedule.stop({ wait: true })
+  })
+
+  it('eval-schedule - a run resumed at step 5 evaluates next at 6; stop waits for, or aborts, the one in progress', async () => {
+    const clock = new ManualClock(0)
+    const ck = checkpoints()
+    ck.latest(5)
+    const ev = evaluations()
+    const schedule = new EvalSchedule({ checkpointsDir: ck.dir, every: 3, evaluate: ev.evaluate, clock })
+    assert.equal(schedule.nextStep, 6)
+    ck.latest(6)
+    clock.advance(1_000)
+    await ev.until(1)
+    let stopped = false
+    const stopping = schedule.stop({ wait: true }).then(() => {
+      stopped = true
+    })
+    await settle()
+    assert.equal(stopped, false, 'stop waits for the evaluation in progress')
+    assert.equal(ev.calls[0]!.signal.aborted, false)
+    ev.calls[0]!.finish()
+    await stopping
+
+    const ev2 = evaluations()
+    const other = new EvalSchedule({ checkpointsDir: ck.dir, every: 3, evaluate: ev2.evaluate, clock })
+    ck.latest(9)
+    clock.advance(1_000)
+    await ev2.until(1)
+    const aborted = new Promise<void>((r) => ev2.calls[0]!.signal.addEventListener('abort', () => r()))
+    const stop = other.stop({ wait: false })
+    await aborted
+    ev2.calls[0]!.finish()
+    await stop
+  })
+
+  it('eval-schedule - a failed evaluation is reported and the schedule goes on', async () => {
+    const clock = new ManualClock(0)
+    const ck = checkpoints()
+    const errors: string[] = []
+    const seen: number[] = []
+    const schedule = new EvalSchedule({
+      checkpointsDir: ck.dir,
+      every: 1,
+      clock,
+      evaluate: async (c) => {
+        seen.push(c.version)
+        if (c.version === 1) throw new Error('boom')
+      },
+      onError: (err, c) => errors.push(`${c.version}: ${(err as Error).message}`),
+    })
+    ck.latest(1)
+    clock.advance(1_000)
+    await settle()
+    ck.latest(2)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(errors, ['1: boom'])
+    assert.deepEqual(seen, [1, 2])
+    await schedule.stop({ wait: true })
+  })
+
+  it('eval-schedule - every below 1 is refused; nextEvaluationStep is the next multiple', () => {
+    assert.throws(
+      () => new EvalSchedule({ checkpointsDir: tmpdir(), every: 0, evaluate: async () => {} }),
+      (err: Error) =>
+        err instanceof RangeError &&
+        err.message === 'evaluation every must be a positive integer of learner steps, got 0',
+    )
+    assert.deepEqual(
+      [0, 1, 24, 25, 26].map((v) => nextEvaluationStep(v, 25)),
+      [25, 25, 25, 50, 50],
+    )
+  })
+})

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { createRunDir, type RunDir } from '../../actors/index.ts'
+import { defineRecipe, heldOutSettings, resolveTasks, startPeriodicEvaluation } from '../../recipes/index.ts'
+import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
+
+const recipe = resolveTasks(
+  defineRecipe({
+    name: 'pe',
+    seed: 3,
+    tasks: [{ name: 'calc', difficulty: { start: 2 } }],
+    model: { backend: 'wasm' },
+    pipeline: { maxNewTokens: 4 },
+    evaluation: { every: 2, k: 1, instancesPerTask: 1 },
+  }),
+)
+
+/** Points the run's `latest.json` at `step-<version>`, as the learner loop does. */
+function pointLatest(dir: RunDir, version: number): void {
+  const tmp = join(dir.checkpointsDir, 'latest.json.tmp')
+  writeFileSync(
+    tmp,
+    JSON.stringify({ version, usedSeqs: [], dir: join(dir.checkpointsDir, `step-${version}`) }),
+  )
+  renameSync(tmp, join(dir.checkpointsDir, 'latest.json'))
+}
+
+/** A log that resolves waits for a line matching a pattern (deadline 60 s). */
+function lineLog() {
+  const lines: string[] = []
+  const waiters: { re: RegExp; resolve: (l: string) => void }[] = []
+  return {
+    lines,
+    log: (line: string) => {
+      lines.push(line)
+      for (const w of [...waiters])
+        if (w.re.test(line)) {
+          waiters.splice(waiters.indexOf(w), 1)
+          w.resolve(line)
+        }
+    },
+    waitFor: (re: RegExp) =>
+      new Promise<string>((resolve, reject) => {
+        const seen = lines.find((l) => re.test(l))
+        if (seen) return resolve(seen)
+        const timer = setTimeout(
+          () => reject(new Error(`no line ${re} within 60 s:\n${lines.join('\n')}`)),
+          60_000,
+        )
+        waiters.push({
+          re,
+          resolve: (l) => {
+            clearTimeout(timer)
+            resolve(l)
+          },
+        })
+      }),
+  }
+}
+
+describe('recipes/periodic-evaluation', () => {
+  it('periodic evaluation - a checkpoint at a multiple of every is evaluated in a triad eval process into eval/step-<n>.json, even when pruned meanwhile', async () => {
+    const dir = await createRunDir({ runsDir: mkdtempSync(join(tmpdir(), 'triad-pe-')), name: 'pe', recipe })
+    const { log, waitFor, lines } = lineLog()
+    const schedule = startPeriodicEvaluation(recipe, dir, 10, log)!
+    try {
+      mkdirSync(join(dir.checkpointsDir, 'step-2'))
+      await writeTinyCheckpoint(join(dir.checkpointsDir, 'step-2'))
+      pointLatest(dir, 2)
+      assert.equal(
+        await waitFor(/^evaluating step-2/),
+        'evaluating step-2 in the background: 1 held-out instances x k=1 per task (logs/eval.log)',
+      )
+      // checkpoints.keep deletes it while it is evaluated: the evaluation reads its own copy.
+      rmSync(join(dir.checkpointsDir, 'step-2'), { recursive: true })
+      assert.match(
+        await waitFor(/^ {2}step-2 calc:/),
+        /^ {2}step-2 calc: avg@1 \d\.\d{3} ± \d\.\d{3}, pass@1 /,
+      )
+      const file = JSON.parse(readFileSync(join(dir.evalDir, 'step-000002.json'), 'utf8'))
+      assert.equal(file.title, 'held-out evaluation at step 2')
+      assert.equal(file.step, 2)
+      assert.equal(file.k, 1)
+      assert.deepEqual(
+        file.rows.map((r: { task: string; difficulty: number; n: number }) => [r.task, r.difficulty, r.n]),
+        [['calc', 2, 1]],
+      )
+      assert.deepEqual(readdirSync(dir.evalDir), ['step-000002.json'], 'the copy is removed')
+      assert.ok(existsSync(join(dir.logsDir, 'eval.log')))
+
+      // A checkpoint that cannot be read: the failure is said, and the schedule goes on.
+      mkdirSync(join(dir.checkpointsDir, 'step-4'))
+      for (const f of ['model.safetensors', 'config.json', 'tokenizer.json'])
+        writeFileSync(join(dir.checkpointsDir, 'step-4', f), 'not a checkpoint')
+      pointLatest(dir, 4)
+      assert.equal(
+        await waitFor(/^evaluation of step-4 failed/),
+        `evaluation of step-4 failed: triad eval exited (code 1); see ${join(dir.logsDir, 'eval.log')}`,
+      )
+      assert.equal(schedule.nextStep, 6)
+    } finally {
+      await schedule.stop({ wait: true })
+    }
+    assert.deepEqual(
+      lines.filter((l) => l.startsWith('evaluating')),
+      [
+        'evaluating step-2 in the background: 1 held-out instances x k=1 per task (logs/eval.log)',
+        'evaluating step-4 in the background: 1 held-out instances x k=1 per task (logs/eval.log)',
+      ],
+    )
+  })
+
+  it('periodic evaluation - every 0 schedules nothing; the settings are those of the final evaluation', async () => {
+    const dir = await createRunDir({ runsDir: mkdtempSync(join(tmpdir(), 'triad-pe-')), name: 'pe0', recipe })
+    const off = resolveTasks(
+      defineRecipe({ name: 'pe0', tasks: [{ name: 'calc' }], evaluation: { every: 0 } }),
+    )
+    assert.equal(
+      startPeriodicEvaluation(off, dir, 10, () => {}),
+      undefined,
+    )
+    assert.deepEqual(heldOutSettings(recipe), {
+      tasks: [{ name: 'calc', difficulty: 2 }],
+      k: 1,
+      instances: 1,
+      maxNewTokens: 4,
+      temperature: recipe.pipeline.temperature,
+      seed: 3 + 4242,
+    })
+  })
+})
