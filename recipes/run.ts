@@ -8,6 +8,8 @@ import {
   InProcessTransport,
   type NatsServer,
   natsServerOnPath,
+  type ProcessEvent,
+  ProcessRestartReport,
   ProcessSupervisor,
   processEventLine,
   type RunDir,
@@ -119,8 +121,17 @@ export async function startRun(
       options.onMetrics?.(line)
     },
   })
+  // Restarts of the learner and rollout processes go out as metrics (the restarts column).
+  const restarts = url
+    ? new ProcessRestartReport(transport, {
+        run: dir.id,
+        id: String(process.pid),
+        step: () => step,
+        names: ['learner', 'rollout'],
+      })
+    : undefined
   const nodes = url
-    ? startProcesses(dir, configFile, url, log)
+    ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e))
     : startInProcess(transport as InProcessTransport, config, dir, log)
   const evaluations = startPeriodicEvaluation(recipe, dir, maxSteps, log)
 
@@ -148,6 +159,7 @@ export async function startRun(
   // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped.
   const evaluating = evaluations?.stop({ wait: why === 'steps' || why === 'time' })
   await nodes.stop()
+  restarts?.stop()
   await sink.stop()
   await transport.close()
   await server?.stop()
@@ -171,12 +183,19 @@ interface RunNodes {
 }
 
 /** The learner and rollout processes under a process supervisor, joining the NATS server at `url`. */
-function startProcesses(dir: RunDir, configFile: string, url: string, log: (line: string) => void): RunNodes {
+function startProcesses(
+  dir: RunDir,
+  configFile: string,
+  url: string,
+  log: (line: string) => void,
+  onEvent: (e: ProcessEvent) => void,
+): RunNodes {
   const supervisor = new ProcessSupervisor()
   supervisor.on((e) => {
     void appendRunLog(dir, 'run', { event: `process.${e.type}`, time: Date.now(), ...e })
     const line = processEventLine(e)
     if (line) log(line)
+    onEvent(e)
   })
   const { learner, rollout } = startNodeProcesses(supervisor, ['learner', 'rollout'], {
     configFile,

@@ -73,7 +73,8 @@ export class MetricsState {
 
 /**
  * Metric keys the monitor shows. `run/max_steps` (published by the run) sets the progress bar's
- * end when `--max-steps` is not given; every key ending in `/restarts` counts actor restarts.
+ * end when `--max-steps` is not given; every key ending in `/restarts` counts restarts: those of
+ * processes (`process/<name>/restarts`) and those of actors (the rest).
  */
 export const MonitorKeys = {
   success: 'rollout/success',
@@ -85,6 +86,8 @@ export const MonitorKeys = {
   /** The first of these present is the loss column. */
   loss: ['learner/loss', 'learner/loss/total', 'learner/policy/loss'],
   maxSteps: 'run/max_steps',
+  /** Restarts of a run's processes by the process supervisor (`process/<name>/restarts`). */
+  processRestarts: /^process\/[^/]+\/restarts$/,
   /** The learner's cold-start SFT reports (one per SFT step, at learner step 0). */
   sft: {
     step: 'sft/step',
@@ -137,9 +140,25 @@ export interface SnapshotOptions {
   barSize?: number
   /**
    * Actor restarts of the run's services (`$SRV.STATS` data `restarts`, summed), when known;
-   * otherwise every metric key ending in `/restarts` is summed.
+   * otherwise the actor metrics ending in `/restarts` are summed. The process restarts
+   * (`process/<name>/restarts`) are added either way (`totalRestarts`).
    */
   serviceRestarts?: number
+}
+
+/**
+ * Restarts of a run: actor restarts (`serviceRestarts` when known, else the metrics ending in
+ * `/restarts`) plus the process supervisor's restarts of its processes (`process/<name>/restarts`,
+ * reported by `triad run`); undefined when neither is known.
+ */
+export function totalRestarts(state: MetricsState, serviceRestarts?: number): number | undefined {
+  const sum = (keys: string[]) =>
+    keys.length ? keys.reduce((n, k) => n + (state.value(k, 'sum') ?? 0), 0) : undefined
+  const keys = state.keys().filter((k) => k.endsWith('/restarts'))
+  const processes = sum(keys.filter((k) => MonitorKeys.processRestarts.test(k)))
+  const actors = serviceRestarts ?? sum(keys.filter((k) => !MonitorKeys.processRestarts.test(k)))
+  if (processes === undefined && actors === undefined) return undefined
+  return (processes ?? 0) + (actors ?? 0)
 }
 
 /** A progress bar of `barsize` characters, `progress` in [0, 1]. */
@@ -222,10 +241,7 @@ export function renderSnapshot(state: MetricsState, options: SnapshotOptions): s
   if (tasks.length) lines.push(table.toString())
   else lines.push('(no per-task metrics yet)')
 
-  const restartKeys = state.keys().filter((k) => k.endsWith('/restarts'))
-  const restarts =
-    options.serviceRestarts ??
-    (restartKeys.length ? restartKeys.reduce((n, k) => n + (state.value(k, 'sum') ?? 0), 0) : undefined)
+  const restarts = totalRestarts(state, options.serviceRestarts)
   const lossKey = MonitorKeys.loss.find((k) => state.value(k) !== undefined)
   const stats = new Table({
     head: ['tokens/s', 'staleness mean', 'staleness max', 'loss', 'restarts', 'reports'],

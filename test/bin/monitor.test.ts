@@ -101,6 +101,25 @@ describe('bin/monitor', () => {
     )
   })
 
+  it('renderSnapshot - restarts counts the processes the supervisor restarted too', () => {
+    const state = new MetricsState()
+    for (const line of syntheticMetrics(10)) state.add(line)
+    state.add({
+      role: 'run',
+      id: '77',
+      step: 9,
+      time: 0,
+      values: { 'process/learner/restarts': 7, 'process/rollout/restarts': 2 },
+    })
+    // 1 actor restart (runtime/restarts) + 9 process restarts
+    assert.match(renderSnapshot(state, { run: 'r1' }), row('1400', '1.50', '3', '0.1000', '10', '41'))
+    // with the services' actor restarts (2) instead of the metric
+    assert.match(
+      renderSnapshot(state, { run: 'r1', serviceRestarts: 2 }),
+      row('1400', '1.50', '3', '0.1000', '11', '41'),
+    )
+  })
+
   it('formatDuration - seconds, minutes, hours', () => {
     assert.deepEqual([0, 41_600, 60_000, 192_000, 3_600_000, 3_900_000].map(formatDuration), [
       '0s',

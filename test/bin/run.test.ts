@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { freePort, ManualClock, NotARunDirError } from '../../actors/index.ts'
+import { freePort, ManualClock, NotARunDirError, parseMetricsLines } from '../../actors/index.ts'
 import { prepareRun } from '../../bin/commands/run.ts'
+import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { descendants, isGone, killSurvivors, type ProcStat, waitUntil } from '../support/process-tree.ts'
@@ -267,6 +268,38 @@ describe('bin/run', () => {
             .map((p) => `${p.comm} ${p.pid}`)
             .join(', ')}`,
       )
+    } finally {
+      killSurvivors(children)
+    }
+  })
+
+  it('triad run - a worker process the supervisor restarts counts in the restarts column', async () => {
+    const { run, dir } = await startLongRun()
+    const children = descendants(run.child.pid!)
+    try {
+      const pidLine = run.stdout.find((l) => /^learner pid \d+, rollout pid \d+/.test(l))!
+      const rollout = Number(/rollout pid (\d+)/.exec(pidLine)![1])
+      process.kill(rollout, 'SIGKILL')
+      await waitUntil(
+        () =>
+          run.stdout.some((l) => l.startsWith(`rollout (pid ${rollout}) exited (SIGKILL); restarting in `)),
+        30_000,
+        () => run.stdout.join('\n'),
+      )
+      // The run reports the restart as a metric: into metrics.jsonl, and so into the live view.
+      const state = new MetricsState()
+      await waitUntil(
+        () => {
+          const { lines } = parseMetricsLines(readFileSync(join(dir, 'metrics.jsonl'), 'utf8'))
+          for (const line of lines.filter((l) => l.role === 'run')) state.add(line)
+          return state.value('process/rollout/restarts', 'sum') === 1
+        },
+        30_000,
+        () => 'no metric process/rollout/restarts = 1 in metrics.jsonl',
+      )
+      assert.equal(state.value('process/learner/restarts', 'sum'), 0)
+      assert.match(renderSnapshot(state, { run: 'x' }), /│ -\s*│ -\s*│ -\s*│ -\s*│ 1\s*│ \d+\s*│/)
+      await run.kill('SIGTERM')
     } finally {
       killSurvivors(children)
     }

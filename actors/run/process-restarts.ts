@@ -1,0 +1,92 @@
+import { MetricsReport, Subjects } from '../../protocols/index.ts'
+import type { ProcessEvent } from '../launcher/index.ts'
+import { type Clock, systemClock, type Transport } from '../runtime/index.ts'
+
+/** The metric key of the restarts of one supervised process: `process/<name>/restarts`. */
+export const processRestartsKey = (name: string) => `process/${name}/restarts`
+
+/** Options of `ProcessRestartReport`. */
+export interface ProcessRestartReportOptions {
+  /** Run id (the `<run>` subject token). */
+  run: string
+  /** Reporter id (the `triad run` process id). */
+  id: string
+  /** The learner step to stamp reports with (the newest the run has seen). */
+  step: () => number
+  /** Names of the supervised processes (reported from the start, at 0). */
+  names: readonly string[]
+  /** Reports are repeated this often, ms (default 10,000), so a monitor that joins later sees them. */
+  everyMs?: number
+  clock?: Clock
+}
+
+/**
+ * Counts the process supervisor's restarts of each of a run's processes (the learner, the rollout)
+ * and reports them as metrics of role `run`: `process/<name>/restarts`, the count since this
+ * `triad run` started. A report goes out at each restart and every `everyMs`; the live view and
+ * `triad monitor` add them to the actor restarts.
+ */
+export class ProcessRestartReport {
+  private readonly counts = new Map<string, number>()
+  private readonly clock: Clock
+  private timer: unknown
+  private stopped = false
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly options: ProcessRestartReportOptions,
+  ) {
+    this.clock = options.clock ?? systemClock
+    for (const name of options.names) this.counts.set(name, 0)
+    this.publish()
+    this.schedule()
+  }
+
+  /** Restarts so far, by process name. */
+  restarts(): Record<string, number> {
+    return Object.fromEntries(this.counts)
+  }
+
+  /** Feeds one supervisor event: an exit followed by a restart counts one and is reported at once. */
+  onEvent(e: ProcessEvent): void {
+    if (e.type !== 'exited' || e.next !== 'restart') return
+    this.counts.set(e.name, (this.counts.get(e.name) ?? 0) + 1)
+    this.publish()
+  }
+
+  private schedule(): void {
+    this.timer = this.clock.setTimeout(() => {
+      if (this.stopped) return
+      this.publish()
+      this.schedule()
+    }, this.options.everyMs ?? 10_000)
+    ;(this.timer as { unref?: () => void })?.unref?.()
+  }
+
+  private publish(): void {
+    if (this.stopped) return
+    const values: Record<string, number> = {}
+    for (const [name, n] of this.counts) values[processRestartsKey(name)] = n
+    try {
+      this.transport.publish(
+        Subjects.metrics(this.options.run, 'run'),
+        MetricsReport.make({
+          role: 'run',
+          id: this.options.id,
+          step: this.options.step(),
+          time: this.clock.now(),
+          values,
+        }),
+      )
+    } catch {
+      // A closed or reconnecting connection: metrics are observations; the next report carries the count.
+    }
+  }
+
+  /** Sends a last report and stops reporting. */
+  stop(): void {
+    this.publish()
+    this.stopped = true
+    this.clock.clearTimeout(this.timer)
+  }
+}
