@@ -4,8 +4,10 @@ import type { MetricsLine } from '../../actors/index.ts'
 export interface Chart {
   /** Chart id and title: the metric key, or its family (`rollout/success`, `learner/clip_frac_*`). */
   title: string
-  /** `[points]` learner steps, ascending. */
+  /** `[points]` learner steps (or the steps of `xLabel`), ascending. */
   x: number[]
+  /** What x counts when it is not the learner step (`SFT step`); absent: the learner step. */
+  xLabel?: string
   /** Series by label (task name, `high`/`low`, ...): `[points]`, `null` where the series has no value. */
   series: { label: string; key: string; y: (number | null)[] }[]
 }
@@ -91,13 +93,24 @@ export function taskNames(lines: readonly MetricsLine[], known: readonly string[
   return out
 }
 
+/**
+ * Areas charted against their own step instead of the learner's: the metric that gives x, the
+ * axis label, and the keys not charted (the axis itself and its total). The cold-start SFT reports
+ * every SFT step at learner step 0, so its curves are drawn against `sft/step`.
+ */
+export const AREA_AXES: Readonly<Record<string, { key: string; label: string; hidden: readonly string[] }>> =
+  {
+    sft: { key: 'sft/step', label: 'SFT step', hidden: ['sft/step', 'sft/steps_total'] },
+  }
+
 /** True for rate keys (`engine/tokens_per_s`): values of several actors add up. */
 export const isRateKey = (key: string) => /_per_s$/.test(key)
 
 /**
- * Turns metrics lines into chart sections. The x axis is the learner step. At one step, the
- * values of one actor (`role:id`) are averaged; the actors' values are then summed for rate keys
- * (`..._per_s`: the engines' throughputs add up) and averaged for every other key.
+ * Turns metrics lines into chart sections. The x axis is the learner step, except in the areas of
+ * `AREA_AXES` (the SFT: its own step). At one step, the values of one actor (`role:id`) are
+ * averaged; the actors' values are then summed for rate keys (`..._per_s`: the engines'
+ * throughputs add up) and averaged for every other key.
  */
 export function buildChartSections(
   lines: readonly MetricsLine[],
@@ -105,14 +118,19 @@ export function buildChartSections(
 ): ChartSection[] {
   // key -> step -> actor -> [sum, count]
   const acc = new Map<string, Map<number, Map<string, [number, number]>>>()
+  const areaOf = (key: string) => (key.includes('/') ? key.slice(0, key.indexOf('/')) : 'other')
   for (const line of lines) {
     const who = `${line.role}:${line.id}`
     for (const [key, value] of Object.entries(line.values)) {
       if (!Number.isFinite(value)) continue
+      const axis = AREA_AXES[areaOf(key)]
+      if (axis?.hidden.includes(key)) continue
+      const x = axis ? line.values[axis.key] : line.step
+      if (x === undefined || !Number.isFinite(x)) continue
       const byStep = acc.get(key) ?? new Map<number, Map<string, [number, number]>>()
       acc.set(key, byStep)
-      const byActor = byStep.get(line.step) ?? new Map<string, [number, number]>()
-      byStep.set(line.step, byActor)
+      const byActor = byStep.get(x) ?? new Map<string, [number, number]>()
+      byStep.set(x, byActor)
       const cell = byActor.get(who) ?? [0, 0]
       cell[0] += value
       cell[1] += 1
@@ -152,7 +170,8 @@ export function buildChartSections(
       })
       .sort((a, b) => (a.label === 'all' ? -1 : b.label === 'all' ? 1 : a.label.localeCompare(b.label)))
     const list = sections.get(c.area) ?? []
-    list.push({ title, x, series })
+    const xLabel = AREA_AXES[c.area]?.label
+    list.push(xLabel ? { title, x, xLabel, series } : { title, x, series })
     sections.set(c.area, list)
   }
   const rank = (a: string) => {

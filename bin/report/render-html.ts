@@ -128,8 +128,8 @@ const PAGE_SCRIPT = `
         new uPlot({
           width: 560, height: 240,
           scales: { x: { time: false } },
-          axes: [{ label: 'step' }, {}],
-          series: [{ label: 'step' }].concat(chart.series.map(function (s, i) {
+          axes: [{ label: chart.xLabel || 'step' }, {}],
+          series: [{ label: chart.xLabel || 'step' }].concat(chart.series.map(function (s, i) {
             var colour = palette[i % palette.length];
             return { label: s.label, stroke: colour, width: 2, spanGaps: true,
                      points: { show: few, size: 5, fill: colour } };

@@ -3,12 +3,12 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { type EvalResult, writeEvalResult } from '../../actors/index.ts'
+import { type EvalResult, formatMetricsLine, writeEvalResult } from '../../actors/index.ts'
 import { buildReport } from '../../bin/commands/report.ts'
 import { buildChartSections, placeKeys, taskNames } from '../../bin/report/chart-groups.ts'
 import { evalCharts, withEvalCharts } from '../../bin/report/eval-charts.ts'
 import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
-import { makeSyntheticRun } from '../support/synthetic-run.ts'
+import { makeSyntheticRun, syntheticSftMetrics } from '../support/synthetic-run.ts'
 import { startTriad } from '../support/triad-process.ts'
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-report-'))
@@ -99,6 +99,44 @@ describe('bin/report', () => {
         ],
       },
     ])
+  })
+
+  it('buildChartSections - the SFT curves are drawn against the SFT step, not the learner step', () => {
+    const lines = [
+      ...syntheticSftMetrics(4, 4),
+      { role: 'learner', id: '0', step: 1, time: 0, values: { 'learner/loss': 0.5 } },
+      { role: 'learner', id: '0', step: 2, time: 0, values: { 'learner/loss': 0.25 } },
+    ]
+    const sections = buildChartSections(lines)
+    assert.deepEqual(
+      sections.map((s) => [s.area, s.charts.map((c) => [c.title, c.xLabel ?? 'step', c.x, c.series[0]!.y])]),
+      [
+        [
+          'sft',
+          [
+            ['sft/grad_norm', 'SFT step', [1, 2, 3, 4], [0.5, 0.5, 0.5, 0.5]],
+            ['sft/loss', 'SFT step', [1, 2, 3, 4], [1.99, 1.98, 1.97, 1.96]],
+            ['sft/tokens_per_s', 'SFT step', [1, 2, 3, 4], [4000, 4000, 4000, 4000]],
+          ],
+        ],
+        ['learner', [['learner/loss', 'step', [1, 2], [0.5, 0.25]]]],
+      ],
+    )
+  })
+
+  it('buildReport - the SFT charts draw in headless Chromium with an SFT step axis', async (t) => {
+    const dir = await makeSyntheticRun(tmp(), 5)
+    appendFileSync(dir.metricsFile, `${syntheticSftMetrics(20, 20).map(formatMetricsLine).join('\n')}\n`)
+    const report = await buildReport(dir.path)
+    assert.equal(report.charts, 12)
+    const missing = chromiumMissing()
+    if (missing) return t.skip(missing)
+    const file = join(dir.path, 'report.html')
+    writeFileSync(file, report.html)
+    const dom = await dumpDom(file)
+    assert.equal(attr(dom, 'data-charts-drawn'), '12')
+    // The x series of the SFT loss chart (its legend, inside its figure) is the SFT step.
+    assert.match(dom, /<figcaption>sft\/loss<\/figcaption>(?:(?!<\/figure>).)*>SFT step</s)
   })
 
   it('buildReport - charts every metric family of a run and its evaluation tables, self-contained', async () => {
