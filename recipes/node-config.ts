@@ -82,6 +82,18 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       stepReward: { ...recipe.triad.stepReward },
       // The reward model trains on its judgements: nothing to train on without step rewards.
       trainRewardModel: recipe.triad.trainRewardModel && recipe.triad.stepReward.enabled,
+      rewardModelSft: {
+        // A judge that can judge from the start: only where step rewards ask for judgements.
+        enabled: recipe.triad.rewardModelSft.enabled && recipe.triad.stepReward.enabled,
+        steps: recipe.triad.rewardModelSft.steps,
+        episodesPerTask: recipe.triad.rewardModelSft.expertTrajectoriesPerTask,
+        heldOutEpisodesPerTask: recipe.triad.rewardModelSft.heldOutTrajectoriesPerTask,
+        errorRate: recipe.triad.rewardModelSft.errorRate,
+        successRate: recipe.triad.rewardModelSft.successRate,
+        lr: recipe.triad.rewardModelSft.lr,
+        batchTokens: recipe.triad.rewardModelSft.batchSize * recipe.model.contextLength,
+        init: recipe.triad.rewardModelSft.init,
+      },
       levels: Object.fromEntries(
         recipe.tasks.map((t) => [
           t.name,

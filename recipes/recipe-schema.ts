@@ -177,6 +177,36 @@ export const StepRewardSchema = z.strictObject({
   m: int(1).default(3),
 })
 
+/**
+ * Cold-start SFT of the reward model (runs once per run when step rewards are on): class-balanced
+ * labelled steps of expert episodes (the environment's `step_good`), loss on the verdict token only.
+ * A judge from random weights almost never answers `+` or `-`, so consistency training alone never
+ * starts.
+ */
+export const RewardModelSftSchema = z.strictObject({
+  /** Run the cold start (default true; it needs `stepReward.enabled`). */
+  enabled: z.boolean().default(true),
+  /** Optimizer steps (default 300; a random judge needs a few hundred to read the step). */
+  steps: int(1).default(300),
+  /** Sequences of `contextLength` padded tokens per optimizer step (default 1). */
+  batchSize: int(1).default(1),
+  /** AdamW peak learning rate (warm-up, then cosine; default 3e-3). */
+  lr: positive().default(3e-3),
+  /** Expert trajectories per task whose steps are the training data (default 128). */
+  expertTrajectoriesPerTask: int(1).default(128),
+  /** Expert trajectories per task (other seeds) that measure accuracy before and after (default 8). */
+  heldOutTrajectoriesPerTask: int(1).default(8),
+  /** Per-step probability of an expert mistake: the bad steps to learn from (default 0.3). */
+  errorRate: z.number().gt(0).lt(1).default(0.3),
+  /** Share of expert trajectories that end solved; the others end with a bad answer (default 0.8). */
+  successRate: z.number().gt(0).max(1).default(0.8),
+  /**
+   * Initial weights: `policy` copies the policy's (after its cold start: a model that already reads
+   * the episodes), `seed` starts from the reward model's own seed (default `policy`).
+   */
+  init: z.enum(['policy', 'seed']).default('policy'),
+})
+
 /** The dynamic triad switches (RLAnything). */
 export const TriadSchema = z.strictObject({
   /** Make tasks harder or easier from the policy's measured accuracy (default true). */
@@ -191,6 +221,8 @@ export const TriadSchema = z.strictObject({
   stepReward: StepRewardSchema.prefault({}),
   /** Train the reward model by consistency on its own loss (default true; needs `stepReward.enabled`). */
   trainRewardModel: z.boolean().default(true),
+  /** Cold-start SFT of the reward model. */
+  rewardModelSft: RewardModelSftSchema.prefault({}),
 })
 
 /** Periodic evaluation on the held-out split: avg@k and pass@k per task. */

@@ -24,7 +24,11 @@ export default defineRecipe({
     maxTurns: 2,
     maxNewTokens: 24,
   },
-  triad: { adaptEvery: 1, stepReward: { m: 1 } },
+  triad: {
+    adaptEvery: 1,
+    stepReward: { m: 1 },
+    rewardModelSft: { steps: 3, expertTrajectoriesPerTask: 4, heldOutTrajectoriesPerTask: 1 },
+  },
   evaluation: { every: 2, k: 2, instancesPerTask: 2 },
   checkpoints: { every: 2, keep: 1 },
   budget: { maxSteps: 3, maxMinutes: 1.5 },

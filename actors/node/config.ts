@@ -16,6 +16,32 @@ export interface NodeTriadConfig extends TriadSwitches {
   adaptLow: number
   /** Level range of each task the adapter may move (`default` is the level the run starts at). */
   levels: Record<string, TaskLevels>
+  /**
+   * Cold-start SFT of the reward model on labelled steps of expert episodes, before RL (it runs
+   * when enabled and step rewards or reward-model training are on); absent: none.
+   */
+  rewardModelSft?: RewardModelSftConfig
+}
+
+/** The reward model's cold start (`actors/node/reward-model-cold-start.ts`). */
+export interface RewardModelSftConfig {
+  enabled: boolean
+  /** Most optimizer steps. */
+  steps: number
+  /** Expert episodes per task whose steps are the training data. */
+  episodesPerTask: number
+  /** Expert episodes per task (other seeds) whose steps measure accuracy before and after. */
+  heldOutEpisodesPerTask: number
+  /** Per-step probability of an expert mistake (bad steps to learn from). */
+  errorRate: number
+  /** Share of expert episodes that end solved (the others end with a bad answer step). */
+  successRate: number
+  /** Peak learning rate. */
+  lr: number
+  /** Most padded tokens per batch. */
+  batchTokens: number
+  /** Initial weights: a copy of the policy's (`policy`), or the reward model's seed ones (`seed`). */
+  init: 'policy' | 'seed'
 }
 
 /**

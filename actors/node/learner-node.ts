@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import {
   chooseBackend,
   createTransformer,
+  getWeights,
   initWeights,
   loadCheckpoint,
   loadTokenizer,
@@ -15,6 +16,7 @@ import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../prot
 import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop, readLatestCheckpoint } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
+import { RewardModel } from '../reward/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
@@ -24,8 +26,13 @@ import {
   REWARD_MODEL_CHECKPOINT_DIR,
   saveRewardModelCheckpoint,
 } from './reward-model-checkpoint.ts'
+import {
+  REWARD_MODEL_SFT_DIR,
+  rewardModelColdStartOnce,
+  rewardModelSftMetrics,
+} from './reward-model-cold-start.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
-import { RewardModelLearner, stepRewardBatch } from './triad-learner.ts'
+import { REWARD_MODEL_SEED_OFFSET, RewardModelLearner, stepRewardBatch } from './triad-learner.ts'
 
 /** Options of the node roles. */
 export interface NodeOptions {
@@ -141,7 +148,6 @@ export async function startLearnerNode(
   if (latest) await learner.loadCheckpoint(latest.dir)
 
   const store = await WeightStore.open(transport, config.run)
-  await store.publish(transport, 'policy', learner.version, await learner.weights())
   // The dynamic triad: step rewards into the batch, and a reward model trained beside the policy
   // (its weights announced as model `reward`, at the policy's version, for the reward actor).
   const triad = config.triad
@@ -149,15 +155,49 @@ export async function startLearnerNode(
   const rmLearner = triad?.trainRewardModel
     ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad)
     : undefined
+  let restored = false
   if (rmLearner && latest) {
-    // A resumed run continues the reward model it trained (a checkpoint without one: from its seed).
+    // A resumed run continues the reward model it trained (a checkpoint without one: from its cold start or seed).
     const rmDir = join(latest.dir, REWARD_MODEL_CHECKPOINT_DIR)
     if (existsSync(rmDir)) {
       await loadRewardModelCheckpoint(rmDir, rmLearner)
+      restored = true
       log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
-    } else log(`no reward model in ${latest.dir}: it starts from its seed`)
+    } else log(`no reward model in ${latest.dir}`)
   }
-  if (rmLearner) await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
+  // The reward model's cold start, once per run, before version 0 goes out: the first judgements
+  // already come from a judge that answers `+` or `-`.
+  let rewardWeights = rmLearner && (await rmLearner.weights())
+  const rmSft = triad?.rewardModelSft
+  if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
+    const rm =
+      rmLearner?.rm ??
+      new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
+    try {
+      const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
+      if (rmSft.init === 'policy') rm.loadWeights(await getWeights(model), rm.version)
+      const { report: r, trained } = await rewardModelColdStartOnce(rm, config, rmSft, dir, (rec, total) =>
+        report(
+          {
+            'reward_model/sft/loss': rec.loss,
+            'reward_model/sft/step': rec.step,
+            'reward_model/sft/steps_total': total,
+            'reward_model/sft/grad_norm': rec.gradNorm,
+          },
+          0,
+        ),
+      )
+      if (trained) report(rewardModelSftMetrics(r), 0)
+      log(
+        `reward model ${trained ? 'cold start' : `cold start loaded from ${dir}`}: ${r.steps} steps on ${r.examples} balanced steps, final loss ${r.finalLoss.toFixed(4)}, held-out balanced accuracy ${r.before.balancedAccuracy.toFixed(3)} -> ${r.after.balancedAccuracy.toFixed(3)}, unparseable ${r.before.unparseable.toFixed(3)} -> ${r.after.unparseable.toFixed(3)}${trained ? ` (${r.seconds.toFixed(1)} s)` : ''}`,
+      )
+      rewardWeights = await rm.getWeights()
+    } finally {
+      if (!rmLearner) rm.dispose()
+    }
+  }
+  if (rewardWeights) await store.publish(transport, 'reward', learner.version, rewardWeights)
+  await store.publish(transport, 'policy', learner.version, await learner.weights())
   const core: LearnerCore = {
     get version() {
       return learner.version
