@@ -70,9 +70,11 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
     readdirSync(checkpoints)
       .filter((f) => !f.includes('.'))
       .sort(),
-    ['sft', 'step-3'],
+    ['reward-sft', 'sft', 'step-3'],
   )
   assert.ok(existsSync(join(checkpoints, 'step-3', 'reward-model', 'model.safetensors')))
+  // The reward model's cold start ran once and left its checkpoint for restarts and resumes.
+  assert.ok(existsSync(join(checkpoints, 'reward-sft', 'reward-sft.json')))
   // The live view showed the cold-start SFT's progress before the RL view.
   assert.ok(
     stdout.some((l) => /^run \S+ {2}cold-start SFT {2}\S+ +\d+% {2}step \d+\/\d+$/.test(l)),
