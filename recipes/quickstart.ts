@@ -24,7 +24,7 @@ export default defineRecipe({
     expertErrorRate: 0.05,
     expertSuccessRate: 1,
   },
-  rl: { groupSize: 8, lr: 1e-4, overlong: { L_max: 320, L_buf: 64 } },
+  rl: { groupSize: 8, lr: 5e-4, overlong: { L_max: 320, L_buf: 64 } },
   pipeline: {
     mode: 'async',
     freshEngines: 1,

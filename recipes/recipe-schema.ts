@@ -175,6 +175,11 @@ export const StepRewardSchema = z.strictObject({
   lambda: z.number().min(0).default(0.5),
   /** `m`: judgements of each step by the reward model (default 3). */
   m: int(1).default(3),
+  /**
+   * Trust gate: a learner batch uses step rewards only when its judgements reach this balanced
+   * accuracy against the tasks' step labels; otherwise outcome rewards alone (default 0.6; 0: off).
+   */
+  minAccuracy: probability().default(0.6),
 })
 
 /**

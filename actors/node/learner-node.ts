@@ -32,7 +32,7 @@ import {
   rewardModelSftMetrics,
 } from './reward-model-cold-start.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
-import { REWARD_MODEL_SEED_OFFSET, RewardModelLearner, stepRewardBatch } from './triad-learner.ts'
+import { REWARD_MODEL_SEED_OFFSET, RewardModelLearner, stepRewardBatch, stepRewardsTrusted } from './triad-learner.ts'
 
 /** Options of the node roles. */
 export interface NodeOptions {
@@ -205,7 +205,9 @@ export async function startLearnerNode(
     step: async (groups: readonly TrajectoryGroupPayload[]) => {
       if (!triad) return learner.step(groups)
       const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
-      const out = { ...metrics, ...(await learner.step(triad.stepReward.enabled ? batch : groups)) }
+      const trusted = stepRewardsTrusted(triad, metrics)
+      metrics['reward/step_reward_used'] = trusted ? 1 : 0
+      const out = { ...metrics, ...(await learner.step(trusted ? batch : groups)) }
       if (rmLearner) {
         const rm = await rmLearner.step(groups)
         Object.assign(out, rm.metrics)

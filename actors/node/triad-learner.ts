@@ -78,9 +78,47 @@ export function stepRewardBatch(
     }
   }
   const metrics: Record<string, number> = { ...switchMetrics(switches), 'reward/malformed_groups': malformed }
-  for (const [k, { total, n }] of Object.entries(sums))
-    metrics[k] = k === 'reward/step_judged' ? total : total / n
+  for (const [k, { total, n }] of Object.entries(sums)) metrics[k] = COUNTS.has(k) ? total : total / n
+  const balanced = balancedStepAccuracy(metrics)
+  if (balanced !== undefined) metrics['reward_model/step_balanced_accuracy'] = balanced
   return { batch: packGroups(groups, { ...options, stepAdvantages: rows }), metrics }
+}
+
+/** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */
+const COUNTS = new Set([
+  'reward/step_judged',
+  'reward_model/labelled_good',
+  'reward_model/right_good',
+  'reward_model/labelled_bad',
+  'reward_model/right_bad',
+])
+
+/**
+ * Balanced accuracy of the judgements against the step labels: the mean of the recall on good
+ * steps and on bad steps; undefined unless both kinds were judged (a judge that always says `+`
+ * scores 0.5 whatever the share of good steps).
+ */
+export function balancedStepAccuracy(metrics: Readonly<Record<string, number>>): number | undefined {
+  const good = metrics['reward_model/labelled_good'] ?? 0
+  const bad = metrics['reward_model/labelled_bad'] ?? 0
+  if (good === 0 || bad === 0) return undefined
+  return (
+    ((metrics['reward_model/right_good'] ?? 0) / good + (metrics['reward_model/right_bad'] ?? 0) / bad) / 2
+  )
+}
+
+/**
+ * Whether a batch may use its step rewards: the switch is on and the judgements reach the trust
+ * gate's balanced accuracy (`stepReward.minAccuracy`; 0 always passes).
+ */
+export function stepRewardsTrusted(
+  switches: TriadSwitches,
+  metrics: Readonly<Record<string, number>>,
+): boolean {
+  if (!switches.stepReward.enabled) return false
+  if (switches.stepReward.minAccuracy <= 0) return true
+  const balanced = balancedStepAccuracy(metrics)
+  return balanced !== undefined && balanced >= switches.stepReward.minAccuracy
 }
 
 /** Every judged step of the groups, as the reward model's trainer takes them. */

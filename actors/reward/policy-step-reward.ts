@@ -66,7 +66,10 @@ export interface PolicyStepAdvantages {
    * - `reward/judgement_mean`: mean of the parseable judgements used (absent when none);
    * - `reward/step_reward_mean`: mean `R_j` over every step;
    * - `reward_model/step_accuracy`: share of the used judgements that agree with the task's
-   *   `step_good/<j>` labels (`judgementAccuracy`), when some used step is labelled.
+   *   `step_good/<j>` labels (`judgementAccuracy`), when some used step is labelled;
+   * - `reward_model/labelled_good`, `reward_model/right_good`, `reward_model/labelled_bad`,
+   *   `reward_model/right_bad`: judgements of labelled good and bad steps and how many agreed
+   *   (counts, for a balanced accuracy over many groups).
    */
   metrics: Record<string, number>
 }
@@ -92,6 +95,10 @@ export function policyStepAdvantages(
   let sCount = 0
   let right = 0
   let labelled = 0
+  let labelledGood = 0
+  let rightGood = 0
+  let labelledBad = 0
+  let rightBad = 0
   const rollouts = samples.map((t, i) => {
     const turns = t.turn_starts.length
     const flat = enabled ? judgements[i] : undefined
@@ -107,8 +114,16 @@ export function policyStepAdvantages(
       perStep.push(s)
       const label = t.metrics?.[`step_good/${j}`]
       if (label !== undefined) {
+        const agreed = s.filter((v) => v === (label > 0 ? 1 : -1)).length
         labelled += m
-        right += s.filter((v) => v === (label > 0 ? 1 : -1)).length
+        right += agreed
+        if (label > 0) {
+          labelledGood += m
+          rightGood += agreed
+        } else {
+          labelledBad += m
+          rightBad += agreed
+        }
       }
       judged++
       for (const v of s)
@@ -127,6 +142,12 @@ export function policyStepAdvantages(
     'reward/step_reward_mean': all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0,
   }
   if (sCount) metrics['reward/judgement_mean'] = sSum / sCount
-  if (labelled) metrics['reward_model/step_accuracy'] = right / labelled
+  if (labelled) {
+    metrics['reward_model/step_accuracy'] = right / labelled
+    metrics['reward_model/labelled_good'] = labelledGood
+    metrics['reward_model/right_good'] = rightGood
+    metrics['reward_model/labelled_bad'] = labelledBad
+    metrics['reward_model/right_bad'] = rightBad
+  }
   return { tokenAdvantages: g.tokenAdvantages, metrics }
 }

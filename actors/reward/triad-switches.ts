@@ -16,22 +16,31 @@ export interface TriadSwitches {
     lambda: number
     /** Judgements per step. */
     m: number
+    /**
+     * Trust gate: a batch uses the step rewards only when the judgements it carries reach this
+     * balanced accuracy against the tasks' own step labels (`step_good/<j>`: mean of the recall on
+     * good and on bad steps, both present); otherwise its advantages come from outcomes alone. A
+     * judge that is not yet better than chance (a fresh reward model) would only add noise: in a
+     * group whose outcomes are all equal the z-scored step rewards are pure judge noise. 0 turns
+     * the gate off.
+     */
+    minAccuracy: number
   }
   /** The learner trains the reward model by its consistency reward. Off: the reward model stays frozen. */
   trainRewardModel: boolean
 }
 
-/** Everything on, lambda 0.5, m 3 (the recipe defaults, `recipes/recipe-schema.ts` TriadSchema, which a recipe's `triad` block fits as it is). */
+/** Everything on, lambda 0.5, m 3, trust gate 0.6 (the recipe defaults, `recipes/recipe-schema.ts` TriadSchema, which a recipe's `triad` block fits as it is). */
 export const TRIAD_SWITCHES_DEFAULTS: Readonly<TriadSwitches> = Object.freeze({
   adaptiveTasks: true,
-  stepReward: Object.freeze({ enabled: true, lambda: 0.5, m: 3 }),
+  stepReward: Object.freeze({ enabled: true, lambda: 0.5, m: 3, minAccuracy: 0.6 }),
   trainRewardModel: true,
 })
 
 /** Every part off: plain outcome-reward GRPO on fixed tasks. */
 export const TRIAD_SWITCHES_OFF: Readonly<TriadSwitches> = Object.freeze({
   adaptiveTasks: false,
-  stepReward: Object.freeze({ enabled: false, lambda: 0.5, m: 3 }),
+  stepReward: Object.freeze({ enabled: false, lambda: 0.5, m: 3, minAccuracy: 0.6 }),
   trainRewardModel: false,
 })
 
@@ -42,6 +51,7 @@ const SwitchesSchema = z.object({
       enabled: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.stepReward.enabled),
       lambda: z.number().nonnegative().finite().default(TRIAD_SWITCHES_DEFAULTS.stepReward.lambda),
       m: z.number().int().positive().max(64).default(TRIAD_SWITCHES_DEFAULTS.stepReward.m),
+      minAccuracy: z.number().min(0).max(1).default(TRIAD_SWITCHES_DEFAULTS.stepReward.minAccuracy),
     })
     .default({ ...TRIAD_SWITCHES_DEFAULTS.stepReward }),
   trainRewardModel: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.trainRewardModel),

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
+  balancedStepAccuracy,
   judgedSteps,
   sampleJudgedSteps,
   stepRewardBatch,
+  stepRewardsTrusted,
   TRIAD_SWITCHES_DEFAULTS,
   TRIAD_SWITCHES_OFF,
 } from '../../../actors/index.ts'
@@ -40,7 +42,7 @@ const group = (samples: TrajectoryGroupPayload['samples']): TrajectoryGroupPaylo
   samples,
 })
 
-const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 1 } }
+const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 1, minAccuracy: 0 } }
 
 describe('node - triad learner glue', () => {
   it('node - step rewards R = O + lambda S, z-scored per step, reach the batch as token advantages', () => {
@@ -113,5 +115,37 @@ describe('node - triad learner glue', () => {
     assert.deepEqual(sampleJudgedSteps(judged, 12, 3), picked) // seeded
     assert.notDeepEqual(sampleJudgedSteps(judged, 12, 4), picked)
     assert.equal(sampleJudgedSteps(judged, 64, 3).length, 40)
+  })
+  it('node - trust gate: step rewards only when the judge beats chance on both good and bad steps', () => {
+    // sample(reward, verdict, good label): three good steps judged +, one bad step judged +.
+    const groups = [group([sample(1, 1, 1), sample(1, 1, 1), sample(0, 1, 1), sample(0, 1, 0)])]
+    const { metrics } = stepRewardBatch(groups, on, { maxTokens: 8 })
+    assert.equal(metrics['reward_model/labelled_good'], 3)
+    assert.equal(metrics['reward_model/right_good'], 3)
+    assert.equal(metrics['reward_model/labelled_bad'], 1)
+    assert.equal(metrics['reward_model/right_bad'], 0)
+    assert.equal(metrics['reward_model/step_accuracy'], 0.75) // plain accuracy flatters an always-+ judge
+    assert.equal(metrics['reward_model/step_balanced_accuracy'], 0.5)
+    const gated = { ...on, stepReward: { ...on.stepReward, minAccuracy: 0.6 } }
+    assert.equal(stepRewardsTrusted(gated, metrics), false)
+    assert.equal(stepRewardsTrusted(on, metrics), true) // minAccuracy 0: no gate
+    const good = stepRewardBatch([group([sample(1, 1, 1), sample(0, -1, 0), sample(0, -1, 0)])], on, {
+      maxTokens: 8,
+    }).metrics
+    assert.equal(good['reward_model/step_balanced_accuracy'], 1)
+    assert.equal(stepRewardsTrusted(gated, good), true)
+    // only good steps judged: no balanced accuracy, not trusted; switch off: never
+    assert.equal(
+      balancedStepAccuracy({ 'reward_model/labelled_good': 2, 'reward_model/right_good': 2 }),
+      undefined,
+    )
+    assert.equal(
+      stepRewardsTrusted(gated, { 'reward_model/labelled_good': 2, 'reward_model/right_good': 2 }),
+      false,
+    )
+    assert.equal(
+      stepRewardsTrusted({ ...gated, stepReward: { ...gated.stepReward, enabled: false } }, good),
+      false,
+    )
   })
 })

@@ -75,7 +75,7 @@ function tinyConfig(run: string, runDir: string, on: boolean): NodeConfig {
       adaptEvery: 1,
       adaptHigh: 0.8,
       adaptLow: 0.2,
-      stepReward: { enabled: on, lambda: 0.5, m: 2 },
+      stepReward: { enabled: on, lambda: 0.5, m: 2, minAccuracy: 0 },
       trainRewardModel: on,
       levels: { calc: { min: 1, max: 3, default: 1 } },
     },

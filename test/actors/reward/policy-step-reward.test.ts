@@ -27,7 +27,7 @@ const sample = (reward: number) => ({
 })
 const samples = [sample(1), sample(0)]
 const judged = [Int8Array.from([1, 1, -1, 0]), Int8Array.from([-1, -1, 1, -1])]
-const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 2 } }
+const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 2, minAccuracy: 0 } }
 const off = { ...on, stepReward: { ...on.stepReward, enabled: false } }
 
 describe('actors/reward/policy-step-reward', () => {
@@ -82,7 +82,7 @@ describe('actors/reward/policy-step-reward', () => {
   it('switches - defaults, parsing, metrics and a clear error', () => {
     assert.deepEqual(parseTriadSwitches({ stepReward: { lambda: 0.3 } }), {
       adaptiveTasks: true,
-      stepReward: { enabled: true, lambda: 0.3, m: 3 },
+      stepReward: { enabled: true, lambda: 0.3, m: 3, minAccuracy: 0.6 },
       trainRewardModel: true,
     })
     assert.deepEqual(switchMetrics(off), {

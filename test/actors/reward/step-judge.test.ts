@@ -50,7 +50,10 @@ describe('actors/reward/step-judge - judging real maze episodes against their st
       model: { config: { layers: 1, width: 16, heads: 2, contextLength: 2048, vocabSize: 264 }, seed: 1 },
     })
     const remote = remoteActor(transport, Subjects.rewardJudge(run), { replies: rewardReplies })
-    const switches = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 1, m } }
+    const switches = {
+      ...TRIAD_SWITCHES_DEFAULTS,
+      stepReward: { enabled: true, lambda: 1, m, minAccuracy: 0 },
+    }
     const judge = new StepJudge(remote, switches)
     const judged = await judge.judgeEpisode('maze', episode.messages, 7)
     assert.ok(judged)
