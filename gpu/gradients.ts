@@ -22,3 +22,24 @@ export async function lossAndGrads(model: Transformer, lossFn: () => tf.Scalar):
   for (const [varName, g] of Object.entries(grads)) byName[names.get(varName)!] = g
   return { loss, grads: byName }
 }
+
+/**
+ * Gradient accumulation: adds `grads` into `sum` by parameter name (a name new to `sum` is taken
+ * over as it is). The tensors of `grads` and the replaced sums are disposed; the caller disposes
+ * `sum` in the end.
+ */
+export function addGradients(
+  sum: Record<string, tf.Tensor>,
+  grads: Readonly<Record<string, tf.Tensor>>,
+): void {
+  for (const [name, g] of Object.entries(grads)) {
+    const prev = sum[name]
+    if (!prev) {
+      sum[name] = g
+      continue
+    }
+    sum[name] = tf.keep(prev.add(g))
+    prev.dispose()
+    g.dispose()
+  }
+}

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs'
 import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } from './advantage.ts'
 import { getAggregator } from './aggregation.ts'
 import { ConfigError, ShapeError } from './errors.ts'
-import { lossAndGrads } from './gradients.ts'
+import { addGradients, lossAndGrads } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
 import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
@@ -358,14 +358,7 @@ export async function rlStep(
           return total.mul(weight) as tf.Scalar
         })
         lossSum += result.loss
-        for (const [name, g] of Object.entries(result.grads)) {
-          const prev = grads[name]
-          grads[name] = prev ? tf.keep(prev.add(g)) : g
-          if (prev) {
-            prev.dispose()
-            g.dispose()
-          }
-        }
+        addGradients(grads, result.grads)
         for (const [k, t] of Object.entries(partKept)) {
           const v = (await t.data())[0]! * weight
           const prev = kept[k]

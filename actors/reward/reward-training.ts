@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import {
+  addGradients,
   computeConsistencyRewards,
   computePolicyLossGrpoTcr,
   GRPO_TCR_DEFAULTS,
@@ -7,6 +8,7 @@ import {
   hiddenStates,
   leftPad,
   leftPaddedTensors,
+  lossAndGrads,
   type RlOptimizer,
   rowChunks,
   type Transformer,
@@ -227,7 +229,7 @@ export async function trainRewardModelStep(
       ) // [rows, m, V]
       const partKept: Record<string, tf.Scalar> = {}
       try {
-        const result = tf.variableGrads(() => {
+        const result = await lossAndGrads(state.model, () => {
           const logSm = lastLogSoftmax(state.model, batch.prompts.slice(r0, r1), config.temperature) // [rows, V]
           const logProbs = picks.mul(logSm.reshape([rows, 1, vocab])).sum(-1) as tf.Tensor2D // log p(verdict_jl | prompt_j)
           const { loss, metrics } = computePolicyLossGrpoTcr(
@@ -241,25 +243,14 @@ export async function trainRewardModelStep(
           partKept['verdict_entropy'] = tf.keep(entropy as tf.Scalar)
           const total = config.verdictEntropyCoef ? loss.sub(entropy.mul(config.verdictEntropyCoef)) : loss // L - coef * H
           return total.mul(weight) as tf.Scalar
-        }, [...state.model.params.values()])
-        value += result.value.dataSync()[0]!
-        result.value.dispose()
-        for (const [name, g] of Object.entries(result.grads)) {
-          const prev = grads[name]
-          grads[name] = prev ? tf.keep(prev.add(g)) : g
-          if (prev) {
-            prev.dispose()
-            g.dispose()
-          }
-        }
+        })
+        value += result.loss
+        addGradients(grads, result.grads)
         for (const [k, t] of Object.entries(partKept)) kept[k] = (kept[k] ?? 0) + t.dataSync()[0]! * weight
       } finally {
         tf.dispose([behavior, advantages, mask, picks, ...Object.values(partKept)])
       }
     }
-    const names = new Map([...state.model.params].map(([name, variable]) => [variable.name, name]))
-    const byName: Record<string, tf.Tensor> = {}
-    for (const [varName, g] of Object.entries(grads)) byName[names.get(varName)!] = g
     const gradNorm = tf.tidy(
       () =>
         tf
@@ -268,7 +259,7 @@ export async function trainRewardModelStep(
           .dataSync()[0]!,
     ) // ||g||_2
     if (Number.isFinite(gradNorm)) {
-      await state.optimizer.step(byName, state.lr)
+      await state.optimizer.step(grads, state.lr)
       out['reward_model/updates'] = 1
     }
     for (const [k, v] of Object.entries(kept)) out[`reward_model/${k}`] = v
