@@ -185,8 +185,7 @@ export interface RewardModelTrainState {
  * trained), and the optimizer steps (AdamW clips the global gradient norm). A non-finite gradient
  * norm skips the update.
  * @returns metrics: the loss's `policy/*` keys prefixed `reward_model/`, `reward_model/grad_norm`,
- *   `reward_model/updates` (1 when it trained, 0 when switched off or skipped),
- *   `reward_model/skipped_no_signal` (1 when every advantage was 0 and no entropy bonus applies) and
+ *   `reward_model/updates` (1 when it trained, 0 when switched off or skipped) and
  *   `triad/switch/train_reward_model`.
  * @throws RewardModelConfigError on a bad config.
  */
@@ -203,12 +202,6 @@ export async function trainRewardModelStep(
   if (!switches.trainRewardModel) return out
   if (!(config.temperature > 0))
     throw new RewardModelConfigError('temperature', config.temperature, 'must be > 0')
-  // Every advantage 0 (each step's m judgements agree, e.g. all unparseable) and no entropy bonus:
-  // the loss and its gradient are exactly 0, so the pass is skipped.
-  if (!config.verdictEntropyCoef && batch.advantages.every((a) => a === 0)) {
-    out['reward_model/skipped_no_signal'] = 1
-    return out
-  }
   const { steps, m } = batch
   const vocab = state.model.config.vocabSize
   const verdictColumns = tf.tidy(() =>
