@@ -80,7 +80,7 @@ function triadConfig(run: string, runDir: string): NodeConfig {
       adaptEvery: 1,
       adaptHigh: 0.8,
       adaptLow: 0.2,
-      stepReward: { enabled: true, lambda: 0.5, m: 2 },
+      stepReward: { enabled: true, lambda: 0.5, m: 2, minAccuracy: 0 },
       trainRewardModel: true,
       levels: { calc: { min: 1, max: 3, default: 1 } },
     },

@@ -13,7 +13,10 @@ import {
 import { chooseBackend, Tokenizer } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
-const switches = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 1 } }
+const switches = {
+  ...TRIAD_SWITCHES_DEFAULTS,
+  stepReward: { enabled: true, lambda: 0.5, m: 1, minAccuracy: 0 },
+}
 const tokenizer = new Tokenizer()
 const config = (width: number) => ({
   layers: 1,
