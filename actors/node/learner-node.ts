@@ -32,7 +32,12 @@ import {
   rewardModelSftMetrics,
 } from './reward-model-cold-start.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
-import { REWARD_MODEL_SEED_OFFSET, RewardModelLearner, stepRewardBatch, stepRewardsTrusted } from './triad-learner.ts'
+import {
+  REWARD_MODEL_SEED_OFFSET,
+  RewardModelLearner,
+  stepRewardBatch,
+  stepRewardsTrusted,
+} from './triad-learner.ts'
 
 /** Options of the node roles. */
 export interface NodeOptions {
