@@ -24,7 +24,7 @@ export default defineRecipe({
     expertErrorRate: 0.05,
     expertSuccessRate: 1,
   },
-  rl: { groupSize: 8, lr: 5e-4, overlong: { L_max: 320, L_buf: 64 } },
+  rl: { groupSize: 8, lr: 1e-3, overlong: { L_max: 320, L_buf: 64 } },
   pipeline: {
     mode: 'async',
     freshEngines: 1,
@@ -37,7 +37,12 @@ export default defineRecipe({
     maxTurns: 6,
     maxNewTokens: 80,
   },
-  triad: { adaptiveTasks: true, stepReward: { enabled: true, lambda: 0.5, m: 3 }, trainRewardModel: true },
+  triad: {
+    adaptiveTasks: true,
+    stepReward: { enabled: true, lambda: 0.5, m: 3 },
+    trainRewardModel: true,
+    rewardModelSft: { steps: 200, heldOutTrajectoriesPerTask: 6 },
+  },
   evaluation: { every: 0, k: 8, instancesPerTask: 16 },
   checkpoints: { every: 25, keep: 2 },
   budget: { maxSteps: 120, maxMinutes: 17 },
