@@ -9,48 +9,11 @@ import {
   RoleFailedError,
   startInProcessNodes,
 } from '../../../actors/index.ts'
+import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
 /** A node config of a tiny run (no SFT) in `runDir`. */
-function config(runDir: string, backend?: string): NodeConfig {
-  return {
-    run: 'solo',
-    runDir,
-    seed: 1,
-    tokenizerMerges: 0,
-    ...(backend ? { backend } : {}),
-    model: { layers: 1, width: 16, heads: 2, contextLength: 256 },
-    tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
-    sft: {
-      enabled: false,
-      episodesPerTask: 0,
-      errorRate: 0,
-      successRate: 1,
-      epochs: 1,
-      lr: 1e-3,
-      batchTokens: 256,
-    },
-    rl: { groupSize: 2, lr: 1e-3, step: {} },
-    pipeline: {
-      mode: 'async',
-      envWorkers: 1,
-      freshEngines: 1,
-      staleEngines: 0,
-      rho: 0,
-      staleEvery: 1,
-      stalenessBound: 8,
-      minGroups: 1,
-      maxGroups: 2,
-      bufferGroups: 2,
-      concurrency: 2,
-      maxTurns: 2,
-      maxNewTokens: 8,
-      temperature: 1,
-      topP: 1,
-      checkpointEvery: 1,
-    },
-    maxSteps: 2,
-  }
-}
+const config = (runDir: string, backend?: string): NodeConfig =>
+  tinyNodeConfig('solo', runDir, backend ? { backend } : {})
 
 describe('actors/launcher/in-process-nodes', () => {
   it('in-process-nodes - learner and rollout in one process reach the step budget; each role logs to its file', async () => {

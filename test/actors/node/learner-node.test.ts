@@ -20,16 +20,14 @@ import {
 } from '../../../actors/index.ts'
 import { chooseBackend, readCheckpointWeights, Tokenizer } from '../../../gpu/index.ts'
 import { MessageRegistry, MetricsReport, type PayloadOf } from '../../../protocols/index.ts'
+import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
 
 type Report = PayloadOf<typeof MetricsReport>
 
 /** A learner of a tiny model with a short cold-start SFT (2 expert episodes per task). */
-function sftConfig(run: string, runDir: string): NodeConfig {
-  return {
-    run,
-    runDir,
+const sftConfig = (run: string, runDir: string): NodeConfig =>
+  tinyNodeConfig(run, runDir, {
     seed: 5,
-    tokenizerMerges: 0,
     model: { layers: 1, width: 16, heads: 2, contextLength: 768 },
     tasks: [
       { name: 'calc', weight: 1, difficulty: 1 },
@@ -44,48 +42,15 @@ function sftConfig(run: string, runDir: string): NodeConfig {
       lr: 1e-3,
       batchTokens: 1536,
     },
-    rl: { groupSize: 2, lr: 1e-3, step: {} },
-    pipeline: {
-      mode: 'async',
-      freshEngines: 1,
-      staleEngines: 0,
-      rho: 0,
-      staleEvery: 1,
-      stalenessBound: 8,
-      minGroups: 1,
-      maxGroups: 2,
-      bufferGroups: 2,
-      concurrency: 2,
-      maxTurns: 2,
-      maxNewTokens: 8,
-      temperature: 1,
-      topP: 1,
-      checkpointEvery: 1,
-    },
-    maxSteps: 2,
-  }
-}
+  })
 
-/** A run of a tiny model without SFT, every triad switch on: the reward model trains each step. */
-function triadConfig(run: string, runDir: string): NodeConfig {
-  const base = sftConfig(run, runDir)
-  return {
-    ...base,
-    model: { ...base.model, contextLength: 384 },
-    tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
-    sft: { ...base.sft, enabled: false, episodesPerTask: 0 },
-    pipeline: { ...base.pipeline, envWorkers: 1 },
-    triad: {
-      adaptiveTasks: false,
-      adaptEvery: 1,
-      adaptHigh: 0.8,
-      adaptLow: 0.2,
-      stepReward: { enabled: true, lambda: 0.5, m: 2, minAccuracy: 0 },
-      trainRewardModel: true,
-      levels: { calc: { min: 1, max: 3, default: 1 } },
-    },
-  }
-}
+/** A run of a tiny model without SFT, step rewards and reward-model training on: the reward model trains each step. */
+const triadConfig = (run: string, runDir: string): NodeConfig =>
+  tinyNodeConfig(run, runDir, {
+    seed: 5,
+    model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
+    triad: tinyTriad(false, true),
+  })
 
 /** Resolves with `p`, or rejects after `ms` with `what`. */
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

@@ -23,6 +23,7 @@ import {
   type PayloadOf,
   TrajectoryGroup,
 } from '../../../protocols/index.ts'
+import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
 
 /**
  * The dynamic triad wired into the running pipeline, in one process over a real NATS server: a
@@ -33,54 +34,13 @@ import {
 type Report = PayloadOf<typeof MetricsReport>
 type Group = PayloadOf<typeof TrajectoryGroup>
 
-function tinyConfig(run: string, runDir: string, on: boolean): NodeConfig {
-  return {
-    run,
-    runDir,
+/** A tiny run with every triad switch `on` (or off). */
+const tinyConfig = (run: string, runDir: string, on: boolean): NodeConfig =>
+  tinyNodeConfig(run, runDir, {
     seed: 3,
-    tokenizerMerges: 0,
     model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
-    tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
-    sft: {
-      enabled: false,
-      episodesPerTask: 0,
-      errorRate: 0,
-      successRate: 1,
-      epochs: 1,
-      lr: 1e-3,
-      batchTokens: 256,
-    },
-    rl: { groupSize: 2, lr: 1e-3, step: {} },
-    pipeline: {
-      mode: 'async',
-      envWorkers: 1,
-      freshEngines: 1,
-      staleEngines: 0,
-      rho: 0,
-      staleEvery: 1,
-      stalenessBound: 8,
-      minGroups: 1,
-      maxGroups: 2,
-      bufferGroups: 2,
-      concurrency: 2,
-      maxTurns: 2,
-      maxNewTokens: 8,
-      temperature: 1,
-      topP: 1,
-      checkpointEvery: 1,
-    },
-    maxSteps: 2,
-    triad: {
-      adaptiveTasks: on,
-      adaptEvery: 1,
-      adaptHigh: 0.8,
-      adaptLow: 0.2,
-      stepReward: { enabled: on, lambda: 0.5, m: 2, minAccuracy: 0 },
-      trainRewardModel: on,
-      levels: { calc: { min: 1, max: 3, default: 1 } },
-    },
-  }
-}
+    triad: tinyTriad(on, on),
+  })
 
 /** How the parties of a run get their transport: one NATS connection each, or one in-process transport for all. */
 type Connect = (run: string, role: string) => Promise<Transport>
