@@ -294,7 +294,7 @@ export async function rlStep(
   const tokens = tf.tensor2d(batch.tokens, shape, 'int32')
   const mask = tf.tensor2d(batch.lossMask, shape)
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
-  const kept: Record<string, tf.Scalar> = {}
+  const kept: Record<string, number> = {} // metric sums over micro-batches, each weighted by its share
   let refLogp: tf.Tensor2D | undefined
   const grads: Record<string, tf.Tensor> = {}
   const metrics: RlStepMetrics = {}
@@ -303,7 +303,8 @@ export async function rlStep(
       refLogp = tf.tidy(() => tokenStats(state.reference!, tokens, config.temperature).logp)
     }
     // Gradient accumulation over row micro-batches. Each micro-batch's loss is weighted by its
-    // share of the full batch's aggregation (trained tokens for token-mean, rows otherwise), so
+    // share of the full batch's aggregation (trained tokens for token-mean, sequences with a
+    // trained token otherwise), so
     // the summed gradients are those of the full-batch loss. Rows are bucketed by length (up to
     // their last trained token) and each micro-batch is cut to its longest row: the columns after
     // a row's last trained token change neither its loss nor, under causal attention, anything
@@ -360,10 +361,7 @@ export async function rlStep(
         lossSum += result.loss
         addGradients(grads, result.grads)
         for (const [k, t] of Object.entries(partKept)) {
-          const v = (await t.data())[0]! * weight
-          const prev = kept[k]
-          kept[k] = tf.keep(tf.scalar(v + (prev ? (await prev.data())[0]! : 0)))
-          prev?.dispose()
+          kept[k] = (kept[k] ?? 0) + (await t.data())[0]! * weight
         }
       } finally {
         tf.dispose([...Object.values(partKept), mbTokens, mbMask, mbBehavior, mbAdvantages])
@@ -385,10 +383,10 @@ export async function rlStep(
     metrics['optim/grad_norm'] = gradNorm
     metrics['optim/skipped'] = skipped ? 1 : 0
     metrics['optim/lr'] = state.lr
-    for (const [k, t] of Object.entries(kept)) metrics[k] = (await t.data())[0]!
+    Object.assign(metrics, kept)
     Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
   } finally {
-    tf.dispose([...Object.values(grads), ...Object.values(kept), advantages, tokens, mask, behavior])
+    tf.dispose([...Object.values(grads), advantages, tokens, mask, behavior])
     refLogp?.dispose()
   }
   Object.assign(metrics, batchStats(batch, state.version))
