@@ -212,9 +212,13 @@ export async function startLearnerNode(
       const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
       const trusted = stepRewardsTrusted(triad, metrics)
       metrics['reward/step_reward_used'] = trusted ? 1 : 0
+      const t0 = performance.now()
       const out = { ...metrics, ...(await learner.step(trusted ? batch : groups)) }
+      out['time/policy_update_s'] = (performance.now() - t0) / 1000
       if (rmLearner) {
+        const t1 = performance.now()
         const rm = await rmLearner.step(groups)
+        out['time/reward_model_update_s'] = (performance.now() - t1) / 1000
         Object.assign(out, rm.metrics)
         if (rm.trained) {
           await store.publish(transport, 'reward', learner.version, await rmLearner.weights())

@@ -171,8 +171,10 @@ export class LearnerLoop {
     const t0 = performance.now()
     const stalenessValues = use.map((t) => this.core.version - oldestVersion(t.group))
     const metrics = await this.core.step(use.map((t) => t.group))
+    const tPublish = performance.now()
     const weights = await this.core.weights()
     await this.publishWeights(this.core.version, weights)
+    const publishMs = performance.now() - tPublish
     this.held.push(...use)
     this.counts.steps++
     this.counts.groups += use.length
@@ -192,6 +194,8 @@ export class LearnerLoop {
         'pipeline/duplicates_skipped': this.counts.duplicatesSkipped,
         'pipeline/learner_busy_frac': wall > 0 ? this.counts.busyMs / wall : 0,
         'pipeline/invalid_groups': this.consumer.invalid + this.counts.invalid,
+        'time/learner_step_s': (performance.now() - t0) / 1000,
+        'time/publish_weights_s': publishMs / 1000,
       },
       this.core.version,
     )

@@ -351,7 +351,7 @@ export async function startPolicyEngine(
   // Metrics: rates over each interval.
   let timer: unknown
   const interval = options.metricsIntervalMs ?? 5_000
-  let last = { time: clock.now(), tokens: 0, steps: 0, rows: 0 }
+  let last = { time: clock.now(), tokens: 0, steps: 0, rows: 0, busyMs: 0 }
   const report = () => {
     const s = stats()
     const now = clock.now()
@@ -368,10 +368,19 @@ export async function startPolicyEngine(
           'engine/tokens_per_s': (s.tokens - last.tokens) / seconds,
           'engine/batch_size_mean': steps > 0 ? (s.batchRows - last.rows) / steps : 0,
           'engine/version': s.version,
+          // Share of the interval spent in prefill and decode (the rest: idle, or the process's
+          // other work, such as step judging on the same thread).
+          'engine/busy_frac': Math.max(0, s.prefillMs + s.decodeMs - last.busyMs) / 1000 / seconds,
         },
       }),
     )
-    last = { time: now, tokens: s.tokens, steps: s.decodeSteps, rows: s.batchRows }
+    last = {
+      time: now,
+      tokens: s.tokens,
+      steps: s.decodeSteps,
+      rows: s.batchRows,
+      busyMs: s.prefillMs + s.decodeMs,
+    }
     timer = clock.setTimeout(report, interval)
   }
   if (interval > 0) timer = clock.setTimeout(report, interval)
