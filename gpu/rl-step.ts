@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
 import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } from './advantage.ts'
 import { getAggregator } from './aggregation.ts'
+import { maskUniformGroups } from './dynamic-sampling.ts'
 import { ConfigError, ShapeError } from './errors.ts'
 import { addGradients, lossAndGrads } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
@@ -67,6 +68,13 @@ export interface RlStepConfig {
    * about 1.4 MB per token at width 128. Default 4096.
    */
   microBatchTokens?: number
+  /**
+   * Dynamic sampling (DAPO): mask out groups whose samples all got the same shaped reward (their
+   * advantages are all 0) before the step, so they neither cost a pass nor dilute the token mean
+   * (`maskUniformGroups`). Default off: the loss then averages over every trained token of the
+   * batch, as GRPO-TCR defines it.
+   */
+  dynamicSampling?: boolean
 }
 
 /** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
@@ -119,7 +127,9 @@ export interface RlStepState {
  * - `reward/mean/<task>`: mean outcome reward (before shaping); `reward/mean`: over the batch;
  *   `reward/overlong_penalty`: mean shaping penalty (with `overlong`);
  * - `staleness/mean`, `staleness/max`: learner version minus the token's weight version, over trained tokens;
- * - `batch/trajectories`, `batch/trained_tokens`;
+ * - `batch/trajectories`, `batch/trained_tokens`; with `dynamicSampling`, `batch/uniform_groups` and
+ *   `batch/uniform_trajectories` masked out (their tokens are not in `batch/trained_tokens`, their
+ *   penalties count as 0 in `reward/overlong_penalty`);
  * - `perf/step_ms`, `perf/tokens_per_s`: trained tokens per second of the whole step.
  */
 export type RlStepMetrics = Record<string, number>
@@ -276,11 +286,13 @@ function perTaskStats(values: Float32Array, mask: Float32Array, batch: RlBatch):
  */
 export async function rlStep(
   state: RlStepState,
-  batch: RlBatch,
+  input: RlBatch,
   config: RlStepConfig = RL_STEP_DEFAULTS,
 ): Promise<RlStepMetrics> {
-  checkBatch(batch)
+  checkBatch(input)
   checkConfig(config, state)
+  const sampled = config.dynamicSampling ? maskUniformGroups(input, config.overlong) : undefined
+  const batch = sampled?.batch ?? input
   if (batch.seqLen > state.model.config.contextLength + 1) {
     const most = state.model.config.contextLength + 1
     throw new ShapeError('tokens', `at most ${most} positions`, [batch.batch, batch.seqLen])
@@ -390,6 +402,10 @@ export async function rlStep(
     refLogp?.dispose()
   }
   Object.assign(metrics, batchStats(batch, state.version))
+  if (sampled) {
+    metrics['batch/uniform_groups'] = sampled.droppedGroups
+    metrics['batch/uniform_trajectories'] = sampled.droppedTrajectories
+  }
   if (config.overlong) metrics['reward/overlong_penalty'] = penalty.reduce((s, p) => s + p, 0) / batch.batch
   const elapsed = now() - start
   metrics['perf/step_ms'] = elapsed

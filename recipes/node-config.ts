@@ -38,6 +38,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       step: {
         advantageEstimator: recipe.rl.advantage,
         taskNormalization: recipe.rl.taskAdvantageNorm,
+        dynamicSampling: recipe.rl.dynamicSampling,
         klCoef: recipe.rl.kl.beta,
         klEstimator: recipe.rl.kl.estimator,
         entropyCoef: recipe.rl.entropy,

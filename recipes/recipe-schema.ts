@@ -130,6 +130,11 @@ export const RlSchema = z.strictObject({
   gradClip: positive().default(1.0),
   /** Task advantage normalization after the group normalization (AgentRL; default on). */
   taskAdvantageNorm: z.boolean().default(true),
+  /**
+   * Dynamic sampling (DAPO): groups whose samples all got the same reward (zero advantage) are
+   * left out of the update instead of diluting the token mean (default false).
+   */
+  dynamicSampling: z.boolean().default(false),
 })
 
 const PipelineObject = z.strictObject({

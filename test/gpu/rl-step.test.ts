@@ -371,4 +371,71 @@ describe('gpu/rl-step', () => {
     assert.deepEqual(Array.from(model.params.get('embed')!.dataSync()), before)
     disposeTransformer(model)
   })
+
+  it('rl-step - dynamic sampling: a uniform group is left out, the step equals the one without it (tol 1e-6)', async () => {
+    const informative = [
+      [1, 2, 3, 4, 5, 6],
+      [1, 2, 3, 7, 8, 9],
+    ]
+    const uniform = [
+      [1, 5, 3, 2, 8, 6],
+      [1, 5, 3, 9, 4, 2],
+    ]
+    const stepOn = async (
+      rows: number[][],
+      rewards: number[],
+      groupIds: string[],
+      dynamicSampling: boolean,
+    ) => {
+      const model = createTransformer(tiny, { seed: 5 })
+      const batch = makeBatch(model, rows, 3, rewards, { groupIds, tasks: rows.map(() => 'toy') })
+      const metrics = await rlStep(
+        { model, optimizer: new AdamW(model.params), lr: 1e-2, version: 0 },
+        batch,
+        { ...RL_STEP_DEFAULTS, dynamicSampling },
+      )
+      const embed = Array.from(model.params.get('embed')!.dataSync())
+      disposeTransformer(model)
+      return { metrics, embed }
+    }
+    const alone = await stepOn(informative, [1, 0], ['a', 'a'], false)
+    const both = [...informative, ...uniform]
+    const groups = ['a', 'a', 'b', 'b']
+    const masked = await stepOn(both, [1, 0, 0, 0], groups, true)
+    const diluted = await stepOn(both, [1, 0, 0, 0], groups, false)
+    assert.equal(masked.metrics['batch/uniform_groups'], 1)
+    assert.equal(masked.metrics['batch/uniform_trajectories'], 2)
+    assert.equal(masked.metrics['batch/trained_tokens'], 6)
+    assert.equal(diluted.metrics['batch/trained_tokens'], 12)
+    assert.equal(diluted.metrics['batch/uniform_groups'], undefined)
+    const worst = Math.max(...alone.embed.map((v, i) => Math.abs(v - masked.embed[i]!)))
+    assert.ok(worst < 1e-6, `largest weight difference to the step without the uniform group: ${worst}`)
+    assert.ok(
+      Math.abs(alone.metrics['loss/total']! - masked.metrics['loss/total']!) < 1e-6,
+      `loss ${alone.metrics['loss/total']} vs ${masked.metrics['loss/total']}`,
+    )
+    // Without dynamic sampling the uniform group's zero-advantage tokens count in the token mean
+    // (and in the task normalization): another gradient (AdamW's first step hides its scale).
+    const ratio = diluted.metrics['optim/grad_norm']! / alone.metrics['optim/grad_norm']!
+    assert.ok(Math.abs(ratio - 1) > 0.1, `grad norm diluted / alone: ${ratio}`)
+  })
+
+  it('rl-step - dynamic sampling: a batch of uniform groups only updates nothing', async () => {
+    const model = createTransformer(tiny, { seed: 6 })
+    const rows = [
+      [1, 2, 3, 4],
+      [1, 2, 5, 6],
+    ]
+    const batch = makeBatch(model, rows, 2, [1, 1])
+    const before = Array.from(model.params.get('embed')!.dataSync())
+    const metrics = await rlStep({ model, optimizer: new AdamW(model.params), lr: 1e-2, version: 0 }, batch, {
+      ...RL_STEP_DEFAULTS,
+      dynamicSampling: true,
+    })
+    assert.equal(metrics['optim/skipped'], 1)
+    assert.equal(metrics['batch/uniform_groups'], 1)
+    assert.equal(metrics['reward/mean'], 1)
+    assert.deepEqual(Array.from(model.params.get('embed')!.dataSync()), before)
+    disposeTransformer(model)
+  })
 })

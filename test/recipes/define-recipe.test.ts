@@ -51,6 +51,7 @@ describe('recipes/define-recipe', () => {
       weightDecay: 0.01,
       gradClip: 1,
       taskAdvantageNorm: true,
+      dynamicSampling: false,
     })
     assert.equal(r.pipeline.mode, 'async')
     assert.equal(r.pipeline.rho, 0.25)
@@ -116,7 +117,7 @@ describe('recipes/define-recipe', () => {
 
   it('defineRecipe - an unknown field is an error that lists the valid fields', () => {
     assert.deepEqual(problems({ ...base, rl: { epsHigh: 0.3 } }), [
-      'rl.epsHigh: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm',
+      'rl.epsHigh: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling',
     ])
     assert.deepEqual(
       problems({ ...base, pipeline: { rhoo: 0.1 } })[0]!.split(';')[0],
