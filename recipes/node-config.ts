@@ -80,6 +80,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       adaptEvery: recipe.triad.adaptEvery,
       adaptHigh: recipe.triad.adaptHigh,
       adaptLow: recipe.triad.adaptLow,
+      rewardModelBatch: recipe.triad.rewardModelBatch,
       stepReward: { ...recipe.triad.stepReward },
       // The reward model trains on its judgements: nothing to train on without step rewards.
       trainRewardModel: recipe.triad.trainRewardModel && recipe.triad.stepReward.enabled,

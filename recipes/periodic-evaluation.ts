@@ -47,12 +47,67 @@ function pinCheckpoint(from: string, to: string): void {
 }
 
 /**
+ * Evaluates a checkpoint on the held-out split in a `triad eval` process (so the caller's process
+ * goes on), writing `eval/<name>.json` where `name` is `periodicEvalName(version)`; the process's
+ * output goes to `logs/eval.log`, each result row to `log`. The checkpoint is evaluated from a copy
+ * (`eval/.<name>-checkpoint/`, removed after), so pruning it meanwhile harms nothing. A step whose
+ * file exists already (evaluated before a resume) is not evaluated again: its rows are returned.
+ * @param names `label` for the log lines (`step-50`), `title` for the file (`held-out evaluation at step 50`).
+ * @param signal aborting it kills the process.
+ * @returns the rows of the evaluation.
+ * @throws Error naming the log file when the process fails; the file-system error when the
+ *   checkpoint is gone.
+ */
+export async function evaluateInProcess(
+  recipe: ResolvedRecipe,
+  dir: RunDir,
+  checkpoint: { dir: string; version: number },
+  names: { label: string; title: string },
+  log: (line: string) => void,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>[]> {
+  const settings = heldOutSettings(recipe)
+  const name = periodicEvalName(checkpoint.version)
+  const file = join(dir.evalDir, `${name}.json`)
+  const rows = () => (JSON.parse(readFileSync(file, 'utf8')) as { rows: Record<string, unknown>[] }).rows
+  if (existsSync(file)) return rows() // evaluated before a resume
+  const pinned = join(dir.evalDir, `.${name}-checkpoint`)
+  try {
+    pinCheckpoint(checkpoint.dir, pinned)
+    log(
+      `evaluating ${names.label} in the background: ${settings.instances} held-out instances x k=${settings.k} per task (logs/eval.log)`,
+    )
+    const child = startEvalProcess({
+      ...settings,
+      tasks: settings.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty ?? 1 })),
+      checkpoint: pinned,
+      runDir: dir.path,
+      name,
+      step: checkpoint.version,
+      title: names.title,
+      backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
+      logFile: join(dir.logsDir, 'eval.log'),
+    })
+    const onAbort = () => child.kill()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    const { code, signal: killed } = await child.exited.finally(() =>
+      signal?.removeEventListener('abort', onAbort),
+    )
+    if (code !== 0)
+      throw new Error(`triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`)
+    const out = rows()
+    for (const r of out) log(evalRowLine(names.label, r))
+    return out
+  } finally {
+    rmSync(pinned, { recursive: true, force: true })
+  }
+}
+
+/**
  * Starts the periodic evaluation of a run (`evaluation.every` > 0): each time the learner's latest
  * checkpoint reaches the next multiple of `every` below the step budget (the end-of-run evaluation
  * takes the last), a `triad eval` process evaluates a copy of it on the held-out split and writes
- * `eval/step-<n>.json`, like the final table; its output goes to `logs/eval.log`, its results to
- * `log`. A step whose file exists already (a resumed run) is not evaluated again. Undefined when
- * `every` is 0.
+ * `eval/step-<n>.json`, like the final table (`evaluateInProcess`). Undefined when `every` is 0.
  */
 export function startPeriodicEvaluation(
   recipe: ResolvedRecipe,
@@ -61,48 +116,17 @@ export function startPeriodicEvaluation(
   log: (line: string) => void,
 ): EvalSchedule | undefined {
   if (recipe.evaluation.every <= 0) return undefined
-  const settings = heldOutSettings(recipe)
-  const evaluate = async (checkpoint: PipelineCheckpoint, signal: AbortSignal) => {
-    const name = periodicEvalName(checkpoint.version)
-    const file = join(dir.evalDir, `${name}.json`)
-    if (existsSync(file)) return // evaluated before a resume
-    const pinned = join(dir.evalDir, `.${name}-checkpoint`)
-    try {
-      pinCheckpoint(checkpoint.dir, pinned)
-      log(
-        `evaluating step-${checkpoint.version} in the background: ${settings.instances} held-out instances x k=${settings.k} per task (logs/eval.log)`,
-      )
-      const child = startEvalProcess({
-        ...settings,
-        tasks: settings.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty ?? 1 })),
-        checkpoint: pinned,
-        runDir: dir.path,
-        name,
-        step: checkpoint.version,
-        title: `held-out evaluation at step ${checkpoint.version}`,
-        backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
-        logFile: join(dir.logsDir, 'eval.log'),
-      })
-      const onAbort = () => child.kill()
-      signal.addEventListener('abort', onAbort, { once: true })
-      const { code, signal: killed } = await child.exited.finally(() =>
-        signal.removeEventListener('abort', onAbort),
-      )
-      if (code !== 0)
-        throw new Error(
-          `triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`,
-        )
-      const result = JSON.parse(readFileSync(file, 'utf8')) as { rows: Record<string, unknown>[] }
-      for (const r of result.rows) log(evalRowLine(`step-${checkpoint.version}`, r))
-    } finally {
-      rmSync(pinned, { recursive: true, force: true })
-    }
-  }
   return new EvalSchedule({
     checkpointsDir: dir.checkpointsDir,
     every: recipe.evaluation.every,
     until: maxSteps,
-    evaluate,
+    evaluate: async (checkpoint: PipelineCheckpoint, signal: AbortSignal) => {
+      const names = {
+        label: `step-${checkpoint.version}`,
+        title: `held-out evaluation at step ${checkpoint.version}`,
+      }
+      await evaluateInProcess(recipe, dir, checkpoint, names, log, signal)
+    },
     onError: (err, checkpoint) =>
       log(`evaluation of step-${checkpoint.version} failed: ${(err as Error)?.message ?? err}`),
   })

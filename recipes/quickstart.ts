@@ -24,7 +24,7 @@ export default defineRecipe({
     expertErrorRate: 0.05,
     expertSuccessRate: 1,
   },
-  rl: { groupSize: 8, lr: 1e-3, overlong: { L_max: 320, L_buf: 64 } },
+  rl: { groupSize: 8, lr: 1e-3, overlong: { L_max: 320, L_buf: 64 }, dynamicSampling: true },
   pipeline: {
     mode: 'async',
     freshEngines: 1,
@@ -39,8 +39,9 @@ export default defineRecipe({
   },
   triad: {
     adaptiveTasks: true,
-    stepReward: { enabled: true, lambda: 0.5, m: 3 },
+    stepReward: { enabled: true, lambda: 0.5, m: 3, judgeShare: 0.25 },
     trainRewardModel: true,
+    rewardModelBatch: 16,
     rewardModelSft: { steps: 200, heldOutTrajectoriesPerTask: 6 },
   },
   evaluation: { every: 0, k: 8, instancesPerTask: 16 },

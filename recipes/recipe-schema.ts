@@ -185,6 +185,12 @@ export const StepRewardSchema = z.strictObject({
    * accuracy against the tasks' step labels; otherwise outcome rewards alone (default 0.6; 0: off).
    */
   minAccuracy: probability().default(0.6),
+  /**
+   * Share of groups whose steps the reward model judges (a seeded draw per group); the others
+   * train on outcomes alone and give the reward model no data. Judging costs about as much CPU
+   * as generating the episodes (default 1: every group).
+   */
+  judgeShare: probability().default(1),
 })
 
 /**
@@ -231,6 +237,11 @@ export const TriadSchema = z.strictObject({
   stepReward: StepRewardSchema.prefault({}),
   /** Train the reward model by consistency on its own loss (default true; needs `stepReward.enabled`). */
   trainRewardModel: z.boolean().default(true),
+  /**
+   * Most judged steps one reward-model update trains on (the steps with disagreeing judgements
+   * first; default 64). Each is a forward and backward pass over its judge prompt.
+   */
+  rewardModelBatch: int(1).default(64),
   /** Cold-start SFT of the reward model. */
   rewardModelSft: RewardModelSftSchema.prefault({}),
 })

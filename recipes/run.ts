@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import {
   appendRunLog,
@@ -23,9 +23,14 @@ import {
   type Transport,
   writeEvalResult,
 } from '../actors/index.ts'
-import { chooseBackend, loadCheckpoint } from '../gpu/index.ts'
+import { CheckpointFile, chooseBackend, loadCheckpoint } from '../gpu/index.ts'
 import { nodeConfigOf } from './node-config.ts'
-import { evalRowLine, heldOutSettings, startPeriodicEvaluation } from './periodic-evaluation.ts'
+import {
+  evalRowLine,
+  evaluateInProcess,
+  heldOutSettings,
+  startPeriodicEvaluation,
+} from './periodic-evaluation.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
 /** How `triad run` asks for a run to be started. */
@@ -225,7 +230,11 @@ function startInProcess(
   return { finished: nodes.finished, restarts: () => ({ learner: 0, rollout: 0 }), stop: () => nodes.stop() }
 }
 
-/** Evaluates the latest learner checkpoint and the SFT checkpoint on the held-out split. */
+/**
+ * Evaluates the latest learner checkpoint and the SFT checkpoint on the held-out split, at once:
+ * the SFT checkpoint in a `triad eval` process (`eval/step-000000.json`, kept from an earlier
+ * attempt of a resumed run), the latest here. Both sets of rows go into `eval/final-<time>.json`.
+ */
 async function evaluateRun(
   recipe: ResolvedRecipe,
   dir: RunDir,
@@ -236,27 +245,38 @@ async function evaluateRun(
     log: () => {},
   })
   const latest = readLatestCheckpoint(dir.checkpointsDir)
-  const candidates = [
-    { name: 'sft', path: join(dir.checkpointsDir, 'sft') },
-    ...(latest ? [{ name: `step-${latest.version}`, path: latest.dir }] : []),
-  ]
+  const sftDir = join(dir.checkpointsDir, 'sft')
+  const sft = existsSync(join(sftDir, CheckpointFile.Weights))
+    ? evaluateInProcess(
+        recipe,
+        dir,
+        { dir: sftDir, version: 0 },
+        { label: 'sft', title: 'held-out evaluation of the SFT checkpoint (step 0)' },
+        log,
+      ).catch((err: Error) => {
+        log(`evaluation of the SFT checkpoint failed: ${err.message}`)
+        return [] as Record<string, unknown>[]
+      })
+    : Promise.resolve([] as Record<string, unknown>[])
   const rows: Record<string, string | number>[] = []
-  for (const c of candidates) {
-    let loaded: Awaited<ReturnType<typeof loadCheckpoint>>
+  if (latest) {
     try {
-      loaded = await loadCheckpoint(c.path)
-    } catch {
-      continue
-    }
-    log(
-      `evaluating ${c.name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
-    )
-    const result = await evaluatePolicy(loaded.model, loaded.tokenizer, heldOutSettings(recipe))
-    for (const r of result) {
-      rows.push({ checkpoint: c.name, ...r })
-      log(evalRowLine(c.name, r))
+      const loaded = await loadCheckpoint(latest.dir)
+      const name = `step-${latest.version}`
+      log(
+        `evaluating ${name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
+      )
+      const result = await evaluatePolicy(loaded.model, loaded.tokenizer, heldOutSettings(recipe))
+      for (const r of result) {
+        rows.push({ checkpoint: name, ...r })
+        log(evalRowLine(name, r))
+      }
+    } catch (err) {
+      log(`evaluation of step-${latest.version} failed: ${(err as Error).message}`)
     }
   }
+  const sftRows = (await sft).map((r) => ({ checkpoint: 'sft', ...r }) as Record<string, string | number>)
+  rows.unshift(...sftRows)
   if (rows.length === 0) return undefined
   return writeEvalResult(dir, `final-${Date.now()}`, {
     title: 'held-out evaluation: SFT checkpoint vs final RL checkpoint',

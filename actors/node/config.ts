@@ -14,6 +14,8 @@ export interface NodeTriadConfig extends TriadSwitches {
   adaptHigh: number
   /** Accuracy below which a task gets easier. */
   adaptLow: number
+  /** Most judged steps per reward-model update (default 64). */
+  rewardModelBatch?: number
   /** Level range of each task the adapter may move (`default` is the level the run starts at). */
   levels: Record<string, TaskLevels>
   /**

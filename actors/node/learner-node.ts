@@ -158,7 +158,7 @@ export async function startLearnerNode(
   const triad = config.triad
   const maxTokens = config.model.contextLength + 1
   const rmLearner = triad?.trainRewardModel
-    ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad)
+    ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad, triad.rewardModelBatch)
     : undefined
   let restored = false
   if (rmLearner && latest) {

@@ -197,6 +197,7 @@ export async function startRolloutNode(
       concurrency: p.concurrency,
       attempts: 3,
       seed: config.seed + 101,
+      ...(judge ? { annotateShare: triad?.stepReward.judgeShare ?? 1 } : {}),
       episode: {
         maxTurns: p.maxTurns,
         maxNewTokens: p.maxNewTokens,

@@ -25,6 +25,13 @@ export interface TriadSwitches {
      * the gate off.
      */
     minAccuracy: number
+    /**
+     * Share of groups whose steps the reward model judges, in [0, 1] (drawn per group on the
+     * rollout side; default 1). The other groups train on outcomes alone and give the reward
+     * model nothing to learn from: a knob for the judging cost, which on one CPU is about that of
+     * generating the episodes.
+     */
+    judgeShare?: number
   }
   /** The learner trains the reward model by its consistency reward. Off: the reward model stays frozen. */
   trainRewardModel: boolean
@@ -52,6 +59,7 @@ const SwitchesSchema = z.object({
       lambda: z.number().nonnegative().finite().default(TRIAD_SWITCHES_DEFAULTS.stepReward.lambda),
       m: z.number().int().positive().max(64).default(TRIAD_SWITCHES_DEFAULTS.stepReward.m),
       minAccuracy: z.number().min(0).max(1).default(TRIAD_SWITCHES_DEFAULTS.stepReward.minAccuracy),
+      judgeShare: z.number().min(0).max(1).optional(),
     })
     .default({ ...TRIAD_SWITCHES_DEFAULTS.stepReward }),
   trainRewardModel: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.trainRewardModel),

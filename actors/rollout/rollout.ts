@@ -30,6 +30,12 @@ export interface RolloutSettings {
   episode: EpisodeSettings
   /** The data split episodes come from. */
   split?: 'train' | 'eval'
+  /**
+   * Share of groups whose episodes go through `annotate` (step judging), in [0, 1]: each group is
+   * drawn once (seeded, its own random stream, so the task sequence does not change); the episodes
+   * of the others carry no annotation. Default 1 (every group).
+   */
+  annotateShare?: number
 }
 
 /**
@@ -68,6 +74,8 @@ export interface RolloutStats {
   turns: number
   /** Episodes whose annotation (step judging) failed; they went on without it. */
   annotateFailed: number
+  /** Groups drawn for annotation (`annotateShare`), when there is an annotator. */
+  annotatedGroups: number
 }
 
 /**
@@ -85,8 +93,11 @@ export class RolloutDriver {
     staleTurns: 0,
     turns: 0,
     annotateFailed: 0,
+    annotatedGroups: 0,
   }
   private readonly rng: Uniform
+  /** Draws which groups are annotated (`annotateShare`). */
+  private readonly annotateRng: Uniform
   private counter = 0
   private stopping = false
   private readonly difficulty = new Map<string, number>()
@@ -105,7 +116,10 @@ export class RolloutDriver {
       if (t.difficulty !== undefined) this.difficulty.set(t.name, t.difficulty)
     }
     if (settings.groupSize < 1) throw new Error('groupSize must be >= 1')
+    const share = settings.annotateShare ?? 1
+    if (!(share >= 0 && share <= 1)) throw new Error(`annotateShare must be in [0, 1], got ${share}`)
     this.rng = mulberry32(settings.seed)
+    this.annotateRng = mulberry32(settings.seed ^ 0x5bd1e995)
   }
 
   /** Sets a task's difficulty for the groups started from now on (the env adapter calls this). */
@@ -130,9 +144,12 @@ export class RolloutDriver {
     const seed = (this.settings.seed * 1_000_003 + n) | 0
     const difficulty = this.difficulty.get(task.name)
     const startedVersion = this.version()
+    const share = this.settings.annotateShare ?? 1
+    const annotate = share >= 1 || this.annotateRng.next() < share
+    if (annotate && this.deps.annotate) this.stats.annotatedGroups++
     const results = await Promise.all(
       Array.from({ length: this.settings.groupSize }, (_, i) =>
-        this.episodeWithRetry(task, seed, difficulty, n * 64 + i),
+        this.episodeWithRetry(task, seed, difficulty, n * 64 + i, annotate),
       ),
     )
     const samples = results.filter((r): r is Trajectory => r !== undefined)
@@ -156,6 +173,7 @@ export class RolloutDriver {
     seed: number,
     difficulty: number | undefined,
     samplingSeed: number,
+    annotate: boolean,
   ): Promise<Trajectory | undefined> {
     const task = entry.name
     const episode = {
@@ -174,7 +192,7 @@ export class RolloutDriver {
           samplingSeed + attempt * 7919,
         )
         const t = ep.trajectory
-        if (this.deps.annotate) {
+        if (annotate && this.deps.annotate) {
           try {
             Object.assign(t, await this.deps.annotate(task, ep.messages, samplingSeed + attempt * 7919))
           } catch {
@@ -260,7 +278,10 @@ export class RolloutDriver {
       'rollout/generated_tokens': s.generatedTokens,
       'rollout/stale_turn_frac': s.turns ? s.staleTurns / s.turns : 0,
     }
-    if (this.deps.annotate) out['rollout/annotate_failed'] = s.annotateFailed
+    if (this.deps.annotate) {
+      out['rollout/annotate_failed'] = s.annotateFailed
+      out['rollout/annotated_groups'] = s.annotatedGroups
+    }
     for (const [cause, n] of Object.entries(s.failed)) out[`rollout/failed/${cause}`] = n
     for (const [task, t] of Object.entries(s.perTask)) {
       out[`rollout/success/${task}`] = t.episodes ? t.successes / t.episodes : 0

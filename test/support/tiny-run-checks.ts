@@ -47,12 +47,19 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   assert.ok(existsSync(join(checkpoints, 'sft', 'model.safetensors')))
   assert.ok(existsSync(join(checkpoints, 'latest.json')))
   assert.ok(readAckRecords(checkpoints).some((r) => r.used.length > 0))
-  // evaluation.every 2: step 2 is evaluated while the run goes on; the end evaluates SFT and step 3.
+  // evaluation.every 2: step 2 is evaluated while the run goes on; the end evaluates SFT (as step
+  // 0, in its own process) and step 3 at once.
   const evals = readdirSync(join(dir, 'eval')).sort()
-  assert.equal(evals.length, 2, evals.join(', '))
+  assert.equal(evals.length, 3, evals.join(', '))
   assert.match(evals[0]!, /^final-\d+\.json$/)
-  assert.equal(evals[1], 'step-000002.json')
-  const periodic = JSON.parse(readFileSync(join(dir, 'eval', 'step-000002.json'), 'utf8')) as {
+  assert.deepEqual(evals.slice(1), ['step-000000.json', 'step-000002.json'])
+  const sft = JSON.parse(readFileSync(join(dir, 'eval', 'step-000000.json'), 'utf8')) as {
+    step: number
+    title: string
+  }
+  assert.equal(sft.step, 0)
+  assert.equal(sft.title, 'held-out evaluation of the SFT checkpoint (step 0)')
+  const periodic = JSON.parse(readFileSync(join(dir, 'eval', evals[2]!), 'utf8')) as {
     step: number
     rows: { task: string }[]
   }
