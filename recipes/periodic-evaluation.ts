@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   EvalSchedule,
@@ -36,25 +36,91 @@ export function evalRowLine(name: string, r: Record<string, unknown>): string {
 export const periodicEvalName = (version: number) => `step-${String(version).padStart(6, '0')}`
 
 /**
+ * The copy of the checkpoint an evaluation in a `triad eval` process reads,
+ * `eval/.step-<n>-checkpoint/`. It is removed when the evaluation is done (or failed); one that an
+ * interrupted run left behind is evaluated again by the next resume (`interruptedEvaluations`).
+ */
+export const pinnedCheckpointDir = (dir: RunDir, version: number) =>
+  join(dir.evalDir, `.${periodicEvalName(version)}-checkpoint`)
+
+/** The suffix of a checkpoint copy being made (`.step-<n>-checkpoint.partial`): it may be incomplete. */
+const PARTIAL = '.partial'
+
+/**
  * Copies the files an evaluation reads (weights, config, tokenizer) of a checkpoint to `to`, so
- * that pruning the checkpoint (`checkpoints.keep`) while it is evaluated harms nothing.
+ * that pruning the checkpoint (`checkpoints.keep`) while it is evaluated harms nothing. The copy is
+ * made in `<to>.partial` and renamed: a `to` that exists is complete, whenever the process died.
  * @throws the file-system error when the checkpoint is gone already.
  */
 function pinCheckpoint(from: string, to: string): void {
-  mkdirSync(to, { recursive: true })
+  const partial = `${to}${PARTIAL}`
+  rmSync(partial, { recursive: true, force: true })
+  mkdirSync(partial, { recursive: true })
   for (const f of [CheckpointFile.Weights, CheckpointFile.Config, CheckpointFile.Tokenizer])
-    copyFileSync(join(from, f), join(to, f))
+    copyFileSync(join(from, f), join(partial, f))
+  rmSync(to, { recursive: true, force: true })
+  renameSync(partial, to)
+}
+
+/**
+ * The periodic evaluations that a run stopped in the middle of (SIGKILL, SIGINT, SIGTERM), found
+ * from the checkpoint copies they left in `eval/`, for a resume to evaluate again: a complete copy
+ * `.step-<n>-checkpoint/` is evaluated as it is; of an incomplete one (`.partial`, the run died
+ * while copying) the checkpoint `checkpoints/step-<n>/` is evaluated when it still exists. Every
+ * other leftover is removed (a step whose `eval/step-<n>.json` exists, an incomplete copy whose
+ * checkpoint is gone, and the SFT checkpoint's copy, step 0, which the end-of-run evaluation does
+ * again itself), each with a line to `log`.
+ * @returns the checkpoints to evaluate again, by step.
+ */
+export function interruptedEvaluations(dir: RunDir, log: (line: string) => void): PipelineCheckpoint[] {
+  const names = existsSync(dir.evalDir) ? readdirSync(dir.evalDir) : []
+  const found = new Map<number, PipelineCheckpoint>()
+  // Complete copies first: a complete and an incomplete copy of one step leave the complete one.
+  const leftovers = names
+    .map((name) => ({ name, m: /^\.step-(\d+)-checkpoint(\.partial)?$/.exec(name) }))
+    .filter((l) => l.m)
+    .sort((a, b) => Number(Boolean(a.m![2])) - Number(Boolean(b.m![2])))
+  for (const { name, m } of leftovers) {
+    const version = Number(m![1])
+    const path = join(dir.evalDir, name)
+    const evaluated = existsSync(join(dir.evalDir, `${periodicEvalName(version)}.json`))
+    if (version > 0 && !m![2] && !evaluated) {
+      found.set(version, { version, usedSeqs: [], dir: path })
+      log(
+        `the evaluation of step-${version} was interrupted when the run stopped: evaluating it again (eval/${name})`,
+      )
+      continue
+    }
+    rmSync(path, { recursive: true, force: true })
+    if (evaluated || found.has(version)) continue
+    if (version === 0) {
+      log(`removed eval/${name}, left by an interrupted end-of-run evaluation of the SFT checkpoint`)
+      continue
+    }
+    const checkpoint = join(dir.checkpointsDir, `step-${version}`)
+    if (existsSync(join(checkpoint, CheckpointFile.Weights))) {
+      found.set(version, { version, usedSeqs: [], dir: checkpoint })
+      log(
+        `the evaluation of step-${version} was interrupted when the run stopped: evaluating it again (${checkpoint})`,
+      )
+    } else
+      log(
+        `the evaluation of step-${version} was interrupted while its checkpoint was copied, and the checkpoint is gone: step-${version} stays unevaluated`,
+      )
+  }
+  return [...found.values()].sort((a, b) => a.version - b.version)
 }
 
 /**
  * Evaluates a checkpoint on the held-out split in a `triad eval` process (so the caller's process
  * goes on), writing `eval/<name>.json` where `name` is `periodicEvalName(version)`; the process's
  * output goes to `logs/eval.log`, each result row to `log`. The checkpoint is evaluated from a copy
- * (`eval/.<name>-checkpoint/`, removed after), so pruning it meanwhile harms nothing. A step whose
+ * (`pinnedCheckpointDir`, removed after), so pruning it meanwhile harms nothing; a `checkpoint.dir`
+ * that is that copy already (a resumed run's interrupted evaluation) is used as it is. A step whose
  * file exists already (evaluated before a resume) is not evaluated again: its rows are returned.
  * @param names `label` for the log lines (`step-50`), `title` for the file (`held-out evaluation at step 50`).
- * @param signal aborting it kills the process.
- * @returns the rows of the evaluation.
+ * @param signal aborting it kills the process and keeps the copy, for a resume to evaluate it again.
+ * @returns the rows of the evaluation (none when `signal` interrupted it).
  * @throws Error naming the log file when the process fails; the file-system error when the
  *   checkpoint is gone.
  */
@@ -71,9 +137,10 @@ export async function evaluateInProcess(
   const file = join(dir.evalDir, `${name}.json`)
   const rows = () => (JSON.parse(readFileSync(file, 'utf8')) as { rows: Record<string, unknown>[] }).rows
   if (existsSync(file)) return rows() // evaluated before a resume
-  const pinned = join(dir.evalDir, `.${name}-checkpoint`)
+  const pinned = pinnedCheckpointDir(dir, checkpoint.version)
+  let interrupted = false
   try {
-    pinCheckpoint(checkpoint.dir, pinned)
+    if (checkpoint.dir !== pinned) pinCheckpoint(checkpoint.dir, pinned)
     log(
       `evaluating ${names.label} in the background: ${settings.instances} held-out instances x k=${settings.k} per task (logs/eval.log)`,
     )
@@ -93,13 +160,18 @@ export async function evaluateInProcess(
     const { code, signal: killed } = await child.exited.finally(() =>
       signal?.removeEventListener('abort', onAbort),
     )
+    if (signal?.aborted && code !== 0) {
+      interrupted = true
+      log(`the evaluation of ${names.label} was interrupted by the run's stop; a resume evaluates it again`)
+      return []
+    }
     if (code !== 0)
       throw new Error(`triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`)
     const out = rows()
     for (const r of out) log(evalRowLine(names.label, r))
     return out
   } finally {
-    rmSync(pinned, { recursive: true, force: true })
+    if (!interrupted) rmSync(pinned, { recursive: true, force: true })
   }
 }
 
@@ -107,7 +179,9 @@ export async function evaluateInProcess(
  * Starts the periodic evaluation of a run (`evaluation.every` > 0): each time the learner's latest
  * checkpoint reaches the next multiple of `every` below the step budget (the end-of-run evaluation
  * takes the last), a `triad eval` process evaluates a copy of it on the held-out split and writes
- * `eval/step-<n>.json`, like the final table (`evaluateInProcess`). Undefined when `every` is 0.
+ * `eval/step-<n>.json`, like the final table (`evaluateInProcess`). An evaluation that the run's
+ * stop interrupts keeps its checkpoint copy, and the evaluations a stopped run left unfinished
+ * (`interruptedEvaluations`) are done first, the first one at once. Undefined when `every` is 0.
  */
 export function startPeriodicEvaluation(
   recipe: ResolvedRecipe,
@@ -120,6 +194,7 @@ export function startPeriodicEvaluation(
     checkpointsDir: dir.checkpointsDir,
     every: recipe.evaluation.every,
     until: maxSteps,
+    pending: interruptedEvaluations(dir, log),
     evaluate: async (checkpoint: PipelineCheckpoint, signal: AbortSignal) => {
       const names = {
         label: `step-${checkpoint.version}`,

@@ -4,6 +4,7 @@ import {
   appendRunLog,
   connectNats,
   evaluatePolicy,
+  finalEvalName,
   findNatsServer,
   InProcessTransport,
   type NatsServer,
@@ -135,10 +136,12 @@ export async function startRun(
         names: ['learner', 'rollout'],
       })
     : undefined
+  // Before the nodes: an evaluation a stopped run left unfinished starts from its checkpoint
+  // before the learner can prune it.
+  const evaluations = startPeriodicEvaluation(recipe, dir, maxSteps, log)
   const nodes = url
     ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e))
     : startInProcess(transport as InProcessTransport, config, dir, log)
-  const evaluations = startPeriodicEvaluation(recipe, dir, maxSteps, log)
 
   const budgetMs = recipe.budget.maxMinutes ? recipe.budget.maxMinutes * 60_000 : undefined
   let timer: NodeJS.Timeout | undefined
@@ -278,7 +281,7 @@ async function evaluateRun(
   const sftRows = (await sft).map((r) => ({ checkpoint: 'sft', ...r }) as Record<string, string | number>)
   rows.unshift(...sftRows)
   if (rows.length === 0) return undefined
-  return writeEvalResult(dir, `final-${Date.now()}`, {
+  return writeEvalResult(dir, finalEvalName(Date.now()), {
     title: 'held-out evaluation: SFT checkpoint vs final RL checkpoint',
     step: latest?.version,
     k: recipe.evaluation.k,

@@ -25,6 +25,12 @@ export const EvalResultSchema = z.object({
 })
 export type EvalResult = z.infer<typeof EvalResultSchema>
 
+/** The eval file name of a run's end-of-run evaluation written at `ms`: `final-<ms>`. */
+export const finalEvalName = (ms: number) => `final-${ms}`
+
+/** True for the file name (with `.json`) of an end-of-run evaluation, `final-<ms>.json`. */
+export const isFinalEvalFile = (file: string) => /^final-\d+\.json$/.test(file)
+
 /**
  * Writes `eval/<name>.json` (for example `step-000100`).
  * @throws RunFileExistsError when it exists (results are never overwritten).

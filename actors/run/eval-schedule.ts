@@ -11,6 +11,11 @@ export interface EvalScheduleOptions {
   /** Checkpoints of this version or later are left to the end-of-run evaluation (the step budget). */
   until?: number
   /**
+   * Checkpoints to evaluate first, in this order, whatever `every` and `until` say: the
+   * evaluations a stopped run left unfinished. The first starts in the constructor.
+   */
+  pending?: readonly PipelineCheckpoint[]
+  /**
    * Evaluates one checkpoint; resolves when it is done. `signal` aborts when the schedule stops
    * without waiting (the run was interrupted).
    */
@@ -31,16 +36,20 @@ export const nextEvaluationStep = (version: number, every: number) =>
  * the next multiple of `every` (the first is the multiple after the version the run starts from),
  * one evaluation at a time. It watches `latest.json` (file-system events, and a poll every
  * `pollMs`), so the learner never waits for it. When an evaluation outlasts several checkpoints,
- * the next one takes the newest checkpoint: no backlog builds up.
+ * the next one takes the newest checkpoint: no backlog builds up. The `pending` checkpoints (a
+ * resumed run's interrupted evaluations) go first, the first one at once.
  */
 export class EvalSchedule {
   private next: number
   private running: Promise<void> | undefined
   private stopped = false
+  /** Stopped with `wait`: the pending checkpoints are still evaluated. */
+  private draining = false
   private timer: unknown
   private watcher: FSWatcher | undefined
   private readonly abort = new AbortController()
   private readonly clock: Clock
+  private readonly pending: PipelineCheckpoint[]
   /** Versions whose evaluation was started, in order. */
   readonly started: number[] = []
 
@@ -51,6 +60,7 @@ export class EvalSchedule {
         `evaluation every must be a positive integer of learner steps, got ${options.every}`,
       )
     this.clock = options.clock ?? systemClock
+    this.pending = [...(options.pending ?? [])]
     this.next = nextEvaluationStep(readLatestCheckpoint(options.checkpointsDir)?.version ?? 0, options.every)
     mkdirSync(options.checkpointsDir, { recursive: true })
     try {
@@ -62,6 +72,7 @@ export class EvalSchedule {
       // No file-system events here: the poll alone finds new checkpoints.
     }
     this.poll()
+    this.check()
   }
 
   /** The next version that triggers an evaluation. */
@@ -78,9 +89,15 @@ export class EvalSchedule {
     ;(this.timer as { unref?: () => void })?.unref?.()
   }
 
-  /** Reads `latest.json` and starts an evaluation when one is due and none runs. */
+  /** Reads `latest.json` and starts an evaluation when one is due (or pending) and none runs. */
   check(): void {
-    if (this.stopped || this.running) return
+    if (this.running || (this.stopped && !(this.draining && this.pending.length > 0))) return
+    const pending = this.pending.shift()
+    if (pending) {
+      this.start(pending)
+      return
+    }
+    if (this.stopped) return
     let latest: PipelineCheckpoint | undefined
     try {
       latest = readLatestCheckpoint(this.options.checkpointsDir)
@@ -89,8 +106,11 @@ export class EvalSchedule {
     }
     if (!latest || latest.version < this.next) return
     if (this.options.until !== undefined && latest.version >= this.options.until) return
-    const checkpoint = latest
-    this.next = nextEvaluationStep(checkpoint.version, this.options.every)
+    this.next = nextEvaluationStep(latest.version, this.options.every)
+    this.start(latest)
+  }
+
+  private start(checkpoint: PipelineCheckpoint): void {
     this.started.push(checkpoint.version)
     this.running = this.options
       .evaluate(checkpoint, this.abort.signal)
@@ -102,14 +122,16 @@ export class EvalSchedule {
   }
 
   /**
-   * Stops starting evaluations. With `wait`, resolves when the one in progress is done; without,
-   * aborts it first.
+   * Stops starting evaluations. With `wait`, resolves when the one in progress and the pending
+   * ones are done; without, aborts the one in progress first (the pending ones stay undone).
    */
   async stop(options: { wait: boolean }): Promise<void> {
     this.stopped = true
+    this.draining = options.wait
     this.clock.clearTimeout(this.timer)
     this.watcher?.close()
     if (!options.wait) this.abort.abort()
-    await this.running
+    this.check()
+    while (this.running) await this.running
   }
 }

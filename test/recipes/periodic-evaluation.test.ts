@@ -12,8 +12,14 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { createRunDir, type RunDir } from '../../actors/index.ts'
-import { defineRecipe, heldOutSettings, resolveTasks, startPeriodicEvaluation } from '../../recipes/index.ts'
+import { createRunDir, type RunDir, runDirPaths } from '../../actors/index.ts'
+import {
+  defineRecipe,
+  heldOutSettings,
+  interruptedEvaluations,
+  resolveTasks,
+  startPeriodicEvaluation,
+} from '../../recipes/index.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 
 const recipe = resolveTasks(
@@ -120,6 +126,63 @@ describe('recipes/periodic-evaluation', () => {
         'evaluating step-4 in the background: 1 held-out instances x k=1 per task (logs/eval.log)',
       ],
     )
+  })
+
+  it('periodic evaluation - one interrupted by the stop keeps its checkpoint copy, and the next start (a resume) evaluates that step again first', async () => {
+    const dir = await createRunDir({ runsDir: mkdtempSync(join(tmpdir(), 'triad-pe-')), name: 'pe', recipe })
+    const first = lineLog()
+    const schedule = startPeriodicEvaluation(recipe, dir, 10, first.log)!
+    mkdirSync(join(dir.checkpointsDir, 'step-2'))
+    await writeTinyCheckpoint(join(dir.checkpointsDir, 'step-2'))
+    pointLatest(dir, 2)
+    await first.waitFor(/^evaluating step-2/)
+    await schedule.stop({ wait: false }) // SIGINT or SIGTERM of the run: the eval process is stopped
+    assert.deepEqual(first.lines.slice(-1), [
+      "the evaluation of step-2 was interrupted by the run's stop; a resume evaluates it again",
+    ])
+    assert.deepEqual(readdirSync(dir.evalDir), ['.step-000002-checkpoint'])
+
+    // The resume: the learner has moved on (step-2 is pruned); the copy is evaluated first, at once.
+    rmSync(join(dir.checkpointsDir, 'step-2'), { recursive: true })
+    pointLatest(dir, 3)
+    const second = lineLog()
+    const resumed = startPeriodicEvaluation(recipe, dir, 10, second.log)!
+    try {
+      assert.deepEqual(second.lines.slice(0, 2), [
+        'the evaluation of step-2 was interrupted when the run stopped: evaluating it again (eval/.step-000002-checkpoint)',
+        'evaluating step-2 in the background: 1 held-out instances x k=1 per task (logs/eval.log)',
+      ])
+      await second.waitFor(/^ {2}step-2 calc:/)
+      assert.equal(JSON.parse(readFileSync(join(dir.evalDir, 'step-000002.json'), 'utf8')).step, 2)
+      assert.deepEqual(readdirSync(dir.evalDir), ['step-000002.json'], 'the copy is removed once evaluated')
+      assert.equal(resumed.nextStep, 4)
+    } finally {
+      await resumed.stop({ wait: true })
+    }
+  })
+
+  it('periodic evaluation - leftovers of a killed run: a copy of an evaluated step, of the SFT checkpoint (the end-of-run evaluation redoes it) and an incomplete copy whose checkpoint is gone are removed; an incomplete copy whose checkpoint exists is evaluated from it', () => {
+    const dir = runDirPaths(mkdtempSync(join(tmpdir(), 'triad-pe-')))
+    mkdirSync(dir.evalDir, { recursive: true })
+    const copies = [
+      '.step-000000-checkpoint',
+      '.step-000002-checkpoint',
+      '.step-000004-checkpoint.partial',
+      '.step-000006-checkpoint.partial',
+    ]
+    for (const c of copies) mkdirSync(join(dir.evalDir, c))
+    writeFileSync(join(dir.evalDir, 'step-000002.json'), '{"rows":[]}')
+    mkdirSync(join(dir.checkpointsDir, 'step-6'), { recursive: true })
+    writeFileSync(join(dir.checkpointsDir, 'step-6', 'model.safetensors'), '')
+    const lines: string[] = []
+    const pending = interruptedEvaluations(dir, (l) => lines.push(l))
+    assert.deepEqual(pending, [{ version: 6, usedSeqs: [], dir: join(dir.checkpointsDir, 'step-6') }])
+    assert.deepEqual(lines, [
+      'removed eval/.step-000000-checkpoint, left by an interrupted end-of-run evaluation of the SFT checkpoint',
+      'the evaluation of step-4 was interrupted while its checkpoint was copied, and the checkpoint is gone: step-4 stays unevaluated',
+      `the evaluation of step-6 was interrupted when the run stopped: evaluating it again (${join(dir.checkpointsDir, 'step-6')})`,
+    ])
+    assert.deepEqual(readdirSync(dir.evalDir), ['step-000002.json'])
   })
 
   it('periodic evaluation - every 0 schedules nothing; the settings are those of the final evaluation', async () => {

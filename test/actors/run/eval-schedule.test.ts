@@ -139,6 +139,56 @@ describe('actors/run/eval-schedule', () => {
     await stop
   })
 
+  it('eval-schedule - pending checkpoints (the interrupted evaluations of a resumed run) go first, the first at once, and stop with wait does them all', async () => {
+    const clock = new ManualClock(0)
+    const ck = checkpoints()
+    ck.latest(5)
+    const ev = evaluations()
+    const pending = [2, 4].map((version) => ({ version, usedSeqs: [], dir: join(ck.dir, `copy-${version}`) }))
+    const schedule = new EvalSchedule({
+      checkpointsDir: ck.dir,
+      every: 3,
+      until: 8,
+      pending,
+      evaluate: ev.evaluate,
+      clock,
+    })
+    assert.equal(ev.calls.length, 1, 'the first pending one starts in the constructor')
+    assert.equal(ev.calls[0]!.version, 2)
+    assert.equal(schedule.nextStep, 6, 'the schedule itself goes on from the latest checkpoint')
+    ck.latest(6)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(schedule.started, [2])
+    ev.calls[0]!.finish()
+    await ev.until(2)
+    assert.deepEqual(schedule.started, [2, 4], 'pending before the due step 6')
+    ev.calls[1]!.finish()
+    await ev.until(3)
+    assert.deepEqual(schedule.started, [2, 4, 6])
+    ev.calls[2]!.finish()
+    await settle()
+
+    const ev2 = evaluations()
+    const other = new EvalSchedule({
+      checkpointsDir: ck.dir,
+      every: 3,
+      pending,
+      evaluate: ev2.evaluate,
+      clock,
+    })
+    let stopped = false
+    const stopping = other.stop({ wait: true }).then(() => {
+      stopped = true
+    })
+    ev2.calls[0]!.finish()
+    await ev2.until(2)
+    assert.equal(stopped, false)
+    ev2.calls[1]!.finish()
+    await stopping
+    assert.deepEqual(other.started, [2, 4])
+  })
+
   it('eval-schedule - a failed evaluation is reported and the schedule goes on', async () => {
     const clock = new ManualClock(0)
     const ck = checkpoints()
