@@ -32,3 +32,39 @@ export class RunFileFormatError extends Error {
     super(`${path}: ${detail}`, { cause })
   }
 }
+
+/**
+ * A run directory that another `triad run` holds (its `run.lock` names a live process, or one on
+ * another host, which this host cannot check), or whose `run.lock` is not a lock this code wrote.
+ * Nothing of the run was changed.
+ */
+export class RunLockedError extends Error {
+  override name = 'RunLockedError'
+  constructor(
+    /** The run directory. */
+    readonly path: string,
+    /** Its lock file, `<path>/run.lock`. */
+    readonly lockFile: string,
+    /** Who holds it; undefined when the file does not parse. */
+    readonly holder: { pid: number; hostname: string; started: number } | undefined,
+    /** True when the holder runs on another host (its pid cannot be checked from here). */
+    readonly elsewhere = false,
+    cause?: unknown,
+  ) {
+    super(RunLockedError.describe(path, lockFile, holder, elsewhere), { cause })
+  }
+
+  private static describe(
+    path: string,
+    lockFile: string,
+    holder: { pid: number; hostname: string; started: number } | undefined,
+    elsewhere: boolean,
+  ): string {
+    if (!holder)
+      return `${path} is locked by ${lockFile}, which is not a triad run lock; delete it if no triad run uses ${path}`
+    const since = new Date(holder.started).toISOString()
+    if (elsewhere)
+      return `${path} is in use by triad run pid ${holder.pid} on host ${holder.hostname} since ${since}; this host cannot check that process: if that run is gone, delete ${lockFile}`
+    return `${path} is in use by another triad run (pid ${holder.pid}, since ${since}); stop it or wait for it to end before running in this directory again`
+  }
+}

@@ -1,15 +1,23 @@
+import { mkdir } from 'node:fs/promises'
+import { isAbsolute, relative } from 'node:path'
 import type { Command } from 'commander'
 import type { MetricsLine } from '../../actors/index.ts'
 import {
   appendRunLog,
   type Clock,
+  connectNats,
   createRunDir,
+  type FinishedRun,
+  findFinishedRun,
+  lockRunDir,
   NatsConnectError,
   NotARunDirError,
   openRunDir,
   RoleFailedError,
   type RunDir,
   RunFileExistsError,
+  type RunLock,
+  RunLockedError,
   systemClock,
 } from '../../actors/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
@@ -25,13 +33,46 @@ export interface PrepareRunOptions {
   /** Tasks recipes may name (default: the built-in task registry, when present). */
   catalog?: TaskCatalog
   clock?: Clock
+  /** Where the line about a stale lock taken over goes (default stdout). */
+  log?: (line: string) => void
 }
 
-/** A validated recipe and the run directory it runs in. */
-export interface PreparedRun {
+/** A validated recipe and the run directory it runs in, locked for this run. */
+export interface ReadyRun {
+  status: 'ready'
   recipe: ResolvedRecipe
   dir: RunDir
   resumed: boolean
+  /** The run directory's lock: release it when the run ends. */
+  lock: RunLock
+}
+
+/**
+ * A resumed run with nothing left to do for this recipe's budget (`findFinishedRun`): nothing in
+ * its directory was changed and no lock is held.
+ */
+export interface FinishedResume {
+  status: 'finished'
+  recipe: ResolvedRecipe
+  dir: RunDir
+  resumed: true
+  finished: FinishedRun
+}
+
+/** What `prepareRun` made ready, or found finished. */
+export type PreparedRun = ReadyRun | FinishedResume
+
+/** The line `triad run --resume` prints for a finished run: its step, budget and final evaluation file. */
+export function finishedLine(dir: RunDir, finished: FinishedRun): string {
+  // Relative to the working directory when it is below it (runs/...), else absolute.
+  const shown = (file: string) => {
+    const rel = relative(process.cwd(), file)
+    return rel.startsWith('..') || isAbsolute(rel) ? file : rel
+  }
+  const evaluated = finished.evalFile
+    ? `its final evaluation is ${shown(finished.evalFile)}`
+    : 'the recipe has no final evaluation (evaluation.k 0)'
+  return `run ${dir.id} is finished: step ${finished.step} reached the step budget of ${finished.maxSteps} and ${evaluated}; nothing to do (raise budget.maxSteps in the recipe to train further)`
 }
 
 /**
@@ -51,6 +92,7 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof NotARunDirError ||
     err instanceof NatsConnectError ||
     err instanceof RunFileExistsError ||
+    err instanceof RunLockedError ||
     err instanceof RoleFailedError
   )
     return new CliError(err.message, { cause: err })
@@ -60,29 +102,62 @@ export async function toCliError(err: unknown): Promise<unknown> {
 /**
  * Loads and validates a recipe file, checks its tasks against the catalog, and makes a new run
  * directory for it, or, with `resume`, opens that run and checks that the recipe matches the one
- * stored there (only the budget may change). No file of an existing run is overwritten; a resume
- * appends one line to `logs/run.jsonl`.
- * @throws RecipeLoadError, RecipeError, NotARunDirError, RecipeMismatchError.
+ * stored there (only the budget may change). Either way the run directory is locked
+ * (`lockRunDir`: one run at a time; a stale lock is taken over with a line to `log`). A resumed
+ * run whose step budget is reached and whose final evaluation is written is returned as
+ * `finished`, with nothing changed and no lock held. No file of an existing run is overwritten; a
+ * resume appends one line to `logs/run.jsonl`.
+ * @throws RecipeLoadError, RecipeError, NotARunDirError, RecipeMismatchError; RunLockedError
+ *   (nothing changed) when another run holds the directory.
  */
 export async function prepareRun(recipeFile: string, options: PrepareRunOptions = {}): Promise<PreparedRun> {
   const { builtinTaskCatalog, loadRecipe, resumeRecipe } = await recipes()
   const clock = options.clock ?? systemClock
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
   const catalog = options.catalog ?? builtinTaskCatalog()
   const recipe = await loadRecipe(recipeFile, { catalog })
   if (options.resume) {
-    const opened = await openRunDir(options.resume)
-    const resumed = resumeRecipe(opened.recipe, recipe, { file: opened.dir.recipeFile, catalog })
-    await appendRunLog(opened.dir, 'run', {
-      event: 'resume',
-      time: clock.now(),
-      recipe: recipeFile,
-      budget: resumed.budget,
-    })
-    return { recipe: resumed, dir: opened.dir, resumed: true }
+    const opened = await openRunDir(options.resume, { create: false })
+    const { dir } = opened
+    const resumed = resumeRecipe(opened.recipe, recipe, { file: dir.recipeFile, catalog })
+    const lock = await lockRunDir(dir.path, { log, clock })
+    try {
+      const finished = await findFinishedRun(dir, {
+        maxSteps: resumed.budget.maxSteps,
+        evaluates: resumed.evaluation.k > 0,
+      })
+      if (finished) {
+        await lock.release()
+        return { status: 'finished', recipe: resumed, dir, resumed: true, finished }
+      }
+      for (const sub of [dir.checkpointsDir, dir.evalDir, dir.logsDir]) await mkdir(sub, { recursive: true })
+      await appendRunLog(dir, 'run', {
+        event: 'resume',
+        time: clock.now(),
+        recipe: recipeFile,
+        budget: resumed.budget,
+        ...(lock.tookOver ? { staleLock: lock.tookOver } : {}),
+      })
+    } catch (err) {
+      await lock.release()
+      throw err
+    }
+    return { status: 'ready', recipe: resumed, dir, resumed: true, lock }
   }
   const dir = await createRunDir({ runsDir: options.runsDir ?? 'runs', name: recipe.name, recipe, clock })
+  const lock = await lockRunDir(dir.path, { log, clock })
   await appendRunLog(dir, 'run', { event: 'start', time: clock.now(), recipe: recipeFile })
-  return { recipe, dir, resumed: false }
+  return { status: 'ready', recipe, dir, resumed: false, lock }
+}
+
+/**
+ * Connects to the NATS server(s) at `url` and closes the connection: a run that is to join them
+ * fails before it creates or changes anything when they do not answer.
+ * @throws NatsConnectError naming the URL.
+ */
+export async function checkNats(url: string): Promise<void> {
+  const transport = await connectNats({ servers: url, run: 'check', role: 'run', id: String(process.pid) })
+  await transport.close()
 }
 
 /** `triad run RECIPE [--nats URL | --in-process] [--resume DIR] [--runs-dir DIR] [--check]`. */
@@ -115,7 +190,13 @@ export function registerRun(program: Command): void {
             process.stdout.write(`${JSON.stringify(recipe, null, 2)}\n`)
             return
           }
+          // Before the run directory is made or touched: a dead NATS URL leaves nothing behind.
+          if (options.nats) await checkNats(options.nats)
           const run = await prepareRun(recipeFile, { resume: options.resume, runsDir: options.runsDir })
+          if (run.status === 'finished') {
+            process.stdout.write(`${finishedLine(run.dir, run.finished)}\n`)
+            return
+          }
           process.stdout.write(
             `${JSON.stringify({ event: run.resumed ? 'run.resumed' : 'run.created', run: run.dir.id, dir: run.dir.path })}\n`,
           )
@@ -134,6 +215,9 @@ export function registerRun(program: Command): void {
             })
           } finally {
             view.stop()
+            // A run stopped by SIGINT or SIGTERM gets here too (startRun returns); SIGKILL leaves
+            // a stale lock that the next run takes over.
+            await run.lock.release()
           }
         } catch (err) {
           throw await toCliError(err)

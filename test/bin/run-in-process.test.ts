@@ -51,7 +51,7 @@ describe('bin/run - one process', () => {
     assert.equal(existsSync(runs), false)
   })
 
-  it('triad run --in-process - runs in one process even with nats-server on PATH, says so, and stops cleanly on SIGTERM with its last step checkpointed', async () => {
+  it('triad run --in-process - runs in one process even with nats-server on PATH, says so, and stops cleanly on SIGTERM with its last step checkpointed and its lock released', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'triad-run-'))
     const run = startTriad(['run', longTinyRecipe(tmp), '--runs-dir', join(tmp, 'runs'), '--in-process'], {
       PATH: pathWithNatsServer(),
@@ -83,6 +83,7 @@ describe('bin/run - one process', () => {
       assert.equal(stop?.reason, 'signal')
       // The learner's stop checkpoints the steps it took since its last checkpoint.
       assert.ok((readLatestCheckpoint(join(dir, 'checkpoints'))?.version ?? 0) >= learnerStep(dir))
+      assert.equal(existsSync(join(dir, 'run.lock')), false, 'SIGTERM released the lock')
     } finally {
       await run.kill('SIGKILL')
     }

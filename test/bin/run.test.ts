@@ -6,15 +6,25 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { hostname, tmpdir } from 'node:os'
+import { basename, join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { freePort, ManualClock, NotARunDirError, parseMetricsLines } from '../../actors/index.ts'
-import { prepareRun } from '../../bin/commands/run.ts'
+import {
+  freePort,
+  ManualClock,
+  NotARunDirError,
+  parseMetricsLines,
+  RUN_LOCK_FILE,
+  RunLockedError,
+  readLatestCheckpoint,
+  writeEvalResult,
+} from '../../actors/index.ts'
+import { type PreparedRun, prepareRun, type ReadyRun } from '../../bin/commands/run.ts'
 import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
@@ -41,16 +51,34 @@ function recipeFile(dir: string, name: string, fields: string): string {
   return file
 }
 
-/** recipes/tiny.ts with a step and time budget that outlast a test (it is stopped by a signal). */
-function longTinyRecipe(dir: string): string {
-  const file = join(dir, 'long-tiny.ts')
+/**
+ * recipes/tiny.ts renamed `long-tiny`, by default with a step and time budget that outlast a test
+ * (it is stopped by a signal); `budget` replaces it (a resume may change only the budget).
+ */
+function longTinyRecipe(
+  dir: string,
+  budget = '{ maxSteps: 100000, maxMinutes: 10 }',
+  file = 'long-tiny.ts',
+): string {
+  const path = join(dir, file)
   const source = readFileSync(tiny, 'utf8')
     .replace("from './define-recipe.ts'", `from ${JSON.stringify(defineRecipePath)}`)
     .replace("name: 'tiny'", "name: 'long-tiny'")
-    .replace(/budget: \{[^}]*\}/, 'budget: { maxSteps: 100000, maxMinutes: 10 }')
-  assert.match(source, /maxSteps: 100000/)
-  writeFileSync(file, source)
-  return file
+    .replace(/budget: \{[^}]*\}/, `budget: ${budget}`)
+  assert.ok(source.includes(`budget: ${budget}`))
+  writeFileSync(path, source)
+  return path
+}
+
+/** The run of a `prepareRun` that made one ready (fails the test otherwise). */
+function ready(run: PreparedRun): ReadyRun {
+  assert.equal(run.status, 'ready')
+  return run as ReadyRun
+}
+
+/** A process that runs until the test kills it (a live holder of a lock). */
+function liveProcess() {
+  return spawn(process.execPath, ['-e', 'process.stdin.resume()'], { stdio: ['pipe', 'ignore', 'ignore'] })
 }
 
 /**
@@ -109,6 +137,10 @@ describe('bin/run', () => {
     const stored = JSON.parse(readFileSync(run.dir.recipeFile, 'utf8'))
     assert.deepEqual(stored, JSON.parse(JSON.stringify(run.recipe)))
     assert.deepEqual(stored.tasks[0].difficulty, { start: 1, min: 1, max: 4 })
+    // The new run holds its directory's lock until it is released.
+    assert.equal(JSON.parse(readFileSync(join(run.dir.path, RUN_LOCK_FILE), 'utf8')).pid, process.pid)
+    await ready(run).lock.release()
+    assert.equal(existsSync(join(run.dir.path, RUN_LOCK_FILE)), false)
   })
 
   it('prepareRun - an unknown task names the valid tasks and creates nothing', async () => {
@@ -137,6 +169,7 @@ describe('bin/run', () => {
     const dir = tmp()
     const v1 = recipeFile(dir, 'v1', "name: 'res', tasks: [{ name: 'calc' }], budget: { maxSteps: 10 }")
     const first = await prepareRun(v1, { runsDir: join(dir, 'runs'), catalog })
+    await ready(first).lock.release()
     writeFileSync(first.dir.metricsFile, '{"step":1}\n')
     mkdirSync(join(first.dir.checkpointsDir, 'step-000001'))
     writeFileSync(join(first.dir.checkpointsDir, 'step-000001', 'model.safetensors'), 'weights')
@@ -148,6 +181,7 @@ describe('bin/run', () => {
       "name: 'res', tasks: [{ name: 'calc' }], budget: { maxSteps: 30 }",
     )
     const resumed = await prepareRun(longer, { resume: first.dir.path, catalog })
+    await ready(resumed).lock.release()
     assert.equal(resumed.resumed, true)
     assert.equal(resumed.dir.path, first.dir.path)
     assert.deepEqual(resumed.recipe.budget, { maxSteps: 30 })
@@ -168,6 +202,63 @@ describe('bin/run', () => {
       (err: Error) =>
         err instanceof RecipeMismatchError && /rl\.lr: 0\.0001 in the run, 0\.001 now/.test(err.message),
     )
+  })
+
+  it('prepareRun - a run directory locked by a live process is refused, naming it and the pid, and nothing changes', async () => {
+    const dir = tmp()
+    const v1 = recipeFile(dir, 'v1', "name: 'lk', tasks: [{ name: 'calc' }], budget: { maxSteps: 10 }")
+    const first = ready(await prepareRun(v1, { runsDir: join(dir, 'runs'), catalog }))
+    // Held by this process: a second run here, even from the same process, is refused.
+    await assert.rejects(
+      prepareRun(v1, { resume: first.dir.path, catalog }),
+      (err: Error) =>
+        err instanceof RunLockedError &&
+        err.message.startsWith(`${first.dir.path} is in use by another triad run (pid ${process.pid},`),
+    )
+    await first.lock.release()
+    const holder = liveProcess()
+    try {
+      writeFileSync(
+        join(first.dir.path, RUN_LOCK_FILE),
+        JSON.stringify({ pid: holder.pid, hostname: hostname(), started: 0 }),
+      )
+      const before = snapshot(first.dir.path)
+      await assert.rejects(
+        prepareRun(v1, { resume: first.dir.path, catalog }),
+        (err: Error) =>
+          err instanceof RunLockedError &&
+          err.message ===
+            `${first.dir.path} is in use by another triad run (pid ${holder.pid}, since 1970-01-01T00:00:00.000Z); stop it or wait for it to end before running in this directory again`,
+      )
+      assert.deepEqual(snapshot(first.dir.path), before)
+    } finally {
+      holder.kill('SIGKILL')
+    }
+  })
+
+  it('prepareRun - a resumed run at its step budget with its final evaluation written is finished and untouched, unless the budget was raised', async () => {
+    const dir = tmp()
+    const three = recipeFile(dir, 'three', "name: 'fin', tasks: [{ name: 'calc' }], budget: { maxSteps: 3 }")
+    const first = ready(await prepareRun(three, { runsDir: join(dir, 'runs'), catalog }))
+    await first.lock.release()
+    writeFileSync(
+      join(first.dir.checkpointsDir, 'latest.json'),
+      JSON.stringify({ version: 3, usedSeqs: [], dir: join(first.dir.checkpointsDir, 'step-3') }),
+    )
+    // Stopped during its final evaluation: not finished, a resume evaluates it.
+    const unevaluated = ready(await prepareRun(three, { resume: first.dir.path, catalog }))
+    await unevaluated.lock.release()
+    const evalFile = await writeEvalResult(first.dir, 'final-1000', { step: 3, rows: [] })
+    const before = snapshot(first.dir.path)
+    const finished = await prepareRun(three, { resume: first.dir.path, catalog })
+    assert.equal(finished.status, 'finished')
+    assert.deepEqual(finished.status === 'finished' && finished.finished, { step: 3, maxSteps: 3, evalFile })
+    assert.deepEqual(snapshot(first.dir.path), before, 'nothing written, no lock left')
+
+    const five = recipeFile(dir, 'five', "name: 'fin', tasks: [{ name: 'calc' }], budget: { maxSteps: 5 }")
+    const raised = ready(await prepareRun(five, { resume: first.dir.path, catalog }))
+    await raised.lock.release()
+    assert.deepEqual(raised.recipe.budget, { maxSteps: 5 })
   })
 
   it('prepareRun - resuming a directory that is not a run is a clear error', async () => {
@@ -197,22 +288,61 @@ describe('bin/run', () => {
     assert.equal(child.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
   })
 
-  it('triad run - a NATS URL that does not answer is a clear error and the new run holds only its recipe', async () => {
+  it('triad run - a NATS URL that does not answer is a clear error naming it, and no run directory is made or changed', async () => {
     const runs = join(tmp(), 'runs')
     const port = await freePort()
-    const child = startTriad(['run', tiny, '--runs-dir', runs, '--nats', `nats://127.0.0.1:${port}`])
-    const created = await child.waitForLine((j) => j.event === 'run.created', 60_000)
+    const url = `nats://127.0.0.1:${port}`
+    const child = startTriad(['run', tiny, '--runs-dir', runs, '--nats', url])
     assert.equal((await child.exited).code, 1)
-    assert.match(child.stderr(), new RegExp(`^triad: cannot connect to NATS at nats://127.0.0.1:${port}`))
-    assert.match(String(created.run), /^tiny-\d{8}-\d{6}$/)
-    assert.deepEqual(readdirSync(String(created.dir)).sort(), [
-      'checkpoints',
-      'eval',
-      'logs',
-      'metrics.jsonl',
-      'recipe.json',
+    assert.match(child.stderr(), new RegExp(`^triad: cannot connect to NATS at ${url}`))
+    assert.deepEqual(child.stdout, [])
+    assert.equal(existsSync(runs), false)
+
+    // Resuming over a dead URL: the run is left as it was (no resume line, no lock).
+    const made = ready(await prepareRun(tiny, { runsDir: runs }))
+    await made.lock.release()
+    const before = snapshot(made.dir.path)
+    const resume = startTriad(['run', tiny, '--resume', made.dir.path, '--nats', url])
+    assert.equal((await resume.exited).code, 1)
+    assert.match(resume.stderr(), new RegExp(`^triad: cannot connect to NATS at ${url}`))
+    assert.deepEqual(snapshot(made.dir.path), before)
+  })
+
+  it('triad run --resume - of a run another live process holds fails at once naming the dir and the pid; of a finished run says so and exits 0; nothing changes', async () => {
+    const made = ready(await prepareRun(tiny, { runsDir: join(tmp(), 'runs') }))
+    await made.lock.release()
+    const dir = made.dir.path
+    const holder = liveProcess()
+    try {
+      writeFileSync(
+        join(dir, RUN_LOCK_FILE),
+        JSON.stringify({ pid: holder.pid, hostname: hostname(), started: 0 }),
+      )
+      const before = snapshot(dir)
+      const locked = startTriad(['run', tiny, '--resume', dir])
+      assert.equal((await locked.exited).code, 1)
+      assert.equal(
+        locked.stderr(),
+        `triad: ${dir} is in use by another triad run (pid ${holder.pid}, since 1970-01-01T00:00:00.000Z); stop it or wait for it to end before running in this directory again\n`,
+      )
+      assert.deepEqual(snapshot(dir), before)
+    } finally {
+      holder.kill('SIGKILL')
+    }
+    rmSync(join(dir, RUN_LOCK_FILE))
+    // tiny.ts: 3 steps. The run reached them and evaluated step 3 at its end.
+    writeFileSync(
+      join(made.dir.checkpointsDir, 'latest.json'),
+      JSON.stringify({ version: 3, usedSeqs: [], dir: join(made.dir.checkpointsDir, 'step-3') }),
+    )
+    await writeEvalResult(made.dir, 'final-1000', { step: 3, rows: [] })
+    const before = snapshot(dir)
+    const finished = startTriad(['run', tiny, '--resume', dir])
+    assert.equal((await finished.exited).code, 0, finished.stderr())
+    assert.deepEqual(finished.stdout, [
+      `run ${made.dir.id} is finished: step 3 reached the step budget of 3 and its final evaluation is ${join(dir, 'eval', 'final-1000.json')}; nothing to do (raise budget.maxSteps in the recipe to train further)`,
     ])
-    assert.equal(JSON.parse(readFileSync(join(String(created.dir), 'recipe.json'), 'utf8')).name, 'tiny')
+    assert.deepEqual(snapshot(dir), before)
   })
 
   it('triad run --check - the installed command loads a recipe inside the repository and one outside any package', async () => {
@@ -305,13 +435,24 @@ describe('bin/run', () => {
     }
   })
 
-  it('triad run - SIGTERM stops every child and says so; nothing is said to restart', async () => {
-    const { run } = await startLongRun()
+  it('triad run - holds run.lock while it runs (a resume of it fails at once naming its pid); SIGTERM stops every child, says so, nothing is said to restart, and the lock goes', async () => {
+    const { run, dir } = await startLongRun()
     const pidLine = run.stdout.find((l) => /^learner pid \d+, rollout pid \d+/.test(l))
     assert.ok(pidLine, run.stdout.join('\n'))
     const [, learner, rollout] = /^learner pid (\d+), rollout pid (\d+)/.exec(pidLine)!
     const children = descendants(run.child.pid!)
     try {
+      assert.equal(JSON.parse(readFileSync(join(dir, RUN_LOCK_FILE), 'utf8')).pid, run.child.pid)
+      const second = startTriad(['run', longTinyRecipe(tmp()), '--resume', dir], {
+        PATH: pathWithNatsServer(),
+      })
+      assert.equal((await second.exited).code, 1)
+      assert.match(
+        second.stderr(),
+        new RegExp(`^triad: ${dir} is in use by another triad run \\(pid ${run.child.pid}, since `),
+      )
+      assert.doesNotMatch(readFileSync(join(dir, 'logs', 'run.jsonl'), 'utf8'), /"event":"resume"/)
+
       run.child.kill('SIGTERM')
       const { code } = await run.exited
       assert.equal(code, 0, run.stderr())
@@ -321,8 +462,88 @@ describe('bin/run', () => {
       assert.match(out, new RegExp(`^rollout \\(pid ${rollout}\\) stopped`, 'm'))
       assert.doesNotMatch(out, /restarting/)
       assert.ok(children.every(isGone), 'every child ended with the run')
+      assert.equal(existsSync(join(dir, RUN_LOCK_FILE)), false, 'the lock is released')
     } finally {
       killSurvivors(children)
     }
+  })
+
+  it('triad run - killed with SIGKILL during a periodic evaluation: the resume takes over the stale lock, evaluates that step again and ends the run; a further resume says it is finished', async () => {
+    const tmpDir = tmp()
+    // One process (fewer to start); the run directory is the same as over NATS.
+    const run = startTriad([
+      'run',
+      longTinyRecipe(tmpDir),
+      '--runs-dir',
+      join(tmpDir, 'runs'),
+      '--in-process',
+    ])
+    const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
+    const dir = String(created.dir)
+    const copy = join(dir, 'eval', '.step-000002-checkpoint')
+    await waitUntil(
+      () => existsSync(copy),
+      240_000,
+      () => `no periodic evaluation of step 2; stdout:\n${run.stdout.join('\n')}\nstderr:\n${run.stderr()}`,
+    )
+    const children = descendants(run.child.pid!)
+    try {
+      run.child.kill('SIGKILL')
+      await run.exited
+      await waitUntil(
+        () => children.every(isGone),
+        30_000,
+        () => 'the evaluation process outlived the run',
+      )
+    } finally {
+      killSurvivors(children)
+    }
+    assert.ok(existsSync(copy), 'the copy of the interrupted evaluation is left')
+    assert.equal(existsSync(join(dir, 'eval', 'step-000002.json')), false, 'killed before it was written')
+    assert.equal(
+      JSON.parse(readFileSync(join(dir, RUN_LOCK_FILE), 'utf8')).pid,
+      run.child.pid,
+      'a stale lock',
+    )
+
+    // Resume with a step budget at the run's last checkpoint: no more training, only what is missing.
+    const last = readLatestCheckpoint(join(dir, 'checkpoints'))!.version
+    assert.ok(last >= 2, `latest checkpoint ${last}`)
+    const resumeRecipe = longTinyRecipe(tmpDir, `{ maxSteps: ${last}, maxMinutes: 10 }`, 'resume.ts')
+    const resumed = startTriad(['run', resumeRecipe, '--resume', dir, '--in-process'])
+    assert.equal((await resumed.exited).code, 0, resumed.stderr())
+    const out = resumed.stdout.join('\n')
+    assert.match(
+      out,
+      new RegExp(
+        `^${join(dir, RUN_LOCK_FILE)}: took over the stale lock of pid ${run.child.pid} \\(started [^)]+\\), which no longer runs$`,
+        'm',
+      ),
+    )
+    assert.match(
+      out,
+      /^the evaluation of step-2 was interrupted when the run stopped: evaluating it again \(eval\/\.step-000002-checkpoint\)$/m,
+    )
+    assert.match(out, new RegExp(`stopping \\(${last} steps done\\)`))
+    assert.equal(JSON.parse(readFileSync(join(dir, 'eval', 'step-000002.json'), 'utf8')).step, 2)
+    // The end of the run evaluated the SFT checkpoint (step 0) and the last one (the final table).
+    const evals = readdirSync(join(dir, 'eval')).sort()
+    assert.equal(evals.length, 3, evals.join(', '))
+    assert.match(evals[0]!, /^final-\d+\.json$/)
+    assert.deepEqual(evals.slice(1), ['step-000000.json', 'step-000002.json'], 'no checkpoint copy is left')
+    assert.equal(JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')).step, last)
+    assert.equal(existsSync(join(dir, RUN_LOCK_FILE)), false)
+
+    // Finished: a further resume names the final evaluation and touches nothing.
+    const before = snapshot(dir)
+    const again = startTriad(['run', resumeRecipe, '--resume', dir, '--in-process'])
+    assert.equal((await again.exited).code, 0, again.stderr())
+    assert.match(
+      again.stdout.join('\n'),
+      new RegExp(
+        `^run ${basename(dir)} is finished: step ${last} reached the step budget of ${last} and its final evaluation is .*eval/${evals[0]}; nothing to do`,
+      ),
+    )
+    assert.deepEqual(snapshot(dir), before)
   })
 })

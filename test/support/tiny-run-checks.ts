@@ -89,5 +89,6 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   )
   assert.ok(stdout.some((l) => /^cold-start SFT done: (\d+)\/\1 steps/.test(l)))
   assert.ok(existsSync(join(dir, 'logs', 'learner.log')) && existsSync(join(dir, 'logs', 'rollout.log')))
+  assert.ok(!existsSync(join(dir, 'run.lock')), 'the run released its lock when it ended')
   return lines
 }
