@@ -25,16 +25,21 @@ describe('e2e - triad run recipes/tiny.ts without nats-server on PATH', () => {
     // No nats-server and no worker process is started: sample the process tree while it runs.
     const pid = run.child.pid!
     const children = new Set<string>()
-    // The periodic evaluation's `triad eval` process is the one node child a run may have here.
-    const isEval = (p: number) => {
+    // The evaluations' `triad eval` processes are the only node children a run may have here.
+    // A process that ended between the listing and the read of its command line (gone, or a zombie
+    // with an empty one) is skipped.
+    const commandLine = (p: number) => {
       try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').includes('eval')
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')
       } catch {
-        return false
+        return undefined
       }
     }
     const watch = setInterval(() => {
-      for (const p of descendants(pid)) children.add(isEval(p.pid) ? `${p.comm} (triad eval)` : p.comm)
+      for (const p of descendants(pid)) {
+        const line = commandLine(p.pid)
+        if (line?.some((arg) => arg !== '')) children.add(line.includes('eval') ? `${p.comm} (triad eval)` : p.comm)
+      }
     }, 500)
     const { code } = await run.exited
     clearInterval(watch)

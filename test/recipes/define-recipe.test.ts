@@ -57,7 +57,13 @@ describe('recipes/define-recipe', () => {
     assert.equal(r.pipeline.rho, 0.25)
     assert.equal(r.pipeline.staleEvery, 25)
     assert.equal(r.pipeline.stalenessBound, 29)
-    assert.deepEqual(r.triad.stepReward, { enabled: true, lambda: 0.5, m: 3, minAccuracy: 0.6, judgeShare: 1 })
+    assert.deepEqual(r.triad.stepReward, {
+      enabled: true,
+      lambda: 0.5,
+      m: 3,
+      minAccuracy: 0.6,
+      judgeShare: 1,
+    })
     assert.equal(r.triad.rewardModelBatch, 64)
     assert.deepEqual(r.evaluation, { every: 25, k: 8, instancesPerTask: 16 })
     assert.deepEqual(r.checkpoints, { every: 50, keep: 3 })
