@@ -65,10 +65,11 @@ export async function exposeActor(
 export interface RemoteRef {
   readonly subject: string
   /**
+   * @param signal gives the request up when aborted (RequestAbortedError).
    * @throws RemoteError for an error reply (invalid message, crash), RequestTimeoutError,
-   *   NoRespondersError.
+   *   NoRespondersError, RequestAbortedError.
    */
-  ask(message: Envelope, timeoutMs: Millis): Promise<Envelope>
+  ask(message: Envelope, timeoutMs: Millis, signal?: AbortSignal): Promise<Envelope>
   /** At-most-once send. */
   tell(message: Envelope): void
 }
@@ -81,7 +82,8 @@ export function remoteActor(
 ): RemoteRef {
   return {
     subject,
-    ask: (message, timeoutMs) => transport.request(subject, message, { timeoutMs, replies: options.replies }),
+    ask: (message, timeoutMs, signal) =>
+      transport.request(subject, message, { timeoutMs, replies: options.replies, signal }),
     tell: (message) => transport.publish(subject, message),
   }
 }

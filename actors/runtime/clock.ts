@@ -19,9 +19,20 @@ export const systemClock: Clock = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 }
 
-/** Resolves after `ms` on `clock`. */
-export function sleep(clock: Clock, ms: Millis): Promise<void> {
-  return new Promise((resolve) => clock.setTimeout(resolve, ms))
+/** Resolves after `ms` on `clock`, or at once when `signal` aborts (it never rejects). */
+export function sleep(clock: Clock, ms: Millis, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve()
+  return new Promise((resolve) => {
+    const wake = () => {
+      clock.clearTimeout(timer)
+      resolve()
+    }
+    const timer = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', wake)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', wake, { once: true })
+  })
 }
 
 /**

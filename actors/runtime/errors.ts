@@ -60,6 +60,21 @@ export class NoRespondersError extends Error {
   }
 }
 
+/**
+ * A request given up by its caller (its `signal` aborted) before a reply came: a node stopping
+ * abandons the requests of its agent loops. The server may still handle the request; a late reply
+ * is dropped. `cause` is the signal's reason.
+ */
+export class RequestAbortedError extends Error {
+  override name = 'RequestAbortedError'
+  constructor(
+    readonly subject: string,
+    cause?: unknown,
+  ) {
+    super(`request to ${subject} was abandoned by its caller`, { cause })
+  }
+}
+
 /** Use of a transport after `close()`. */
 export class TransportClosedError extends Error {
   override name = 'TransportClosedError'

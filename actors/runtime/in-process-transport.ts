@@ -1,6 +1,12 @@
 import { type Envelope, encodeEnvelope } from '../../protocols/index.ts'
+import { unlessAborted } from './abort.ts'
 import { type Clock, systemClock } from './clock.ts'
-import { NoRespondersError, RequestTimeoutError, TransportClosedError } from './errors.ts'
+import {
+  NoRespondersError,
+  RequestAbortedError,
+  RequestTimeoutError,
+  TransportClosedError,
+} from './errors.ts'
 import { subjectMatches } from './subject-match.ts'
 import {
   answerRequest,
@@ -101,6 +107,9 @@ export class InProcessTransport implements Transport {
   /** Request with raw bytes (tests use it to send garbage). */
   async requestBytes(subject: string, bytes: Uint8Array, options: RequestOptions): Promise<Envelope> {
     if (this.closed) throw new TransportClosedError(this.kind)
+    const { signal } = options
+    const aborted = () => new RequestAbortedError(subject, signal?.reason)
+    if (signal?.aborted) throw aborted()
     const server = this.route(subject).find((e) => e.kind === 'serve')
     if (!server) throw new NoRespondersError(subject)
     const answer = this.deliver(server, subject, bytes)!
@@ -109,10 +118,16 @@ export class InProcessTransport implements Transport {
         () => reject(new RequestTimeoutError(subject, options.timeoutMs)),
         options.timeoutMs,
       )
-      answer.then((b) => {
-        this.clock.clearTimeout(t)
-        resolve(b)
-      }, reject)
+      unlessAborted(answer, signal, aborted).then(
+        (b) => {
+          this.clock.clearTimeout(t)
+          resolve(b)
+        },
+        (err: unknown) => {
+          this.clock.clearTimeout(t)
+          reject(err)
+        },
+      )
     })
     return readReply(subject, reply, options.replies)
   }

@@ -8,8 +8,15 @@ import {
   TimeoutError,
 } from '@nats-io/transport-node'
 import { checkToken, type Envelope, encodeEnvelope } from '../../protocols/index.ts'
+import { unlessAborted } from './abort.ts'
 import { type Clock, sleep, systemClock } from './clock.ts'
-import { NatsConnectError, NoRespondersError, RequestTimeoutError, TransportClosedError } from './errors.ts'
+import {
+  NatsConnectError,
+  NoRespondersError,
+  RequestAbortedError,
+  RequestTimeoutError,
+  TransportClosedError,
+} from './errors.ts'
 import {
   answerRequest,
   type RequestOptions,
@@ -195,22 +202,31 @@ export class NatsTransport implements Transport {
   /**
    * Request with raw bytes. "No responders" (nobody subscribed yet, for example just after a
    * server restart) is retried until the deadline: nobody received it, so a retry is safe.
-   * A timeout is not retried: the request may have been handled.
+   * A timeout is not retried: the request may have been handled. An aborted `signal` ends it at
+   * once with `RequestAbortedError`.
    */
   async requestBytes(subject: string, bytes: Uint8Array, options: RequestOptions): Promise<Envelope> {
     this.check()
+    const { signal } = options
+    const aborted = () => new RequestAbortedError(subject, signal?.reason)
     const deadline = this.clock.now() + options.timeoutMs
     let pause = 10
     for (;;) {
+      if (signal?.aborted) throw aborted()
       const left = deadline - this.clock.now()
       if (left <= 0) throw new NoRespondersError(subject)
       try {
-        const reply = await this.nc.request(subject, bytes, { timeout: Math.max(1, Math.round(left)) })
+        const reply = await unlessAborted(
+          this.nc.request(subject, bytes, { timeout: Math.max(1, Math.round(left)) }),
+          signal,
+          aborted,
+        )
         return readReply(subject, reply.data, options.replies)
       } catch (err) {
+        if (err instanceof RequestAbortedError) throw err
         if (isNoResponders(err)) {
           if (options.retryNoResponders === false) throw new NoRespondersError(subject)
-          await sleep(this.clock, Math.min(pause, Math.max(1, deadline - this.clock.now())))
+          await sleep(this.clock, Math.min(pause, Math.max(1, deadline - this.clock.now())), signal)
           pause = Math.min(pause * 2, 250)
           continue
         }

@@ -58,6 +58,11 @@ export interface RequestOptions {
    * moment to subscribe again). False fails at once, for callers with a fallback.
    */
   retryNoResponders?: boolean
+  /**
+   * Gives the request up when aborted: it rejects at once with `RequestAbortedError` (no-responders
+   * retries stop too). The server may still handle it; a late reply is dropped.
+   */
+  signal?: AbortSignal
 }
 
 /** Options of `Transport.subscribe`. */

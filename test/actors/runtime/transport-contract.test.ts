@@ -10,6 +10,7 @@ import {
   type NatsServer,
   type NatsTransport,
   NoRespondersError,
+  RequestAbortedError,
   RequestTimeoutError,
   startNatsServer,
 } from '../../../actors/index.ts'
@@ -138,6 +139,47 @@ function contract(name: string, make: () => Promise<{ server: Testable; client: 
       )
     })
 
+    it('transport - aborting the signal gives up a request in flight at once with RequestAbortedError', {
+      timeout: 10_000,
+    }, async () => {
+      const s = subj()
+      let received!: () => void
+      const arrived = new Promise<void>((r) => {
+        received = r
+      })
+      await server.serve(s, {
+        accepts,
+        handler: () => {
+          received()
+          return new Promise<Envelope>(() => {})
+        },
+      })
+      await server.flush()
+      const abort = new AbortController()
+      const asked = client.request(s, Add.make({ a: 1, b: 1 }), { timeoutMs: 120_000, signal: abort.signal })
+      await arrived
+      const reason = new Error('node stopping')
+      abort.abort(reason)
+      await assert.rejects(
+        asked,
+        (e: unknown) =>
+          e instanceof RequestAbortedError &&
+          e.subject === s &&
+          e.cause === reason &&
+          e.message === `request to ${s} was abandoned by its caller`,
+      )
+    })
+
+    it('transport - an already aborted signal rejects with RequestAbortedError', async () => {
+      const s = subj()
+      await serveAdd(s)
+      await server.flush()
+      await assert.rejects(
+        client.request(s, Add.make({ a: 1, b: 1 }), { timeoutMs: 1_000, signal: AbortSignal.abort() }),
+        RequestAbortedError,
+      )
+    })
+
     it('transport - publish reaches wildcard subscribers and bad messages are counted', async () => {
       const got: string[] = []
       let invalid = 0
@@ -196,6 +238,29 @@ describe('actors/runtime/nats-transport', () => {
       }),
       (e: unknown) => e instanceof NatsConnectError && e.message.includes(String(port)),
     )
+  })
+
+  it('nats - a request retrying "no responders" ends when its signal aborts, long before its deadline', {
+    timeout: 10_000,
+  }, async () => {
+    const t = await connectNats({ servers: nats.url, run: 'r1', role: 'client', id: '2' })
+    const abort = new AbortController()
+    let attempts = 0
+    // The retry loop asks the server again and again; the third "no responders" shows it is waiting.
+    const request = t.nc.request.bind(t.nc)
+    t.nc.request = ((...args: Parameters<typeof request>) => {
+      if (++attempts === 3) abort.abort()
+      return request(...args)
+    }) as typeof request
+    await assert.rejects(
+      t.request('triad.r1.nobody.here', Add.make({ a: 1, b: 1 }), {
+        timeoutMs: 120_000,
+        signal: abort.signal,
+      }),
+      RequestAbortedError,
+    )
+    assert.equal(attempts, 3)
+    await t.close()
   })
 
   it('nats - the connection is named triad:<run>:<role>:<id>', async () => {
