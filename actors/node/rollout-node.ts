@@ -31,6 +31,15 @@ import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
 const METRICS_INTERVAL_MS = 2_000
 
 /**
+ * How long a stopping engine of this node serves the generate requests it is running, ms. This
+ * node's agent loops have given theirs up by then; only loops of other rollout processes (the
+ * engines serve one queue group) still wait, and a cut-off request fails its episode, which they
+ * retry. The engines' default (10 s, the whole shutdown bound) spent 5 s on unwanted work at the
+ * quickstart's size.
+ */
+const ENGINE_DRAIN_MS = 1_000
+
+/**
  * The rollout node: fresh and stale policy engines, and the rollout driver (one agent loop per
  * trajectory, grouped G per task instance). Environments are reached through the controller
  * (`env.start`), wherever their workers run. Finished groups go to the trajectory stream.
@@ -80,6 +89,7 @@ export async function startRolloutNode(
         id: `${id}-fresh-${i}`,
         modelConfig,
         stale: false,
+        drainTimeoutMs: ENGINE_DRAIN_MS,
         log,
       }),
     )
@@ -91,6 +101,7 @@ export async function startRolloutNode(
         modelConfig,
         stale: true,
         staleEvery: p.staleEvery,
+        drainTimeoutMs: ENGINE_DRAIN_MS,
         log,
       }),
     )
@@ -240,6 +251,10 @@ export async function startRolloutNode(
   const timer = setInterval(reportNow, METRICS_INTERVAL_MS)
 
   let stopping = false
+  let onStop!: () => void
+  const stopped = new Promise<void>((resolve) => {
+    onStop = resolve
+  })
   const done = (async () => {
     if (p.mode === 'async') {
       await driver.runForever((err) => {
@@ -252,20 +267,32 @@ export async function startRolloutNode(
       await driver.runBatch(p.minGroups)
       await untilVersion(at + 1)
       // The next batch must come from the new weights: wait for the fresh engines to load them.
-      await Promise.all(engines.slice(0, p.freshEngines).map((e) => e.whenVersion(at + 1)))
+      await Promise.race([
+        Promise.all(engines.slice(0, p.freshEngines).map((e) => e.whenVersion(at + 1))),
+        stopped,
+      ])
     }
   })()
   return {
     done,
     stop: async () => {
+      const t0 = Date.now()
       stopping = true
+      onStop()
+      // The agent loops end first, while the services under them still run. The groups in flight
+      // are not waited for (in one process that took over a minute with the quickstart model):
+      // `driver.stop()` gives up their requests at once (a request to a server that stops would
+      // otherwise wait out "no responders" up to its deadline, 30 s to 2 min, past the process's
+      // grace), and the publisher takes no new group (a publish waiting for room in a full buffer,
+      // the learner being done, would hold the stop up to its deadline); a publish already sent
+      // waits for its acknowledgement, so no group that reached the stream is lost.
       driver.stop()
-      // Groups finishing now are not published (a publish waiting for room in a full buffer, the
-      // learner being done, would hold the stop up to its deadline), so the groups in flight are
-      // not waited for: the engines and environments stop under them, their requests fail, and the
-      // loops end. (In one process, waiting for them took over a minute with the quickstart model.)
       publisher.close()
       for (const w of versionWaiters.splice(0)) w.resolve()
+      const ended = await settledWithin(done, LOOPS_END_MS)
+      const loopsMs = Date.now() - t0
+      if (!ended)
+        log(`the agent loops did not end within ${LOOPS_END_MS} ms; stopping the services under them`)
       clearInterval(timer)
       // A last report, so a short run still records what the rollout side did.
       reportNow()
@@ -275,13 +302,16 @@ export async function startRolloutNode(
       for (const s of stopTriad.reverse()) await s()
       await Promise.all(envWorkers.map((w) => w.stop()))
       await controller.stop()
-      await settledWithin(done, LOOPS_END_MS)
+      log(`stopped in ${Date.now() - t0} ms (agent loops ended in ${loopsMs} ms)`)
     },
   }
 }
 
-/** How long a stop waits for the agent loops to end once their engines and environments are gone, ms. */
-const LOOPS_END_MS = 10_000
+/**
+ * How long a stop waits for the agent loops to end (their requests are given up at once; a publish
+ * in flight waits for its acknowledgement), ms. Well inside a worker's 10 s shutdown bound.
+ */
+const LOOPS_END_MS = 3_000
 
 /** Waits for `p` to settle, at most `ms`; true when it did. */
 async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {

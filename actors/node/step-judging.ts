@@ -22,8 +22,8 @@ export function stepJudgeAnnotator(
   tokenizer: Tokenizer,
   maxPromptTokens: number,
 ): EpisodeAnnotator {
-  return async (task: string, messages: readonly ChatMessage[], seed: number) => {
-    const reply = await judge.judgeEpisode(task, messages, seed)
+  return async (task: string, messages: readonly ChatMessage[], seed: number, signal?: AbortSignal) => {
+    const reply = await judge.judgeEpisode(task, messages, seed, signal)
     if (!reply) return undefined
     const steps = episodeJudgeSteps(task, messages)
     const fields: JudgementFields = {

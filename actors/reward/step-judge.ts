@@ -32,13 +32,16 @@ export class StepJudge {
   /**
    * Judges each assistant step of `messages` `switches.stepReward.m` times.
    * @param seed seed of the sampling (the trajectory's, so a retry judges the same).
+   * @param signal gives the request up when aborted (a stopping rollout node).
    * @returns the judgements, or undefined when the switch is off or the episode has no step.
-   * @throws what `RemoteRef.ask` throws (RemoteError, RequestTimeoutError, NoRespondersError).
+   * @throws what `RemoteRef.ask` throws (RemoteError, RequestTimeoutError, NoRespondersError,
+   *   RequestAbortedError).
    */
   async judgeEpisode(
     task: string,
     messages: readonly ChatMessage[],
     seed?: number,
+    signal?: AbortSignal,
   ): Promise<EpisodeJudgements | undefined> {
     if (!this.switches.stepReward.enabled) return undefined
     const steps = episodeJudgeSteps(task, messages)
@@ -47,6 +50,7 @@ export class StepJudge {
     const reply = await this.remote.ask(
       RewardJudge.make({ steps, m: this.switches.stepReward.m, seed }),
       this.options.timeoutMs ?? 60_000,
+      signal,
     )
     this.judged += steps.length
     return reply.payload as EpisodeJudgements

@@ -60,6 +60,8 @@ export interface Episode {
  * render the context, generate with a fresh or stale engine (the router decides), parse the
  * tool calls, interact, append the tool results; until the environment says done or a limit is hit.
  * Tokens are appended as they were generated, so the learner sees exactly what the policy saw.
+ * @param signal gives up every request of the episode when aborted (the session's cancel too):
+ *   the episode then fails with an EpisodeError whose cause is a RequestAbortedError.
  * @throws EpisodeError (start_failed, session_lost, policy_unavailable).
  */
 export async function runEpisode(
@@ -67,12 +69,13 @@ export async function runEpisode(
   request: PayloadOf<typeof EnvStart>,
   settings: EpisodeSettings,
   seed: number,
+  signal?: AbortSignal,
 ): Promise<Episode> {
   const t0 = performance.now()
   const { tokenizer } = deps
   let session: EnvSession
   try {
-    session = await deps.env.start(request)
+    session = await deps.env.start(request, signal)
   } catch (err) {
     throw new EpisodeError(EpisodeFailure.StartFailed, request.task, err)
   }
@@ -103,14 +106,17 @@ export async function runEpisode(
       b.appendContext(header)
       let turn: Awaited<ReturnType<PolicyRouter['generate']>>
       try {
-        turn = await deps.policy.generate({
-          prompt: b.ids(),
-          max_new_tokens: Math.min(settings.maxNewTokens, room),
-          temperature: settings.temperature,
-          top_p: settings.topP,
-          stop_tokens: [tokenizer.imEndId],
-          seed: (seed * 1_000 + turns) | 0,
-        })
+        turn = await deps.policy.generate(
+          {
+            prompt: b.ids(),
+            max_new_tokens: Math.min(settings.maxNewTokens, room),
+            temperature: settings.temperature,
+            top_p: settings.topP,
+            stop_tokens: [tokenizer.imEndId],
+            seed: (seed * 1_000 + turns) | 0,
+          },
+          signal,
+        )
       } catch (err) {
         throw new EpisodeError(EpisodeFailure.PolicyUnavailable, request.task, err)
       }
@@ -129,7 +135,7 @@ export async function runEpisode(
       messages.push(message)
       let step: Awaited<ReturnType<EnvClient['interact']>>
       try {
-        step = await deps.env.interact(session, message)
+        step = await deps.env.interact(session, message, signal)
       } catch (err) {
         throw new EpisodeError(EpisodeFailure.SessionLost, request.task, err)
       }
@@ -151,7 +157,7 @@ export async function runEpisode(
       status === SessionStatus.TurnLimit ||
       status === SessionStatus.ContextLimit
     )
-      await deps.env.cancel(session)
+      await deps.env.cancel(session, signal)
   }
   if (metrics.success === undefined)
     metrics.success = status === SessionStatus.Completed && reward > 0 ? 1 : 0

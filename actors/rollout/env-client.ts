@@ -40,36 +40,44 @@ export class EnvClient {
   ) {}
 
   /**
-   * Starts an episode through the controller.
-   * @throws RemoteError (unknown task, no worker), RequestTimeoutError, NoRespondersError.
+   * Starts an episode through the controller. `signal`, in every method, gives the request up
+   * when aborted (RequestAbortedError).
+   * @throws RemoteError (unknown task, no worker), RequestTimeoutError, NoRespondersError,
+   *   RequestAbortedError.
    */
-  async start(request: PayloadOf<typeof EnvStart>): Promise<EnvSession> {
+  async start(request: PayloadOf<typeof EnvStart>, signal?: AbortSignal): Promise<EnvSession> {
     const reply = await this.transport.request(Subjects.envStart(this.run), EnvStart.make(request), {
       timeoutMs: this.timeoutMs,
       replies: startReplies,
+      signal,
     })
     return reply.payload as EnvSession
   }
 
   /** Sends the policy's assistant message to the session's worker. */
-  async interact(session: EnvSession, message: AssistantMessage): Promise<EnvStep> {
+  async interact(session: EnvSession, message: AssistantMessage, signal?: AbortSignal): Promise<EnvStep> {
     const reply = await this.transport.request(
       session.worker,
       EnvInteract.make({ session: session.session, message }),
       {
         timeoutMs: this.timeoutMs,
         replies: interactReplies,
+        signal,
       },
     )
     return reply.payload as EnvStep
   }
 
-  /** Ends a session; errors are ignored (the worker may already be gone). */
-  async cancel(session: EnvSession): Promise<void> {
+  /**
+   * Ends a session; errors are ignored (the worker may already be gone; a session whose cancel was
+   * given up expires on its worker when idle).
+   */
+  async cancel(session: EnvSession, signal?: AbortSignal): Promise<void> {
     await this.transport
       .request(session.worker, EnvCancel.make({ session: session.session }), {
         timeoutMs: 5_000,
         replies: cancelReplies,
+        signal,
       })
       .catch(() => undefined)
   }

@@ -53,13 +53,14 @@ export class PolicyRouter {
 
   /**
    * Generates one turn.
-   * @throws RemoteError, RequestTimeoutError, NoRespondersError from the engines.
+   * @param signal gives the request up when aborted (RequestAbortedError).
+   * @throws RemoteError, RequestTimeoutError, NoRespondersError from the engines; RequestAbortedError.
    */
-  async generate(request: PayloadOf<typeof PolicyGenerate>): Promise<GeneratedTurn> {
+  async generate(request: PayloadOf<typeof PolicyGenerate>, signal?: AbortSignal): Promise<GeneratedTurn> {
     const toStale = this.rho > 0 && this.rng.next() < this.rho
     if (toStale) {
       try {
-        const reply = await this.ask(Subjects.policyStale(this.run), request, this.timeoutMs, false)
+        const reply = await this.ask(Subjects.policyStale(this.run), request, signal, false)
         this.counts.stale++
         return reply
       } catch (err) {
@@ -67,7 +68,7 @@ export class PolicyRouter {
         this.counts.staleFallback++
       }
     }
-    const reply = await this.ask(Subjects.policyFresh(this.run), request, this.timeoutMs)
+    const reply = await this.ask(Subjects.policyFresh(this.run), request, signal)
     this.counts.fresh++
     return reply
   }
@@ -75,13 +76,14 @@ export class PolicyRouter {
   private async ask(
     subject: string,
     request: PayloadOf<typeof PolicyGenerate>,
-    timeoutMs: Millis,
+    signal: AbortSignal | undefined,
     retryNoResponders = true,
   ) {
     const reply = await this.transport.request(subject, PolicyGenerate.make(request), {
-      timeoutMs,
+      timeoutMs: this.timeoutMs,
       replies: generatedReplies,
       retryNoResponders,
+      signal,
     })
     return reply.payload as GeneratedTurn
   }

@@ -1,4 +1,6 @@
+import { setMaxListeners } from 'node:events'
 import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { sleep, systemClock } from '../runtime/clock.ts'
 import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import { EpisodeError } from './errors.ts'
 import { mulberry32, type Uniform } from './policy-router.ts'
@@ -42,11 +44,13 @@ export interface RolloutSettings {
  * Extra fields for a finished episode's trajectory from its chat messages (the reward model's
  * step judgements); the token bookkeeping is never touched. A failure leaves the trajectory as it is.
  * @param seed the episode's sampling seed (a retried judgement judges the same).
+ * @param signal aborted when the driver stops: the annotator gives its requests up.
  */
 export type EpisodeAnnotator = (
   task: string,
   messages: readonly ChatMessage[],
   seed: number,
+  signal?: AbortSignal,
 ) => Promise<Partial<Trajectory> | undefined>
 
 /** What the rollout driver runs episodes with. */
@@ -99,7 +103,8 @@ export class RolloutDriver {
   /** Draws which groups are annotated (`annotateShare`). */
   private readonly annotateRng: Uniform
   private counter = 0
-  private stopping = false
+  /** Aborted by `stop`: every request of the episodes in flight is given up. */
+  private readonly halt = new AbortController()
   private readonly difficulty = new Map<string, number>()
 
   constructor(
@@ -118,6 +123,8 @@ export class RolloutDriver {
     if (settings.groupSize < 1) throw new Error('groupSize must be >= 1')
     const share = settings.annotateShare ?? 1
     if (!(share >= 0 && share <= 1)) throw new Error(`annotateShare must be in [0, 1], got ${share}`)
+    // Every request in flight listens on the stop signal: `concurrency` loops and more.
+    setMaxListeners(0, this.halt.signal)
     this.rng = mulberry32(settings.seed)
     this.annotateRng = mulberry32(settings.seed ^ 0x5bd1e995)
   }
@@ -152,6 +159,8 @@ export class RolloutDriver {
         this.episodeWithRetry(task, seed, difficulty, n * 64 + i, annotate),
       ),
     )
+    // A group cut short by `stop` is not handed on (its episodes were given up, not finished).
+    if (this.halt.signal.aborted) return undefined
     const samples = results.filter((r): r is Trajectory => r !== undefined)
     if (samples.length === 0) return undefined
     const group: TrajectoryGroupPayload = {
@@ -181,8 +190,10 @@ export class RolloutDriver {
       ...(entry.maxTurns ? { maxTurns: entry.maxTurns } : {}),
       ...(entry.maxNewTokens ? { maxNewTokens: entry.maxNewTokens } : {}),
     }
+    const { signal } = this.halt
     let lastError: unknown
     for (let attempt = 0; attempt < Math.max(1, this.settings.attempts); attempt++) {
+      if (signal.aborted) return undefined
       if (attempt > 0) this.stats.retried++
       try {
         const ep = await runEpisode(
@@ -190,12 +201,17 @@ export class RolloutDriver {
           { task, seed, difficulty, split: this.settings.split ?? 'train' },
           episode,
           samplingSeed + attempt * 7919,
+          signal,
         )
         const t = ep.trajectory
         if (annotate && this.deps.annotate) {
           try {
-            Object.assign(t, await this.deps.annotate(task, ep.messages, samplingSeed + attempt * 7919))
+            Object.assign(
+              t,
+              await this.deps.annotate(task, ep.messages, samplingSeed + attempt * 7919, signal),
+            )
           } catch {
+            if (signal.aborted) return undefined
             this.stats.annotateFailed++
           }
         }
@@ -211,6 +227,8 @@ export class RolloutDriver {
         pt.reward += t.reward
         return t
       } catch (err) {
+        // Given up by `stop`: not a failure of the episode.
+        if (signal.aborted) return undefined
         lastError = err
       }
     }
@@ -221,7 +239,7 @@ export class RolloutDriver {
 
   /**
    * Keeps ceil(concurrency / groupSize) groups in flight until `stop()` (asynchronous mode).
-   * Resolves when stopped and every group in flight has finished.
+   * Resolves when stopped and every group in flight has ended: given up, or handed to the sink.
    */
   async runForever(onError: (err: unknown) => void = () => {}): Promise<void> {
     const lanes = Math.max(1, Math.ceil(this.settings.concurrency / this.settings.groupSize))
@@ -230,7 +248,7 @@ export class RolloutDriver {
       // not retried at once: the lane backs off, doubling up to 5 s, so a broken environment
       // does not turn into a busy loop; the failures are counted by cause in the metrics.
       let pause = 0
-      while (!this.stopping) {
+      while (!this.halt.signal.aborted) {
         let produced = false
         try {
           produced = (await this.runGroup()) !== undefined
@@ -238,7 +256,7 @@ export class RolloutDriver {
           onError(err)
         }
         pause = produced ? 0 : Math.min(5_000, pause ? pause * 2 : 100)
-        if (pause) await new Promise((r) => setTimeout(r, pause))
+        if (pause) await sleep(systemClock, pause, this.halt.signal)
       }
     }
     await Promise.all(Array.from({ length: lanes }, lane))
@@ -250,7 +268,7 @@ export class RolloutDriver {
     const out: TrajectoryGroupPayload[] = []
     let left = groups
     const lane = async () => {
-      while (left > 0 && !this.stopping) {
+      while (left > 0 && !this.halt.signal.aborted) {
         left--
         const g = await this.runGroup()
         if (g) out.push(g)
@@ -260,9 +278,14 @@ export class RolloutDriver {
     return out
   }
 
-  /** Asks the loops to stop after their current group. */
+  /**
+   * Stops the loops: no new group starts, and the episodes in flight give up their requests at once
+   * (generate, env, judge: each fails with RequestAbortedError), so the loops end within moments
+   * instead of waiting for deadlines of up to two minutes on servers that are stopping too. Their
+   * groups are dropped; a group already in the sink (a publish in flight) finishes there.
+   */
   stop(): void {
-    this.stopping = true
+    this.halt.abort(new Error(`rollout ${this.id} stopped`))
   }
 
   /**

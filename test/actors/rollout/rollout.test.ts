@@ -8,6 +8,7 @@ import {
   RolloutDriver,
 } from '../../../actors/index.ts'
 import { Tokenizer } from '../../../gpu/index.ts'
+import { EnvStart, EnvStarted, MessageRegistry, PolicyGenerate, Subjects } from '../../../protocols/index.ts'
 
 describe('actors/rollout/rollout - bad environments', () => {
   it('rollout - episodes that cannot start are counted by cause and the loop backs off instead of spinning', async () => {
@@ -44,5 +45,70 @@ describe('actors/rollout/rollout - bad environments', () => {
     assert.ok(elapsed >= 300, `three failed groups came after ${elapsed.toFixed(0)} ms: no backoff`)
     assert.equal(driver.stats.episodes, 0)
     assert.equal(driver.metrics()['rollout/failed/start_failed']! >= 6, true)
+  })
+})
+
+describe('actors/rollout/rollout - stop', () => {
+  it('rollout - stop gives up the episodes in flight: the loops end at once, nothing is counted failed or handed on', {
+    timeout: 10_000,
+  }, async () => {
+    const transport = new InProcessTransport()
+    const run = 'stop'
+    // Sessions start; the policy takes every generate request and never answers (an engine that
+    // is stopping under the loops). Without the stop signal each loop would wait 2 minutes.
+    await transport.serve(Subjects.envStart(run), {
+      accepts: new MessageRegistry([EnvStart]),
+      handler: () =>
+        EnvStarted.make({
+          session: 's',
+          worker: `triad.${run}.env.worker.w`,
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: [],
+        }),
+    })
+    let asked = 0
+    let allAsked!: () => void
+    const generating = new Promise<void>((resolve) => {
+      allAsked = resolve
+    })
+    await transport.serve(Subjects.policyFresh(run), {
+      accepts: new MessageRegistry([PolicyGenerate]),
+      handler: () => {
+        if (++asked === 4) allAsked()
+        return new Promise(() => {})
+      },
+    })
+    const driver = new RolloutDriver(
+      'r',
+      {
+        env: new EnvClient(transport, run),
+        policy: new PolicyRouter(transport, run, 0, mulberry32(1)),
+        tokenizer: new Tokenizer(),
+      },
+      {
+        tasks: [{ name: 'calc', weight: 1 }],
+        groupSize: 2,
+        concurrency: 4,
+        attempts: 3,
+        seed: 1,
+        episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 64, temperature: 1, topP: 1 },
+      },
+      async () => assert.fail('a group cut short is not handed on'),
+      () => 0,
+    )
+    const loops = driver.runForever()
+    await generating
+    driver.stop()
+    await loops
+    assert.deepEqual(
+      {
+        episodes: driver.stats.episodes,
+        groups: driver.stats.groups,
+        failed: driver.stats.failed,
+        retried: driver.stats.retried,
+      },
+      { episodes: 0, groups: 0, failed: {}, retried: 0 },
+    )
+    assert.equal(asked, 4)
   })
 })

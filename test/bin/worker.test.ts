@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import {
+  connectNats,
+  type NatsServer,
+  startNatsServer,
+  streamManager,
+  trajectoryStreamName,
+} from '../../actors/index.ts'
+import { MessageRegistry, MetricsReport, type PayloadOf } from '../../protocols/index.ts'
+import { tinyNodeConfig, tinyTriad } from '../support/tiny-node-config.ts'
+import { startTriad, type TriadProcess } from '../support/triad-process.ts'
+
+type Report = PayloadOf<typeof MetricsReport>
+
+/**
+ * How long a worker may take from SIGTERM to its exit: well inside the 10 s its supervisor grants
+ * before SIGKILL (`ProcessSupervisor.stop`).
+ */
+const STOP_DEADLINE_MS = 5_000
+
+/** Resolves with `p`, or rejects after `ms` with `what()`. */
+async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what()}`)), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** Sends SIGTERM and waits for the exit, at most `STOP_DEADLINE_MS`. */
+function terminate(p: TriadProcess, role: string) {
+  p.child.kill('SIGTERM')
+  return within(p.exited, STOP_DEADLINE_MS, () => `the ${role} worker's exit; stderr:\n${p.stderr()}`)
+}
+
+describe('bin/worker - SIGTERM', () => {
+  let nats: NatsServer
+  const storeDir = mkdtempSync(join(tmpdir(), 'triad-worker-js-'))
+  before(async () => {
+    nats = await startNatsServer({ monitorPort: false, storeDir })
+  })
+  after(async () => {
+    await nats.stop()
+    rmSync(storeDir, { recursive: true, force: true })
+  })
+
+  it('worker - a rollout worker stopped in the middle of rollouts exits 0 within 5 s with every group it published in the stream', async () => {
+    const run = `wsig${process.pid}`
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-worker-run-'))
+    // Fresh and stale engines and a step judge in the rollout process: the services whose requests
+    // the agent loops wait on when the node stops.
+    const base = tinyNodeConfig(run, runDir)
+    const config = tinyNodeConfig(run, runDir, {
+      maxSteps: 100_000,
+      // Room for calc's prompt and a few generated tokens per turn.
+      model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
+      pipeline: { ...base.pipeline, staleEngines: 1, rho: 0.5, concurrency: 4 },
+      triad: tinyTriad(false, true),
+    })
+    const configFile = join(runDir, 'node-config.json')
+    writeFileSync(configFile, JSON.stringify(config))
+    const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
+    const reports: Report[] = []
+    let onReport = () => {}
+    const sub = watch.subscribe(`triad.${run}.metrics.>`, {
+      accepts: new MessageRegistry([MetricsReport]),
+      handler: (m) => {
+        reports.push(m.payload as Report)
+        onReport()
+      },
+    })
+    /** Resolves once some report satisfies `check`, at most `ms`. */
+    const reported = (check: (r: Report) => boolean, ms: number, what: string) =>
+      within(
+        new Promise<void>((resolve) => {
+          onReport = () => reports.some(check) && resolve()
+          onReport()
+        }),
+        ms,
+        () => `${what}; last reports: ${JSON.stringify(reports.slice(-3))}`,
+      )
+    const worker = (role: string) =>
+      startTriad(['worker', '--role', role, '--config', configFile, '--nats', nats.url, '--id', role])
+    const learner = worker('learner')
+    const rollout = worker('rollout')
+    try {
+      // In the middle of rollouts: the learner has stepped on published groups (new weights are
+      // going out) and the rollout side has finished judged episodes and keeps generating.
+      await reported((r) => r.role === 'learner' && r.step >= 1, 180_000, 'a learner step')
+      await reported(
+        (r) =>
+          r.role === 'rollout' &&
+          (r.values['rollout/generated_tokens'] ?? 0) >= 1 &&
+          (r.values['reward/judge_calls'] ?? 0) >= 1,
+        60_000,
+        'a rollout report with judged episodes',
+      )
+      assert.deepEqual(await terminate(rollout, 'rollout'), { code: 0, signal: null }, rollout.stderr())
+      assert.match(rollout.stderr(), /\[rollout\] stopped in \d+ ms \(agent loops ended in \d+ ms\)/)
+      assert.doesNotMatch(rollout.stderr(), /did not (stop|end) within/)
+      // Nothing published is lost: the last report (sent while stopping) counts exactly the groups
+      // the stream received.
+      await watch.flush()
+      const last = reports.filter((r) => r.role === 'rollout').at(-1)!
+      const stream = await (await streamManager(watch.nc)).streams.info(trajectoryStreamName(run))
+      assert.equal(last.values['rollout/groups'], stream.state.last_seq)
+    } finally {
+      await sub.stop()
+      await watch.close()
+      await rollout.kill('SIGKILL')
+      await learner.kill('SIGKILL')
+      rmSync(runDir, { recursive: true, force: true })
+    }
+  })
+})
