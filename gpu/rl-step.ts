@@ -307,13 +307,9 @@ export async function rlStep(
   const mask = tf.tensor2d(batch.lossMask, shape)
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
   const kept: Record<string, number> = {} // metric sums over micro-batches, each weighted by its share
-  let refLogp: tf.Tensor2D | undefined
   const grads: Record<string, tf.Tensor> = {}
   const metrics: RlStepMetrics = {}
   try {
-    if (config.klCoef > 0 && state.reference) {
-      refLogp = tf.tidy(() => tokenStats(state.reference!, tokens, config.temperature).logp)
-    }
     // Gradient accumulation over row micro-batches. Each micro-batch's loss is weighted by its
     // share of the full batch's aggregation (trained tokens for token-mean, sequences with a
     // trained token otherwise), so
@@ -349,7 +345,11 @@ export async function rlStep(
       const mbMask = part(mask)
       const mbBehavior = part(behavior)
       const mbAdvantages = part(advantages as tf.Tensor2D)
-      const mbRef = refLogp ? part(refLogp) : undefined
+      // The reference's log-probabilities of this micro-batch (no gradient through them).
+      const mbRef =
+        config.klCoef > 0 && state.reference
+          ? tf.tidy(() => tokenStats(state.reference!, mbTokens, config.temperature).logp)
+          : undefined
       index.dispose()
       const partKept: Record<string, tf.Scalar> = {}
       try {
@@ -399,7 +399,6 @@ export async function rlStep(
     Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
   } finally {
     tf.dispose([...Object.values(grads), advantages, tokens, mask, behavior])
-    refLogp?.dispose()
   }
   Object.assign(metrics, batchStats(batch, state.version))
   if (sampled) {

@@ -46,5 +46,5 @@ export default defineRecipe({
   },
   evaluation: { every: 0, k: 8, instancesPerTask: 16 },
   checkpoints: { every: 25, keep: 2 },
-  budget: { maxSteps: 120, maxMinutes: 17 },
+  budget: { maxSteps: 200, maxMinutes: 16.5 },
 })

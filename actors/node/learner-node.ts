@@ -149,6 +149,9 @@ export async function startLearnerNode(
     lr: config.rl.lr,
     rl: config.rl.step,
     version: latest?.version ?? 0,
+    // The KL term's reference is the policy RL starts from (the SFT checkpoint): the copy is made
+    // before a resumed run loads its latest weights.
+    ...((config.rl.step.klCoef ?? 0) > 0 ? { reference: 'copy' as const } : {}),
   })
   if (latest) await learner.loadCheckpoint(latest.dir)
 

@@ -173,4 +173,49 @@ describe('actors/node/learner-node', () => {
       rmSync(runDir, { recursive: true, force: true })
     }
   })
+
+  it('learner-node - with kl.beta > 0 the learner steps against its starting weights as the reference (actor/kl_ref)', async () => {
+    const run = `kl${process.pid}`
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-kl-'))
+    // A context that holds the calc prompt (byte tokenizer), so the episodes have trained tokens.
+    const base = tinyNodeConfig(run, runDir, {
+      seed: 6,
+      model: { layers: 1, width: 16, heads: 2, contextLength: 768 },
+    })
+    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { klCoef: 0.1 } } }
+    const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
+    const reports: Report[] = []
+    const sub = watch.subscribe(`triad.${run}.metrics.>`, {
+      accepts: new MessageRegistry([MetricsReport]),
+      handler: (m) => reports.push(m.payload as Report),
+    })
+    const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
+    const rt = await connectNats({ servers: nats.url, run, role: 'rollout', id: '0' })
+    const system = startActorSystem({ name: `rollout-${run}` })
+    let learner: NodeHandle | undefined
+    let rollout: NodeHandle | undefined
+    try {
+      learner = await startLearnerNode(lt, config, '0')
+      rollout = await startRolloutNode(system, rt, config, '0')
+      await within(learner.done, 60_000, 'two learner steps with the KL term')
+      await waitFor(
+        () => reports.filter((r) => r.values['actor/kl_ref'] !== undefined).length >= 2,
+        10_000,
+        () => JSON.stringify(reports.map((r) => [r.role, r.step, r.values['batch/trained_tokens']])),
+      )
+      const kl = reports.filter((r) => r.values['actor/kl_ref'] !== undefined).sort((a, b) => a.step - b.step)
+      // Step 1 trains the starting weights: identical to the reference (not some other model of
+      // the same shape), so the KL estimate is exactly 0; every later step reports it too.
+      assert.equal(kl[0]!.step, 1)
+      assert.equal(kl[0]!.values['actor/kl_ref'], 0)
+      assert.ok(kl.every((r) => r.values['actor/kl_ref']! >= 0 && Number.isFinite(r.values['actor/kl_ref'])))
+    } finally {
+      await rollout?.stop()
+      await learner?.stop()
+      await system.stop()
+      await sub.stop()
+      for (const t of [lt, rt, watch]) await t.close()
+      rmSync(runDir, { recursive: true, force: true })
+    }
+  })
 })
