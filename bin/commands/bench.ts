@@ -1,5 +1,6 @@
 import type { Command } from 'commander'
 import { CliError } from '../errors.ts'
+import { integerOption } from '../numeric-option.ts'
 
 /**
  * Benchmarks: each prints one JSON object on stdout. A benchmark module exports
@@ -27,8 +28,12 @@ export function registerBench(program: Command): void {
     .argument('<name>', 'benchmark name')
     .option('--nats <url>', 'NATS server URL (benchmarks that need one start their own otherwise)')
     .option('--quick', 'a short run, for smoke tests')
-    .option('--soak <seconds>', 'sandbox: also run 128 callers for this many seconds per backend')
-    .option('--seconds <n>', 'pipeline: seconds measured per mode (default 90)')
+    .option(
+      '--soak <seconds>',
+      'sandbox: also run 128 callers for this many seconds per backend',
+      integerOption({ min: 1 }),
+    )
+    .option('--seconds <n>', 'pipeline: seconds measured per mode (default 90)', integerOption({ min: 1 }))
     .allowUnknownOption(false)
     .action(async (name: string, options: Record<string, unknown>) => {
       const load = benches[name]

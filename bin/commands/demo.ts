@@ -8,6 +8,7 @@ import type { Command } from 'commander'
 import { connectNats, echoReplies, findNatsServer, remoteActor, startNatsServer } from '../../actors/index.ts'
 import { EchoPing, Subjects } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
+import { integerOption } from '../numeric-option.ts'
 
 /**
  * `triad demo`: two actors in two OS processes talking over NATS. Starts a private nats-server
@@ -77,6 +78,6 @@ export function registerDemo(program: Command): void {
     .command('demo')
     .description('two actors in two processes talking over NATS')
     .option('--nats <url>', 'use this NATS server instead of starting a private one')
-    .option('--count <n>', 'round trips', '200')
-    .action(async (o: { nats?: string; count: string }) => runDemo({ nats: o.nats, count: Number(o.count) }))
+    .option('--count <n>', 'round trips', integerOption({ min: 1 }), 200)
+    .action(async (o: { nats?: string; count: number }) => runDemo({ nats: o.nats, count: o.count }))
 }

@@ -20,6 +20,7 @@ import {
 } from '../../actors/index.ts'
 import { EnvCancelAll, EnvDrain, type Envelope, EnvList, Subjects } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
+import { integerOption, numberOption } from '../numeric-option.ts'
 import type { RoleContext, RoleHandle } from './worker.ts'
 import { runWorker } from './worker.ts'
 
@@ -82,25 +83,54 @@ async function admin(options: { nats: string; run: string }, message: Envelope):
   }
 }
 
+/** Options of `triad env try` (numbers already parsed and bounded by commander). */
+export interface TryOptions {
+  policy: string
+  model: string
+  seed: number
+  /** Absent: the task's default level. */
+  difficulty?: number
+  split: string
+  errorRate: number
+  json?: boolean
+}
+
+/**
+ * The level of `--difficulty` checked against the task's levels (undefined when absent).
+ * @throws CliError naming the option, the value and the task's levels, e.g. "option
+ *   '--difficulty <d>' argument '99' is invalid: task 'calc' has levels 1..7".
+ */
+export function tryDifficulty(task: AnyTask, difficulty: number | undefined): number | undefined {
+  if (difficulty === undefined) return undefined
+  const { min, max } = task.difficulty
+  if (difficulty < min || difficulty > max)
+    throw new CliError(
+      `option '--difficulty <d>' argument '${difficulty}' is invalid: task '${task.name}' has levels ${min}..${max}`,
+    )
+  return difficulty
+}
+
 /** `triad env try`: plays one episode with the expert or an OpenAI-compatible endpoint and prints it. */
-async function tryTask(name: string, o: Record<string, string | boolean | undefined>): Promise<void> {
+async function tryTask(name: string, o: TryOptions): Promise<void> {
   let task: AnyTask
   try {
     task = getTask(name)
   } catch (e) {
     throw new CliError((e as Error).message, { cause: e })
   }
-  const policy = String(o.policy ?? 'expert')
+  if (o.split !== 'train' && o.split !== 'eval')
+    throw new CliError(`option '--split <split>' argument '${o.split}' is invalid: use train or eval`)
+  const policy = o.policy
   const request = {
-    seed: Number(o.seed ?? 0),
-    difficulty: o.difficulty === undefined ? undefined : Number(o.difficulty),
-    split: (o.split === 'eval' ? 'eval' : 'train') as 'train' | 'eval',
+    seed: o.seed,
+    difficulty: tryDifficulty(task, o.difficulty),
+    split: o.split as 'train' | 'eval',
   }
   let t: Trajectory
   try {
     if (policy === 'expert')
       t = await playExpert(task, request, {
-        errorRate: Number(o.errorRate ?? 0.2),
+        errorRate: o.errorRate,
         successRate: 1,
         seed: request.seed,
       })
@@ -110,7 +140,7 @@ async function tryTask(name: string, o: Record<string, string | boolean | undefi
         request,
         new OpenAIPolicy({
           url: policy.slice('openai:'.length),
-          model: String(o.model ?? 'default'),
+          model: o.model,
           apiKey: process.env.OPENAI_API_KEY,
         }),
       )
@@ -134,15 +164,15 @@ export function registerEnv(program: Command): void {
   common(env.command('worker').description('serve sessions of built-in tasks'))
     .option('--id <id>', 'worker id (default: host-pid)')
     .option('--tasks <names>', `comma-separated task names (${Object.keys(tasks).join(', ')})`)
-    .option('--capacity <n>', 'most sessions at once', '64')
-    .option('--heartbeat-ms <ms>', 'heartbeat period', '1000')
-    .option('--idle-ms <ms>', 'idle session expiry', '600000')
-    .option('--seed <n>', 'seed for random instances', '0')
+    .option('--capacity <n>', 'most sessions at once', integerOption({ min: 1 }), 64)
+    .option('--heartbeat-ms <ms>', 'heartbeat period', integerOption({ min: 1 }), 1000)
+    .option('--idle-ms <ms>', 'idle session expiry', integerOption({ min: 1 }), 600_000)
+    .option('--seed <n>', 'seed for random instances', integerOption({ min: 0 }), 0)
     .option('--docker', 'run commands in session containers (tasks that declare an image)')
     .action((o: { id?: string; nats: string; run: string }) => runWorker('env', o))
   common(env.command('controller').description('route sessions to env workers; containers with --docker'))
     .option('--id <id>', 'controller id (default: host-pid)')
-    .option('--check-ms <ms>', 'silent-worker check period', '250')
+    .option('--check-ms <ms>', 'silent-worker check period', integerOption({ min: 1 }), 250)
     .option('--docker', 'make containers for tasks that declare an image')
     .action((o: { id?: string; nats: string; run: string }) => runWorker('env-controller', o))
   common(env.command('list').description("print the controller's workers and counts")).action(
@@ -160,10 +190,10 @@ export function registerEnv(program: Command): void {
     .argument('<task>', `task name (${Object.keys(tasks).join(', ')})`)
     .option('--policy <policy>', 'expert | openai:URL (an OpenAI-compatible endpoint)', 'expert')
     .option('--model <name>', 'model name for an OpenAI-compatible endpoint', 'default')
-    .option('--seed <n>', 'instance seed', '0')
-    .option('--difficulty <d>', 'difficulty level (the task default when absent)')
+    .option('--seed <n>', 'instance seed', integerOption({ min: 0 }), 0)
+    .option('--difficulty <d>', "difficulty level (the task's default when absent)", integerOption())
     .option('--split <split>', 'train | eval', 'train')
-    .option('--error-rate <p>', 'expert: mistakes per step', '0.2')
+    .option('--error-rate <p>', 'expert: mistakes per step', numberOption({ min: 0, max: 1 }), 0.2)
     .option('--json', 'print the trajectory as JSON')
-    .action((name: string, o: Record<string, string | boolean | undefined>) => tryTask(name, o))
+    .action((name: string, o: TryOptions) => tryTask(name, o))
 }

@@ -1,23 +1,37 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import Table from 'cli-table3'
 import type { Command } from 'commander'
-import { evaluatePolicy, getTask, openRunDir, writeEvalResult } from '../../actors/index.ts'
+import {
+  type AnyTask,
+  evaluatePolicy,
+  getTask,
+  latestRunCheckpoint,
+  openRunDir,
+  runDirPaths,
+  writeEvalResult,
+} from '../../actors/index.ts'
 import { CheckpointError, chooseBackend, loadCheckpoint } from '../../gpu/index.ts'
 import { CliError } from '../errors.ts'
+import { integerOption, numberOption } from '../numeric-option.ts'
 
-/** Options of `triad eval`. */
+/** Options of `triad eval` (numbers already parsed and bounded by commander). */
 export interface EvalOptions {
   tasks: string
-  k: string
-  instances: string
-  difficulty?: string
-  maxNewTokens: string
-  temperature: string
-  seed: string
+  /** Samples per instance, >= 1. */
+  k: number
+  /** Held-out instances per task, >= 1. */
+  instances: number
+  /** Level of every task without its own level in `tasks`. */
+  difficulty?: number
+  maxNewTokens: number
+  temperature: number
+  seed: number
   run?: string
   /** With `run`: the eval file's name (`eval/<name>.json`; default `eval-<time>`). */
   name?: string
   /** With `run`: the learner step of the evaluated weights, recorded in the file. */
-  step?: string
+  step?: number
   /** With `run`: the table's heading. */
   title?: string
   /** Tensor backend to force (default: the best available). */
@@ -26,36 +40,75 @@ export interface EvalOptions {
 }
 
 /**
- * `triad eval CHECKPOINT`: avg@k and pass@k (with standard errors) per task on the held-out
- * split, k samples of each of `--instances` eval instances. With `--run`, the table also goes to
- * the run's `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
- * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad number.
+ * The checkpoint directory `triad eval` evaluates for its argument: a checkpoint directory (it
+ * holds `config.json`) as it is; a run directory (it holds `recipe.json`) stands for its newest
+ * checkpoint (`latestRunCheckpoint`), and a line on stderr says which.
+ * @throws CliError for a run without checkpoints, and for a path that is neither, with an example
+ *   of a checkpoint path.
  */
-export async function runEval(checkpoint: string, o: EvalOptions): Promise<void> {
-  const num = (name: string, v: string, min: number) => {
-    const n = Number(v)
-    if (!Number.isFinite(n) || n < min) throw new CliError(`--${name} must be a number >= ${min}, got '${v}'`)
-    return n
+export function resolveEvalCheckpoint(path: string, log: (line: string) => void = () => {}): string {
+  if (existsSync(join(path, 'config.json'))) return path
+  const run = runDirPaths(path)
+  if (existsSync(run.recipeFile)) {
+    const latest = latestRunCheckpoint(path)
+    if (!latest)
+      throw new CliError(
+        `${path} is a run directory without a checkpoint yet (${run.checkpointsDir} holds no step-N/ or sft/ with a config.json)`,
+      )
+    log(
+      `${path} is a run directory: evaluating its latest checkpoint ${latest.dir} (${latest.name === 'sft' ? 'the cold-start SFT' : `learner step ${latest.step}`})`,
+    )
+    return latest.dir
   }
-  const k = num('k', o.k, 1)
-  const instances = num('instances', o.instances, 1)
+  throw new CliError(
+    `${path} is neither a checkpoint (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to evaluate its latest checkpoint`,
+  )
+}
+
+/**
+ * A task level checked against the task's levels.
+ * @throws CliError naming where the level came from (`--tasks calc:9`, `--difficulty`).
+ */
+function checkLevel(task: AnyTask, level: number, where: string): number {
+  const { min, max } = task.difficulty
+  if (level < min || level > max)
+    throw new CliError(
+      `${where}: difficulty ${level} is invalid: task '${task.name}' has levels ${min}..${max}`,
+    )
+  return level
+}
+
+/**
+ * `triad eval CHECKPOINT`: avg@k and pass@k (with standard errors) per task on the held-out
+ * split, k samples of each of `--instances` eval instances. `CHECKPOINT` may be a run directory,
+ * which stands for its latest checkpoint. With `--run`, the table also goes to the run's
+ * `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
+ * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level.
+ */
+export async function runEval(path: string, o: EvalOptions): Promise<void> {
+  const { k, instances } = o
   const tasks = o.tasks.split(',').map((entry) => {
     const [name = '', level] = entry.trim().split(':')
+    let task: AnyTask
     try {
-      getTask(name)
+      task = getTask(name)
     } catch (err) {
       throw new CliError((err as Error).message, { cause: err })
     }
-    const difficulty = level ?? o.difficulty
-    return { name, difficulty: difficulty === undefined ? undefined : num('difficulty', difficulty, 0) }
+    if (level !== undefined) {
+      if (!/^\d+$/.test(level))
+        throw new CliError(`--tasks ${entry.trim()}: the level after ':' must be an integer, got '${level}'`)
+      return { name, difficulty: checkLevel(task, Number(level), `--tasks ${entry.trim()}`) }
+    }
+    if (o.difficulty === undefined) return { name, difficulty: undefined }
+    return { name, difficulty: checkLevel(task, o.difficulty, `--difficulty ${o.difficulty}`) }
   })
   if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
     throw new CliError('--name, --step and --title describe the file written with --run: give --run too')
   if (o.name !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.name))
     throw new CliError(`--name must be a file name of letters, digits, '.', '_' and '-', got '${o.name}'`)
-  const step = o.step === undefined ? undefined : num('step', o.step, 0)
-  if (step !== undefined && !Number.isInteger(step))
-    throw new CliError(`--step must be an integer, got '${o.step}'`)
+  const step = o.step
+  const checkpoint = resolveEvalCheckpoint(path, (line) => process.stderr.write(`${line}\n`))
   const run = o.run
     ? (
         await openRunDir(o.run).catch((err: Error) => {
@@ -76,9 +129,9 @@ export async function runEval(checkpoint: string, o: EvalOptions): Promise<void>
     tasks,
     k,
     instances,
-    maxNewTokens: num('max-new-tokens', o.maxNewTokens, 1),
-    temperature: num('temperature', o.temperature, 0),
-    seed: num('seed', o.seed, 0),
+    maxNewTokens: o.maxNewTokens,
+    temperature: o.temperature,
+    seed: o.seed,
     onProgress: (done, total) => {
       if (process.stderr.isTTY) process.stderr.write(`\reval ${done}/${total} episodes`)
     },
@@ -120,23 +173,26 @@ export function registerEval(program: Command): void {
   program
     .command('eval')
     .description('avg@k and pass@k per task on the held-out split, with standard errors')
-    .argument('<checkpoint>', 'a checkpoint directory (model.safetensors, config.json, tokenizer.json)')
+    .argument(
+      '<checkpoint>',
+      'a checkpoint directory (model.safetensors, config.json, tokenizer.json), or a run directory for its latest checkpoint',
+    )
     .option(
       '--tasks <names>',
       'comma-separated tasks, each optionally with its level (calc:2)',
       'calc,sql,maze',
     )
-    .option('--k <n>', 'samples per instance', '8')
-    .option('--instances <n>', 'held-out instances per task', '16')
-    .option('--difficulty <level>', "difficulty level (default: each task's default)")
-    .option('--max-new-tokens <n>', 'most tokens per turn', '96')
-    .option('--temperature <t>', 'sampling temperature', '1')
-    .option('--seed <n>', 'sampling seed', '0')
+    .option('--k <n>', 'samples per instance', integerOption({ min: 1 }), 8)
+    .option('--instances <n>', 'held-out instances per task', integerOption({ min: 1 }), 16)
+    .option('--difficulty <level>', "difficulty level (default: each task's default)", integerOption())
+    .option('--max-new-tokens <n>', 'most tokens per turn', integerOption({ min: 1 }), 96)
+    .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
+    .option('--seed <n>', 'sampling seed', integerOption({ min: 0 }), 0)
     .option('--run <dir>', 'also write the table into this run directory (eval/)')
     .option('--name <name>', 'with --run: the file name, eval/<name>.json (default eval-<time>)')
-    .option('--step <n>', 'with --run: the learner step of the evaluated weights')
+    .option('--step <n>', 'with --run: the learner step of the evaluated weights', integerOption({ min: 0 }))
     .option('--title <title>', 'with --run: the heading of the table')
     .option('--backend <name>', 'tensor backend to force (wasm, cpu, tensorflow...)')
     .option('--json', 'print JSON')
-    .action(async (checkpoint: string, o: EvalOptions) => runEval(checkpoint, o))
+    .action(async (path: string, o: EvalOptions) => runEval(path, o))
 }

@@ -11,12 +11,9 @@ import {
   sandboxBehaviour,
 } from '../../sandboxes/index.ts'
 import { CliError } from '../errors.ts'
+import { integerOption } from '../numeric-option.ts'
 
-const int = (v: string) => {
-  const n = Number(v)
-  if (!Number.isInteger(n) || n <= 0) throw new CliError(`expected a positive integer, got '${v}'`)
-  return n
-}
+const int = integerOption({ min: 1 })
 
 /**
  * Makes and starts a backend of `kind` with `limits`.
@@ -89,7 +86,7 @@ export function registerSandbox(program: Command): void {
   sandbox
     .command('serve')
     .description('serve POST /run_code and GET /health over HTTP')
-    .option('--port <port>', 'TCP port', int, 8080)
+    .option('--port <port>', 'TCP port (0: any free port)', integerOption({ min: 0, max: 65535 }), 8080)
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--backend <kind>', 'docker | local', 'docker')
     .option('--image <name>', 'docker image (default triad-sandbox:latest)')

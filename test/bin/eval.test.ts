@@ -25,7 +25,10 @@ describe('bin/eval - bad input', () => {
   it('eval - k below 1 is refused', async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc', '--k', '0'])
     assert.equal(r.code, 1)
-    assert.match(r.stderr, /--k must be a number >= 1, got '0'/)
+    assert.equal(
+      r.stderr.split('\n')[0],
+      "error: option '--k <n>' argument '0' is invalid. Expected an integer >= 1.",
+    )
   })
 
   it('eval - --name, --step and --title without --run are refused', async () => {
@@ -37,11 +40,89 @@ describe('bin/eval - bad input', () => {
   it('eval - a bad level in --tasks is refused', async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc:x'])
     assert.equal(r.code, 1)
-    assert.match(r.stderr, /--difficulty must be a number >= 0, got 'x'/)
+    assert.equal(r.stderr, "triad: --tasks calc:x: the level after ':' must be an integer, got 'x'\n")
+  })
+
+  it("eval - a level outside the task's levels is refused, naming where it came from", async () => {
+    const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc,maze:9'])
+    assert.equal(r.code, 1)
+    assert.equal(r.stderr, "triad: --tasks maze:9: difficulty 9 is invalid: task 'maze' has levels 1..7\n")
+    const d = await runTriad(['eval', '/nonexistent', '--tasks', 'calc', '--difficulty', '8'])
+    assert.equal(d.stderr, "triad: --difficulty 8: difficulty 8 is invalid: task 'calc' has levels 1..7\n")
+  })
+
+  it('eval - a path that is neither a checkpoint nor a run directory says what to pass', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'triad-notackpt-'))
+    const r = await runTriad(['eval', dir, '--tasks', 'calc'])
+    assert.equal(r.code, 1)
+    assert.equal(
+      r.stderr,
+      `triad: ${dir} is neither a checkpoint (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to evaluate its latest checkpoint\n`,
+    )
+  })
+
+  it('eval - a run directory without checkpoints says so', async () => {
+    const run = await createRunDir({
+      runsDir: mkdtempSync(join(tmpdir(), 'triad-evalrun-')),
+      name: 'empty',
+      recipe: {},
+    })
+    const r = await runTriad(['eval', run.path, '--tasks', 'calc'])
+    assert.equal(r.code, 1)
+    assert.equal(
+      r.stderr,
+      `triad: ${run.path} is a run directory without a checkpoint yet (${run.checkpointsDir} holds no step-N/ or sft/ with a config.json)\n`,
+    )
   })
 })
 
 describe('bin/eval - into a run directory', () => {
+  it('eval RUN_DIR - evaluates the latest checkpoint of the run and says which', async () => {
+    const run = await createRunDir({
+      runsDir: mkdtempSync(join(tmpdir(), 'triad-evalrun-')),
+      name: 'rd',
+      recipe: {},
+    })
+    const step = join(run.checkpointsDir, 'step-4')
+    await writeTinyCheckpoint(step)
+    writeFileSync(
+      join(run.checkpointsDir, 'latest.json'),
+      JSON.stringify({ version: 4, usedSeqs: [], dir: step }),
+    )
+    const r = await runTriad([
+      'eval',
+      run.path,
+      '--tasks',
+      'calc',
+      '--k',
+      '1',
+      '--instances',
+      '1',
+      '--max-new-tokens',
+      '4',
+      '--backend',
+      'wasm',
+      '--json',
+    ])
+    assert.equal(r.code, 0, r.stderr)
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^${run.path} is a run directory: evaluating its latest checkpoint ${step} \\(learner step 4\\)$`.replaceAll(
+          '/',
+          '\\/',
+        ),
+        'm',
+      ),
+    )
+    const out = JSON.parse(r.stdout) as { checkpoint: string; rows: { task: string; n: number }[] }
+    assert.equal(out.checkpoint, step)
+    assert.deepEqual(
+      out.rows.map((row) => [row.task, row.n]),
+      [['calc', 1]],
+    )
+  })
+
   it('eval - --run with --name, --step, --title and per-task levels writes eval/<name>.json', async () => {
     const checkpoint = mkdtempSync(join(tmpdir(), 'triad-evalckpt-'))
     await writeTinyCheckpoint(checkpoint)
