@@ -13,6 +13,7 @@ import {
   ProcessRestartReport,
   ProcessSupervisor,
   processEventLine,
+  RUN_MAX_STEPS,
   type RunDir,
   readLatestCheckpoint,
   recordRunTransport,
@@ -127,13 +128,15 @@ export async function startRun(
       options.onMetrics?.(line)
     },
   })
-  // Restarts of the learner and rollout processes go out as metrics (the restarts column).
+  // Restarts of the learner and rollout processes go out as metrics (the restarts column), with
+  // the step budget (the end of the progress bar of a triad monitor elsewhere).
   const restarts = url
     ? new ProcessRestartReport(transport, {
         run: dir.id,
         id: String(process.pid),
         step: () => step,
         names: ['learner', 'rollout'],
+        values: recipe.budget.maxSteps === undefined ? {} : { [RUN_MAX_STEPS]: recipe.budget.maxSteps },
       })
     : undefined
   // Before the nodes: an evaluation a stopped run left unfinished starts from its checkpoint

@@ -6,6 +6,15 @@ import { formatMetricsLine, type MetricsLine } from './metrics-file.ts'
 /** The subject pattern of every metric of one run: `triad.<run>.metrics.>`. */
 export const metricsWildcard = (run: string) => `triad.${checkToken(run, 'run id')}.metrics.>`
 
+/** The subject pattern of every metric of every run on a server: `triad.*.metrics.>`. */
+export const ALL_RUNS_METRICS = 'triad.*.metrics.>'
+
+/** The run id of a metrics subject (`triad.<run>.metrics.<role>`); undefined for any other subject. */
+export function runOfMetricsSubject(subject: string): string | undefined {
+  const parts = subject.split('.')
+  return parts.length >= 4 && parts[0] === 'triad' && parts[2] === 'metrics' ? parts[1] : undefined
+}
+
 const accepts = new MessageRegistry([MetricsReport])
 
 /** Counters of a metrics sink. */

@@ -5,6 +5,9 @@ import { type Clock, systemClock, type Transport } from '../runtime/index.ts'
 /** The metric key of the restarts of one supervised process: `process/<name>/restarts`. */
 export const processRestartsKey = (name: string) => `process/${name}/restarts`
 
+/** The metric key of a run's step budget (`budget.maxSteps` of its recipe), reported by role `run`. */
+export const RUN_MAX_STEPS = 'run/max_steps'
+
 /** Options of `ProcessRestartReport`. */
 export interface ProcessRestartReportOptions {
   /** Run id (the `<run>` subject token). */
@@ -15,6 +18,11 @@ export interface ProcessRestartReportOptions {
   step: () => number
   /** Names of the supervised processes (reported from the start, at 0). */
   names: readonly string[]
+  /**
+   * Facts of the run sent with every report, so a monitor that joins later learns them too:
+   * `run/max_steps` (the recipe's step budget), which ends the progress bar of `triad monitor`.
+   */
+  values?: Readonly<Record<string, number>>
   /** Reports are repeated this often, ms (default 10,000), so a monitor that joins later sees them. */
   everyMs?: number
   clock?: Clock
@@ -23,8 +31,9 @@ export interface ProcessRestartReportOptions {
 /**
  * Counts the process supervisor's restarts of each of a run's processes (the learner, the rollout)
  * and reports them as metrics of role `run`: `process/<name>/restarts`, the count since this
- * `triad run` started. A report goes out at each restart and every `everyMs`; the live view and
- * `triad monitor` add them to the actor restarts.
+ * `triad run` started, plus the run's constant `values` (`run/max_steps`). A report goes out at
+ * each restart and every `everyMs`; the live view and `triad monitor` add the restarts to the
+ * actor restarts.
  */
 export class ProcessRestartReport {
   private readonly counts = new Map<string, number>()
@@ -65,7 +74,7 @@ export class ProcessRestartReport {
 
   private publish(): void {
     if (this.stopped) return
-    const values: Record<string, number> = {}
+    const values: Record<string, number> = { ...this.options.values }
     for (const [name, n] of this.counts) values[processRestartsKey(name)] = n
     try {
       this.transport.publish(

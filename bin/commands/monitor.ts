@@ -1,21 +1,23 @@
-import { join } from 'node:path'
 import type { Command } from 'commander'
 import {
+  ALL_RUNS_METRICS,
   type Clock,
   connectNats,
   type MetricsLine,
   metricsWildcard,
   NatsConnectError,
   type NatsTransport,
-  readRunTransport,
   type Served,
   systemClock,
   type Transport,
 } from '../../actors/index.ts'
 import { checkToken, MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
-import { MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
+import { formatDuration, MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
+import { connectHint, inProcessRunError, type RunNats, recipeMaxSteps, runNats } from '../monitor/run-nats.ts'
+import { watchRunsSeen } from '../monitor/runs-seen.ts'
 import { serviceRestarts } from '../monitor/service-restarts.ts'
+import { integerOption } from '../numeric-option.ts'
 
 const accepts = new MessageRegistry([MetricsReport])
 
@@ -27,12 +29,45 @@ export function watchMetrics(transport: Transport, run: string, state: MetricsSt
   })
 }
 
+/** How long the live monitor waits for a first report before it lists the runs it saw instead, ms. */
+export const NO_METRICS_HINT_MS = 5_000
+
+/** What the monitor says about the runs seen on a server while its run published nothing. */
+function seenLine(where: string, seen: readonly string[]): string {
+  return seen.length
+    ? `runs that published metrics on ${ALL_RUNS_METRICS} at ${where} meanwhile: ${seen.join(', ')}`
+    : `no run published metrics at ${where} meanwhile (triad run without --nats starts its own nats-server and records its URL in the run directory: run triad monitor where that is, with --runs-dir, or pass the URL it printed with --nats)`
+}
+
+/**
+ * The live monitor's text while no report of `run` has arrived: where it waits (subjects, URL and
+ * where the URL came from) and, from `NO_METRICS_HINT_MS` on, how long it has waited and the runs
+ * that published metrics on that server meanwhile (or that none did).
+ */
+export function waitingText(o: {
+  run: string
+  nats: RunNats
+  elapsedMs: number
+  seen: readonly string[]
+}): string {
+  const lines = [
+    `run ${o.run}: waiting for metrics on ${metricsWildcard(o.run)} at ${o.nats.url} (${o.nats.source})`,
+  ]
+  if (o.elapsedMs >= NO_METRICS_HINT_MS)
+    lines.push(`nothing from run ${o.run} in ${formatDuration(o.elapsedMs)}; ${seenLine(o.nats.url, o.seen)}`)
+  return `${lines.join('\n')}\n`
+}
+
 /** Options of `monitorOnce`. */
 export interface MonitorOnceOptions {
   run: string
+  /** The server's URL, for the error when nothing arrives (default: not named). */
+  url?: string
   /** How long to collect reports before rendering, ms. */
   waitMs: number
   maxSteps?: number
+  /** End of the progress bar when no `run/max_steps` report arrived (the run directory's recipe). */
+  budgetMaxSteps?: number
   clock?: Clock
   /** Reads the run's actor restarts (from the NATS services); called once after the window. */
   restarts?: () => Promise<number | undefined>
@@ -40,46 +75,38 @@ export interface MonitorOnceOptions {
 
 /**
  * Collects a run's metrics for `waitMs` and renders one snapshot.
- * @throws CliError when no report arrived in that time.
+ * @throws CliError when no report arrived in that time, naming the runs that did publish metrics
+ *   on that server meanwhile (or saying that none did).
  */
 export async function monitorOnce(transport: Transport, options: MonitorOnceOptions): Promise<string> {
   const clock = options.clock ?? systemClock
   const state = new MetricsState()
   const sub = watchMetrics(transport, options.run, state)
+  const seen = watchRunsSeen(transport)
   await new Promise<void>((resolve) => clock.setTimeout(resolve, options.waitMs))
   await sub.stop()
-  if (state.reports === 0)
+  await seen.stop()
+  if (state.reports === 0) {
+    const where = options.url ?? 'this server'
     throw new CliError(
-      `no metrics on ${metricsWildcard(options.run)} within ${options.waitMs} ms; is run '${options.run}' running? (a run in one process on the in-process transport cannot be watched from outside it)`,
+      `no metrics on ${metricsWildcard(options.run)} at ${where} within ${options.waitMs} ms; is run '${options.run}' running? ` +
+        `${seenLine(where, seen.runs())}. A run in one process on the in-process transport cannot be watched from outside it.`,
     )
+  }
   const restarts = await options.restarts?.()
-  return renderSnapshot(state, { run: options.run, maxSteps: options.maxSteps, serviceRestarts: restarts })
+  return renderSnapshot(state, {
+    run: options.run,
+    maxSteps: options.maxSteps,
+    budgetMaxSteps: options.budgetMaxSteps,
+    serviceRestarts: restarts,
+  })
 }
 
 /**
- * The error for a run that `triad monitor` cannot attach to: one that `triad run` started in one
- * process on the in-process transport (its `logs/run.jsonl` says so), whose metrics never leave
- * that process. Undefined for any other run, or when `<runsDir>/<run>` is not here.
+ * `triad monitor --run RUN [--nats URL] [--once]`: a live terminal view of a run's metrics. Without
+ * `--nats` it reads the run's NATS URL from `<runs-dir>/<run>/logs/run.jsonl` (an embedded server
+ * listens on a free port), else uses `DEFAULT_NATS_URL`.
  */
-export async function unmonitorableRun(runsDir: string, run: string): Promise<CliError | undefined> {
-  const dir = join(runsDir, run)
-  const transport = await readRunTransport(dir)
-  if (transport?.transport !== 'in-process') return undefined
-  return new CliError(
-    `run ${run} runs in one process on the in-process transport, so triad monitor cannot attach to it: ` +
-      `its live view is in the terminal of triad run, its metrics in ${join(dir, 'metrics.jsonl')} ` +
-      `(triad report ${dir} charts them). Start a run with nats-server on PATH, or with --nats URL, to ` +
-      'watch it from another process or machine.',
-  )
-}
-
-const positiveInt = (name: string) => (v: string) => {
-  const n = Number(v)
-  if (!Number.isInteger(n) || n <= 0) throw new CliError(`${name} must be a positive integer, got '${v}'`)
-  return n
-}
-
-/** `triad monitor --nats URL --run RUN [--once]`: a live terminal view of a run's metrics. */
 export function registerMonitor(program: Command): void {
   program
     .command('monitor')
@@ -87,20 +114,27 @@ export function registerMonitor(program: Command): void {
       "live view of a run's metrics: progress, success and reward per task, tokens/s, staleness, restarts",
     )
     .requiredOption('--run <run>', 'run id (the run directory name, e.g. quickstart-20261129-182157)')
-    .option('--nats <url>', 'NATS server URL(s)', 'nats://127.0.0.1:4222')
-    .option('--runs-dir <dir>', 'where triad run made the run directory (to tell a one-process run)', 'runs')
+    .option(
+      '--nats <url>',
+      'NATS server URL(s) (default: the URL triad run recorded in the run directory, else nats://127.0.0.1:4222)',
+    )
+    .option(
+      '--runs-dir <dir>',
+      'where triad run made the run directory (its NATS URL, its step budget, a one-process run)',
+      'runs',
+    )
     .option('--once', 'print one snapshot after --wait ms and exit')
-    .option('--wait <ms>', 'with --once: how long to collect metrics', positiveInt('--wait'), 3000)
-    .option('--interval <ms>', 'redraw interval', positiveInt('--interval'), 1000)
+    .option('--wait <ms>', 'with --once: how long to collect metrics', integerOption({ min: 1 }), 3000)
+    .option('--interval <ms>', 'redraw interval', integerOption({ min: 1 }), 1000)
     .option(
       '--max-steps <n>',
-      'end of the progress bar (default: the run/max_steps metric)',
-      positiveInt('--max-steps'),
+      "end of the progress bar (default: the run's run/max_steps report, else its recipe.json budget)",
+      integerOption({ min: 1 }),
     )
     .action(
       async (options: {
         run: string
-        nats: string
+        nats?: string
         runsDir: string
         once?: boolean
         wait: number
@@ -112,19 +146,22 @@ export function registerMonitor(program: Command): void {
         } catch (err) {
           throw new CliError((err as Error).message, { cause: err })
         }
-        const refused = await unmonitorableRun(options.runsDir, options.run)
+        const refused = await inProcessRunError(options.runsDir, options.run, 'triad monitor')
         if (refused) throw refused
+        const nats = await runNats(options.runsDir, options.run, options.nats)
+        const budgetMaxSteps = await recipeMaxSteps(options.runsDir, options.run)
         let transport: NatsTransport
         try {
           transport = await connectNats({
-            servers: options.nats,
+            servers: nats.url,
             run: options.run,
             role: 'monitor',
             id: String(process.pid),
             connectTimeoutMs: 3_000,
           })
         } catch (err) {
-          if (err instanceof NatsConnectError) throw new CliError(err.message, { cause: err })
+          if (err instanceof NatsConnectError)
+            throw new CliError(`${err.message}${connectHint(nats)}`, { cause: err })
           throw err
         }
         if (options.once) {
@@ -132,8 +169,10 @@ export function registerMonitor(program: Command): void {
             process.stdout.write(
               await monitorOnce(transport, {
                 run: options.run,
+                url: nats.url,
                 waitMs: options.wait,
                 maxSteps: options.maxSteps,
+                budgetMaxSteps,
                 restarts: () => serviceRestarts(transport, options.run, 500),
               }),
             )
@@ -144,6 +183,8 @@ export function registerMonitor(program: Command): void {
         }
         const state = new MetricsState()
         const sub = watchMetrics(transport, options.run, state)
+        const seen = watchRunsSeen(transport)
+        const started = Date.now()
         const tty = process.stdout.isTTY
         // Actor restarts come from the run's NATS services, polled in the background.
         let restarts: number | undefined
@@ -158,15 +199,26 @@ export function registerMonitor(program: Command): void {
               polling = undefined
             })
         }
+        // Elsewhere than a terminal the waiting text is written only when it says something new.
+        let lastWaiting = ''
         const draw = () => {
           poll()
-          const text = state.reports
-            ? renderSnapshot(state, {
-                run: options.run,
-                maxSteps: options.maxSteps,
-                serviceRestarts: restarts,
-              })
-            : `run ${options.run}: waiting for metrics on ${metricsWildcard(options.run)}\n`
+          if (state.reports === 0) {
+            const elapsedMs = Date.now() - started
+            const text = waitingText({ run: options.run, nats, elapsedMs, seen: seen.runs() })
+            // what is new: the hint, then each change of the runs it lists (not the seconds it counts)
+            const news = elapsedMs >= NO_METRICS_HINT_MS ? `hint|${seen.runs().join(',')}` : 'waiting'
+            if (tty) process.stdout.write(`\x1b[H\x1b[J${text}`)
+            else if (news !== lastWaiting) process.stdout.write(`${text}\n`)
+            lastWaiting = news
+            return
+          }
+          const text = renderSnapshot(state, {
+            run: options.run,
+            maxSteps: options.maxSteps,
+            budgetMaxSteps,
+            serviceRestarts: restarts,
+          })
           process.stdout.write(tty ? `\x1b[H\x1b[J${text}` : `${text}\n`)
         }
         draw()
@@ -177,6 +229,7 @@ export function registerMonitor(program: Command): void {
         })
         clearInterval(timer)
         await polling
+        await seen.stop()
         await sub.stop()
         await transport.close()
       },

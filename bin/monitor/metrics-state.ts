@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress'
 import Table from 'cli-table3'
-import type { MetricsLine } from '../../actors/index.ts'
+import { type MetricsLine, RUN_MAX_STEPS } from '../../actors/index.ts'
 
 /** One report of the cold-start SFT: its step and the report's time, ms since the epoch. */
 export interface SftMark {
@@ -83,9 +83,13 @@ export const MonitorKeys = {
   tokensPerS: 'engine/tokens_per_s',
   stalenessMean: 'pipeline/staleness_mean',
   stalenessMax: 'pipeline/staleness_max',
-  /** The first of these present is the loss column. */
-  loss: ['learner/loss', 'learner/loss/total', 'learner/policy/loss'],
-  maxSteps: 'run/max_steps',
+  /**
+   * The first of these present is the loss column: the learner node's minimised RL loss
+   * (`loss/total`, policy loss plus the KL and entropy terms; see `RlStepMetrics`), else its policy
+   * loss, else the loss of a learner actor (`startLearner`, which prefixes its keys `learner/`).
+   */
+  loss: ['loss/total', 'policy/loss', 'learner/loss/total'],
+  maxSteps: RUN_MAX_STEPS,
   /** Restarts of a run's processes by the process supervisor (`process/<name>/restarts`). */
   processRestarts: /^process\/[^/]+\/restarts$/,
   /** The learner's cold-start SFT reports (one per SFT step, at learner step 0). */
@@ -134,8 +138,13 @@ const fmt = (v: number | undefined, digits = 3) =>
 /** Options of `renderSnapshot`. */
 export interface SnapshotOptions {
   run: string
-  /** End of the progress bar, learner steps (default: the `run/max_steps` metric, else none). */
+  /** End of the progress bar, learner steps (default: the `run/max_steps` metric, else `budgetMaxSteps`). */
   maxSteps?: number
+  /**
+   * End of the progress bar when neither `maxSteps` nor the `run/max_steps` metric gives one: the
+   * step budget of the run directory's `recipe.json`, when the monitor runs where it is.
+   */
+  budgetMaxSteps?: number
   /** Characters of the bar (default 30). */
   barSize?: number
   /**
@@ -209,7 +218,7 @@ function renderSft(state: MetricsState, options: SnapshotOptions): string {
  */
 export function renderSnapshot(state: MetricsState, options: SnapshotOptions): string {
   if (sftRunning(state)) return renderSft(state, options)
-  const maxSteps = options.maxSteps ?? state.value(MonitorKeys.maxSteps, 'mean')
+  const maxSteps = options.maxSteps ?? state.value(MonitorKeys.maxSteps, 'mean') ?? options.budgetMaxSteps
   const barsize = options.barSize ?? 30
   const lines: string[] = []
   if (maxSteps && maxSteps > 0) {

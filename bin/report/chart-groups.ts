@@ -1,4 +1,4 @@
-import type { MetricsLine } from '../../actors/index.ts'
+import { type MetricsLine, RUN_MAX_STEPS } from '../../actors/index.ts'
 
 /** One line chart: a title, the x values (learner steps) and one y array per series. */
 export interface Chart {
@@ -103,14 +103,17 @@ export const AREA_AXES: Readonly<Record<string, { key: string; label: string; hi
     sft: { key: 'sft/step', label: 'SFT step', hidden: ['sft/step', 'sft/steps_total'] },
   }
 
+/** Keys that are facts of the run rather than measurements (`run/max_steps`): never charted. */
+export const UNCHARTED_KEYS: ReadonlySet<string> = new Set([RUN_MAX_STEPS])
+
 /** True for rate keys (`engine/tokens_per_s`): values of several actors add up. */
 export const isRateKey = (key: string) => /_per_s$/.test(key)
 
 /**
- * Turns metrics lines into chart sections. The x axis is the learner step, except in the areas of
- * `AREA_AXES` (the SFT: its own step). At one step, the values of one actor (`role:id`) are
- * averaged; the actors' values are then summed for rate keys (`..._per_s`: the engines'
- * throughputs add up) and averaged for every other key.
+ * Turns metrics lines into chart sections (every key but `UNCHARTED_KEYS`). The x axis is the
+ * learner step, except in the areas of `AREA_AXES` (the SFT: its own step). At one step, the
+ * values of one actor (`role:id`) are averaged; the actors' values are then summed for rate keys
+ * (`..._per_s`: the engines' throughputs add up) and averaged for every other key.
  */
 export function buildChartSections(
   lines: readonly MetricsLine[],
@@ -122,7 +125,7 @@ export function buildChartSections(
   for (const line of lines) {
     const who = `${line.role}:${line.id}`
     for (const [key, value] of Object.entries(line.values)) {
-      if (!Number.isFinite(value)) continue
+      if (!Number.isFinite(value) || UNCHARTED_KEYS.has(key)) continue
       const axis = AREA_AXES[areaOf(key)]
       if (axis?.hidden.includes(key)) continue
       const x = axis ? line.values[axis.key] : line.step

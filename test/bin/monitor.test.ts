@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -11,7 +11,7 @@ import {
   recordRunTransport,
   runDirPaths,
 } from '../../actors/index.ts'
-import { monitorOnce } from '../../bin/commands/monitor.ts'
+import { monitorOnce, waitingText } from '../../bin/commands/monitor.ts'
 import { CliError } from '../../bin/errors.ts'
 import { formatDuration, MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { MessageRegistry, MetricsReport, Subjects } from '../../protocols/index.ts'
@@ -160,19 +160,72 @@ describe('bin/monitor', () => {
     await t.close()
   })
 
-  it('monitorOnce - no metrics within the window is a clear error', async () => {
+  it('monitorOnce - no metrics within the window is a clear error that names the runs seen there', async () => {
     const clock = new ManualClock(0)
     const t = new InProcessTransport(clock)
-    const snapshot = monitorOnce(t, { run: 'quiet', waitMs: 500, clock })
+    const snapshot = monitorOnce(t, { run: 'quiet', url: 'nats://here:4222', waitMs: 500, clock })
+    for (const run of ['loud-2', 'loud-1'])
+      t.publish(
+        Subjects.metrics(run, 'learner'),
+        MetricsReport.make({ role: 'learner', id: '0', step: 1, time: 0, values: { 'loss/total': 1 } }),
+      )
     clock.advance(500)
     await assert.rejects(
       snapshot,
       (err: Error) =>
         err instanceof CliError &&
         err.message ===
-          "no metrics on triad.quiet.metrics.> within 500 ms; is run 'quiet' running? (a run in one process on the in-process transport cannot be watched from outside it)",
+          "no metrics on triad.quiet.metrics.> at nats://here:4222 within 500 ms; is run 'quiet' running? " +
+            'runs that published metrics on triad.*.metrics.> at nats://here:4222 meanwhile: loud-1, loud-2. ' +
+            'A run in one process on the in-process transport cannot be watched from outside it.',
+    )
+    const none = monitorOnce(t, { run: 'quiet', url: 'nats://here:4222', waitMs: 500, clock })
+    clock.advance(500)
+    await assert.rejects(none, (err: Error) =>
+      err.message.includes(
+        "; is run 'quiet' running? no run published metrics at nats://here:4222 meanwhile (triad run without --nats",
+      ),
     )
     await t.close()
+  })
+
+  it('waitingText - where the monitor waits, then after 5 s the runs seen on that server or that none was', () => {
+    const nats = { url: 'nats://127.0.0.1:40533', source: 'recorded by triad run in runs/r1/logs/run.jsonl' }
+    assert.equal(
+      waitingText({ run: 'r1', nats, elapsedMs: 4_999, seen: ['r2'] }),
+      'run r1: waiting for metrics on triad.r1.metrics.> at nats://127.0.0.1:40533 (recorded by triad run in runs/r1/logs/run.jsonl)\n',
+    )
+    assert.equal(
+      waitingText({ run: 'r1', nats, elapsedMs: 6_000, seen: ['r2', 'r3'] }).split('\n')[1],
+      'nothing from run r1 in 6s; runs that published metrics on triad.*.metrics.> at nats://127.0.0.1:40533 meanwhile: r2, r3',
+    )
+    assert.match(
+      waitingText({ run: 'r1', nats, elapsedMs: 5_000, seen: [] }).split('\n')[1]!,
+      /^nothing from run r1 in 5s; no run published metrics at nats:\/\/127\.0\.0\.1:40533 meanwhile \(triad run without --nats starts its own nats-server/,
+    )
+  })
+
+  it('renderSnapshot - the step total comes from the run/max_steps report of triad run, else the recipe budget', () => {
+    const state = new MetricsState()
+    for (const line of syntheticMetrics(10)) state.add(line)
+    assert.match(renderSnapshot(state, { run: 'r1', budgetMaxSteps: 30 }), /^run r1 .* 30% {2}step 9\/30\n/)
+    state.add({ role: 'run', id: '77', step: 9, time: 0, values: { 'run/max_steps': 18 } })
+    assert.match(renderSnapshot(state, { run: 'r1', budgetMaxSteps: 30 }), /^run r1 .* 50% {2}step 9\/18\n/)
+    assert.match(renderSnapshot(state, { run: 'r1', maxSteps: 90 }), /^run r1 .* 10% {2}step 9\/90\n/)
+  })
+
+  it("renderSnapshot - the loss column is the learner's loss/total, else its policy/loss", () => {
+    const state = new MetricsState()
+    state.add({ role: 'learner', id: 'l', step: 3, time: 0, values: { 'policy/loss': 0.25 } })
+    assert.match(renderSnapshot(state, { run: 'r1' }), row('-', '-', '-', '0.2500', '-', '1'))
+    state.add({
+      role: 'learner',
+      id: 'l',
+      step: 4,
+      time: 0,
+      values: { 'loss/total': 0.5, 'policy/loss': 0.25 },
+    })
+    assert.match(renderSnapshot(state, { run: 'r1' }), row('-', '-', '-', '0.5000', '-', '2'))
   })
 
   it('triad monitor --once - prints a snapshot of a run from the NATS metrics subjects and services', async () => {
@@ -289,6 +342,74 @@ describe('bin/monitor', () => {
       child.stderr(),
       new RegExp(
         `^triad: run ${dir.id} runs in one process on the in-process transport, so triad monitor cannot attach to it: .*${dir.metricsFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
+      ),
+    )
+  })
+
+  it('triad monitor - a run that publishes nothing: where it waits, then the runs that did publish there', async () => {
+    const run = `nosuchrun-${process.pid}`
+    const other = `busy-${process.pid}`
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run: other, role: 'test', id: '3' })
+    const child = startTriad([
+      'monitor',
+      '--nats',
+      'nats://127.0.0.1:4222',
+      '--run',
+      run,
+      '--interval',
+      '200',
+    ])
+    const hint = `nothing from run ${run} in `
+    const listed = new Promise<string>((resolve) => {
+      const timer = setInterval(() => {
+        const line = child.stdout.find((l) => l.startsWith(hint) && l.includes(other))
+        if (line) {
+          clearInterval(timer)
+          resolve(line)
+        }
+      }, 50)
+    })
+    const line = await publishUntil(nats, other, listed)
+    await nats.close()
+    child.child.kill('SIGTERM')
+    assert.equal((await child.exited).code, 0, child.stderr())
+    assert.equal(
+      child.stdout[0],
+      `run ${run}: waiting for metrics on triad.${run}.metrics.> at nats://127.0.0.1:4222 (--nats)`,
+    )
+    assert.match(
+      line,
+      new RegExp(
+        `^${hint}\\d+s; runs that published metrics on triad\\.\\*\\.metrics\\.> at nats://127\\.0\\.0\\.1:4222 meanwhile: .*\\b${other}\\b`,
+      ),
+    )
+  })
+
+  it('triad monitor --once - without --nats: the URL recorded in the run directory, the step total from its recipe', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'triad-monitor-runs-'))
+    const dir = runDirPaths(join(runsDir, `rec-${process.pid}`))
+    mkdirSync(dir.path)
+    writeFileSync(dir.recipeFile, JSON.stringify({ name: 'rec', budget: { maxSteps: 36 } }))
+    await recordRunTransport(dir, { transport: 'nats', url: 'nats://127.0.0.1:4222' })
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run: dir.id, role: 'test', id: '4' })
+    const child = startTriad(['monitor', '--run', dir.id, '--runs-dir', runsDir, '--once', '--wait', '1500'])
+    const { code } = await publishUntil(nats, dir.id, child.exited)
+    await nats.close()
+    assert.equal(code, 0, child.stderr())
+    assert.match(child.stdout.join('\n'), new RegExp(`^run ${dir.id} .* 25%  step 9/36$`, 'm'))
+  })
+
+  it('triad monitor - a URL recorded by a run that ended is a clear error that says where it came from', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'triad-monitor-runs-'))
+    const dir = runDirPaths(join(runsDir, 'gone-20261129-120000'))
+    mkdirSync(dir.path)
+    await recordRunTransport(dir, { transport: 'nats', url: 'nats://127.0.0.1:1' })
+    const child = startTriad(['monitor', '--run', dir.id, '--runs-dir', runsDir, '--once'])
+    assert.equal((await child.exited).code, 1)
+    assert.match(
+      child.stderr(),
+      new RegExp(
+        `^triad: cannot connect to NATS at nats://127\\.0\\.0\\.1:1.* \\(recorded by triad run in ${join(dir.logsDir, 'run.jsonl').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}; has the run ended\\?\\)\n$`,
       ),
     )
   })

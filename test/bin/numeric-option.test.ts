@@ -61,6 +61,10 @@ describe('bin/numeric-option', () => {
         "error: option '--step <n>' argument '2.5' is invalid. Expected an integer >= 0.",
       ],
       [
+        ['monitor', '--run', 'r', '--wait', 'soon'],
+        "error: option '--wait <ms>' argument 'soon' is invalid. Expected an integer >= 1.",
+      ],
+      [
         ['demo', '--count', '0'],
         "error: option '--count <n>' argument '0' is invalid. Expected an integer >= 1.",
       ],

@@ -145,7 +145,7 @@ describe('bin/report', () => {
     const report = await buildReport(dir.path)
     assert.equal(report.lines, 120)
     assert.equal(report.evals, 1)
-    // rollout/reward, rollout/success, learner/clip_frac_*, learner/loss, pipeline/staleness_*,
+    // rollout/reward, rollout/success, learner/clip_frac_*, loss/total, pipeline/staleness_*,
     // engine/tokens_per_s, env/difficulty, reward/step_accuracy, runtime/restarts
     assert.equal(report.charts, 9)
     assert.match(report.html, /Content-Security-Policy" content="default-src 'none'/)

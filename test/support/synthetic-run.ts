@@ -12,7 +12,7 @@ export const SYNTHETIC_TASKS = ['calc', 'sql', 'maze'] as const
 
 /**
  * The metric lines of a synthetic run of `steps` learner steps: per-task success, reward and
- * difficulty, learner loss and clip fractions, staleness, two engines' throughput and the reward
+ * difficulty, the learner's loss (`loss/total`, as the learner reports it) and clip fractions, staleness, two engines' throughput and the reward
  * model's step accuracy. Values are exact functions of the step.
  */
 export function syntheticMetrics(steps: number, t0 = Date.UTC(2026, 10, 29, 12)): MetricsLine[] {
@@ -32,7 +32,7 @@ export function syntheticMetrics(steps: number, t0 = Date.UTC(2026, 10, 29, 12))
       step,
       time,
       values: {
-        'learner/loss': 1 / (step + 1),
+        'loss/total': 1 / (step + 1),
         'learner/clip_frac_high': 0.01 * step,
         'learner/clip_frac_low': 0.005 * step,
         'pipeline/staleness_mean': 1.5,

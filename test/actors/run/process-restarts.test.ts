@@ -10,6 +10,7 @@ import {
   ProcessRestartReport,
   ProcessSupervisor,
   processRestartsKey,
+  RUN_MAX_STEPS,
   startNatsServer,
 } from '../../../actors/index.ts'
 import { watchMetrics } from '../../../bin/commands/monitor.ts'
@@ -116,5 +117,34 @@ describe('actors/run/process-restarts', () => {
         ['run', '9', 3, 6_000, 1],
       ],
     )
+  })
+
+  it("process-restarts - the run's constant values (its step budget) go with every report", () => {
+    const clock = new ManualClock(0)
+    const t = new InProcessTransport(clock)
+    const seen: Report[] = []
+    t.subscribe('triad.r.metrics.>', {
+      accepts: new MessageRegistry([MetricsReport]),
+      handler: (m) => seen.push(m.payload as Report),
+    })
+    const report = new ProcessRestartReport(t, {
+      run: 'r',
+      id: '9',
+      step: () => 0,
+      names: ['learner'],
+      values: { [RUN_MAX_STEPS]: 120 },
+      clock,
+      everyMs: 5_000,
+    })
+    clock.advance(5_000)
+    report.stop()
+    assert.deepEqual(
+      seen.map((r) => r.values),
+      Array(3).fill({ 'run/max_steps': 120, 'process/learner/restarts': 0 }),
+    )
+    // the monitor's progress bar ends there
+    const state = new MetricsState()
+    for (const r of seen) state.add(r)
+    assert.match(renderSnapshot(state, { run: 'r' }), /^run r .* 0% {2}step 0\/120\n/)
   })
 })
