@@ -422,12 +422,21 @@ export async function startEnvController(
       subject: Subjects.envStart(options.run),
       queue: QueueGroups.envController,
       accepts: envControllerAccepts,
-      service: { name: 'env-controller', description: 'triad environment controller', stats: counts },
+      service: {
+        name: 'triad-env-controller',
+        description: 'triad environment controller',
+        metadata: { run: options.run },
+        stats: counts,
+      },
     }),
     await exposeActor(transport, ref, {
       subject: Subjects.envAdmin(options.run),
       accepts: envControllerAccepts,
-      service: { name: 'env-admin', description: 'triad environment controller admin' },
+      service: {
+        name: 'triad-env-admin',
+        description: 'triad environment controller admin',
+        metadata: { run: options.run },
+      },
     }),
   ]
   const beats = transport.subscribe(Subjects.envHeartbeat(options.run), {

@@ -173,7 +173,7 @@ export async function startEnvWorker(
     subject,
     accepts: envWorkerAccepts,
     service: {
-      name: 'env-worker',
+      name: 'triad-env-worker',
       description: `triad env worker ${options.id} (${Object.keys(options.tasks).join(', ')})`,
       metadata: { worker: options.id, run: options.run },
     },

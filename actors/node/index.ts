@@ -1,6 +1,7 @@
 export * from './cold-start.ts'
 export * from './config.ts'
 export * from './learner-node.ts'
+export * from './learner-status.ts'
 export * from './reward-model-checkpoint.ts'
 export * from './reward-model-cold-start.ts'
 export * from './rollout-node.ts'

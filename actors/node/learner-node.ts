@@ -21,6 +21,7 @@ import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
+import { serveLearnerStatus } from './learner-status.ts'
 import {
   loadRewardModelCheckpoint,
   REWARD_MODEL_CHECKPOINT_DIR,
@@ -77,196 +78,229 @@ export async function startLearnerNode(
 ): Promise<NodeHandle> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[learner] ${line}\n`))
   const backend = await chooseBackend({ backend: config.backend, log })
-  const report = reportMetrics(transport, config.run, 'learner', id)
-  // The stream holds the buffer plus what the learner holds unacknowledged until its next
-  // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
-  const p0 = config.pipeline
-  await ensureTrajectoryStream(transport, {
-    run: config.run,
-    maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
-    ackWaitMs: 60_000,
+  const publish = reportMetrics(transport, config.run, 'learner', id)
+  // The status service (`triad-learner`) answers from these, from the start: during the SFT too.
+  let lastMetrics: Record<string, number> = {}
+  const live: { learner?: Learner; loop?: LearnerLoop } = {}
+  const report = (values: Record<string, number>, step: number) => {
+    lastMetrics = values
+    publish(values, step)
+  }
+  const served = await serveLearnerStatus(transport, config.run, id, {
+    version: () => live.learner?.version ?? 0,
+    steps: () => live.loop?.counts.steps ?? 0,
+    checkpoint: () => live.learner?.lastCheckpoint,
+    metrics: () => lastMetrics,
+    stats: () => ({
+      groups: live.loop?.counts.groups ?? 0,
+      dropped_stale: live.loop?.counts.droppedStale ?? 0,
+      invalid_groups: live.loop?.counts.invalid ?? 0,
+    }),
   })
-  const checkpointDir = join(config.runDir, 'checkpoints')
-  const sftDir = join(checkpointDir, 'sft')
-  const latest = readLatestCheckpoint(checkpointDir)
-  // The run's tokenizer: learned once (byte-pair merges from the expert corpus), kept in the run
-  // directory for resumes and published to the object store for the other nodes.
-  const tokenizerFile = join(config.runDir, 'tokenizer.json')
-  let tokenizer: Tokenizer
-  let experts: ExpertEpisode[] | undefined
-  if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
-  else {
-    const merges = config.tokenizerMerges ?? 0
-    const count = Math.max(config.sft.enabled ? config.sft.episodesPerTask : 0, merges > 0 ? 64 : 0)
-    experts = count > 0 ? await playExperts(config, count) : []
-    tokenizer = runTokenizer(experts, merges)
-    await saveTokenizer(tokenizerFile, tokenizer)
-    log(
-      `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${experts.length} expert episodes)`,
-    )
-  }
-  await publishRunTokenizer(transport, config.run, tokenizer)
-  const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
-
-  let model: ReturnType<typeof createTransformer>
-  if (latest) {
-    model = (await loadCheckpoint(latest.dir)).model
-    log(`resuming from ${latest.dir} (version ${latest.version})`)
-  } else {
-    try {
-      model = (await loadCheckpoint(sftDir)).model
-      log(`starting from the SFT checkpoint ${sftDir}`)
-    } catch {
-      model = createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
-      if (config.sft.enabled) {
-        log('cold-start SFT on expert trajectories')
-        const onLog = (r: SftLogRecord, total: number) =>
-          report(
-            {
-              'sft/loss': r.loss,
-              'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0,
-              'sft/step': r.step,
-              'sft/steps_total': total,
-              'sft/grad_norm': r.gradNorm,
-            },
-            0,
-          )
-        const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
-        const sft = await coldStart(model, tokenizer, episodes, config, onLog)
-        log(
-          `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
-        )
-        await saveCheckpoint(sftDir, model, {
-          tokenizer,
-          metadata: { version: '0', phase: 'sft', backend: backend.name },
-        })
-      }
-    }
-  }
-  const learner = await Learner.create({
-    model,
-    tokenizer,
-    lr: config.rl.lr,
-    rl: config.rl.step,
-    version: latest?.version ?? 0,
-    // The KL term's reference is the policy RL starts from (the SFT checkpoint): the copy is made
-    // before a resumed run loads its latest weights.
-    ...((config.rl.step.klCoef ?? 0) > 0 ? { reference: 'copy' as const } : {}),
-  })
-  if (latest) await learner.loadCheckpoint(latest.dir)
-
-  const store = await WeightStore.open(transport, config.run)
-  // The dynamic triad: step rewards into the batch, and a reward model trained beside the policy
-  // (its weights announced as model `reward`, at the policy's version, for the reward actor).
-  const triad = config.triad
-  const maxTokens = config.model.contextLength + 1
-  const rmLearner = triad?.trainRewardModel
-    ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad, triad.rewardModelBatch)
-    : undefined
-  let restored = false
-  if (rmLearner && latest) {
-    // A resumed run continues the reward model it trained (a checkpoint without one: from its cold start or seed).
-    const rmDir = join(latest.dir, REWARD_MODEL_CHECKPOINT_DIR)
-    if (existsSync(rmDir)) {
-      await loadRewardModelCheckpoint(rmDir, rmLearner)
-      restored = true
-      log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
-    } else log(`no reward model in ${latest.dir}`)
-  }
-  // The reward model's cold start, once per run, before version 0 goes out: the first judgements
-  // already come from a judge that answers `+` or `-`.
-  let rewardWeights = rmLearner && (await rmLearner.weights())
-  const rmSft = triad?.rewardModelSft
-  if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
-    const rm =
-      rmLearner?.rm ??
-      new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
-    try {
-      const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
-      if (rmSft.init === 'policy') rm.loadWeights(await getWeights(model), rm.version)
-      const { report: r, trained } = await rewardModelColdStartOnce(rm, config, rmSft, dir, (rec, total) =>
-        report(
-          {
-            'reward_model/sft/loss': rec.loss,
-            'reward_model/sft/step': rec.step,
-            'reward_model/sft/steps_total': total,
-            'reward_model/sft/grad_norm': rec.gradNorm,
-          },
-          0,
-        ),
-      )
-      if (trained) report(rewardModelSftMetrics(r), 0)
+  try {
+    // The stream holds the buffer plus what the learner holds unacknowledged until its next
+    // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
+    const p0 = config.pipeline
+    await ensureTrajectoryStream(transport, {
+      run: config.run,
+      maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
+      ackWaitMs: 60_000,
+    })
+    const checkpointDir = join(config.runDir, 'checkpoints')
+    const sftDir = join(checkpointDir, 'sft')
+    const latest = readLatestCheckpoint(checkpointDir)
+    // The run's tokenizer: learned once (byte-pair merges from the expert corpus), kept in the run
+    // directory for resumes and published to the object store for the other nodes.
+    const tokenizerFile = join(config.runDir, 'tokenizer.json')
+    let tokenizer: Tokenizer
+    let experts: ExpertEpisode[] | undefined
+    if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
+    else {
+      const merges = config.tokenizerMerges ?? 0
+      const count = Math.max(config.sft.enabled ? config.sft.episodesPerTask : 0, merges > 0 ? 64 : 0)
+      experts = count > 0 ? await playExperts(config, count) : []
+      tokenizer = runTokenizer(experts, merges)
+      await saveTokenizer(tokenizerFile, tokenizer)
       log(
-        `reward model ${trained ? 'cold start' : `cold start loaded from ${dir}`}: ${r.steps} steps on ${r.examples} balanced steps, final loss ${r.finalLoss.toFixed(4)}, held-out balanced accuracy ${r.before.balancedAccuracy.toFixed(3)} -> ${r.after.balancedAccuracy.toFixed(3)}, unparseable ${r.before.unparseable.toFixed(3)} -> ${r.after.unparseable.toFixed(3)}${trained ? ` (${r.seconds.toFixed(1)} s)` : ''}`,
+        `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${experts.length} expert episodes)`,
       )
-      rewardWeights = await rm.getWeights()
-    } finally {
-      if (!rmLearner) rm.dispose()
     }
-  }
-  if (rewardWeights) await store.publish(transport, 'reward', learner.version, rewardWeights)
-  await store.publish(transport, 'policy', learner.version, await learner.weights())
-  const core: LearnerCore = {
-    get version() {
-      return learner.version
-    },
-    step: async (groups: readonly TrajectoryGroupPayload[]) => {
-      if (!triad) return learner.step(groups)
-      const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
-      const trusted = stepRewardsTrusted(triad, metrics)
-      metrics['reward/step_reward_used'] = trusted ? 1 : 0
-      const t0 = performance.now()
-      const out = { ...metrics, ...(await learner.step(trusted ? batch : groups)) }
-      out['time/policy_update_s'] = (performance.now() - t0) / 1000
-      if (rmLearner) {
-        const t1 = performance.now()
-        const rm = await rmLearner.step(groups)
-        out['time/reward_model_update_s'] = (performance.now() - t1) / 1000
-        Object.assign(out, rm.metrics)
-        if (rm.trained) {
-          await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
-          out['reward_model/version'] = learner.version
+    await publishRunTokenizer(transport, config.run, tokenizer)
+    const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
+
+    let model: ReturnType<typeof createTransformer>
+    if (latest) {
+      model = (await loadCheckpoint(latest.dir)).model
+      log(`resuming from ${latest.dir} (version ${latest.version})`)
+    } else {
+      try {
+        model = (await loadCheckpoint(sftDir)).model
+        log(`starting from the SFT checkpoint ${sftDir}`)
+      } catch {
+        model = createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
+        if (config.sft.enabled) {
+          log('cold-start SFT on expert trajectories')
+          const onLog = (r: SftLogRecord, total: number) =>
+            report(
+              {
+                'sft/loss': r.loss,
+                'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0,
+                'sft/step': r.step,
+                'sft/steps_total': total,
+                'sft/grad_norm': r.gradNorm,
+              },
+              0,
+            )
+          const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
+          const sft = await coldStart(model, tokenizer, episodes, config, onLog)
+          log(
+            `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
+          )
+          await saveCheckpoint(sftDir, model, {
+            tokenizer,
+            metadata: { version: '0', phase: 'sft', backend: backend.name },
+          })
         }
       }
-      return out
-    },
-    weights: () => learner.weights(),
-    saveCheckpoint: async (dir: string) => {
-      await learner.saveCheckpoint(dir)
-      if (rmLearner) await saveRewardModelCheckpoint(join(dir, REWARD_MODEL_CHECKPOINT_DIR), rmLearner)
-    },
-  }
-  const consumer = await openTrajectoryConsumer(transport, config.run)
-  const p = config.pipeline
-  const sync = p.mode === 'sync'
-  const loop = new LearnerLoop(
-    core,
-    consumer,
-    {
-      minGroups: p.minGroups,
-      maxGroups: sync ? p.minGroups : p.maxGroups,
-      stalenessBound: p.stalenessBound,
-      checkpointEvery: p.checkpointEvery,
-      keepCheckpoints: p.keepCheckpoints,
-      evaluationEvery: p.evaluationEvery,
-      checkpointDir,
-      waitMs: 5_000,
-      maxTokens: config.model.contextLength + 1,
-    },
-    async (version, weights) => {
-      await store.publish(transport, 'policy', version, weights)
-    },
-    report,
-    latest,
-  )
-  const done = loop.run(Math.max(0, config.maxSteps - learner.version), (err) =>
-    log(`stream unavailable, retrying: ${(err as Error).message}`),
-  )
-  return {
-    done,
-    stop: async () => {
-      loop.stop()
-      await done.catch(() => undefined)
-    },
+    }
+    const learner = await Learner.create({
+      model,
+      tokenizer,
+      lr: config.rl.lr,
+      rl: config.rl.step,
+      version: latest?.version ?? 0,
+      // The KL term's reference is the policy RL starts from (the SFT checkpoint): the copy is made
+      // before a resumed run loads its latest weights.
+      ...((config.rl.step.klCoef ?? 0) > 0 ? { reference: 'copy' as const } : {}),
+    })
+    if (latest) await learner.loadCheckpoint(latest.dir)
+    live.learner = learner
+
+    const store = await WeightStore.open(transport, config.run)
+    // The dynamic triad: step rewards into the batch, and a reward model trained beside the policy
+    // (its weights announced as model `reward`, at the policy's version, for the reward actor).
+    const triad = config.triad
+    const maxTokens = config.model.contextLength + 1
+    const rmLearner = triad?.trainRewardModel
+      ? new RewardModelLearner(
+          modelConfig,
+          tokenizer,
+          config.seed,
+          config.rl.lr,
+          triad,
+          triad.rewardModelBatch,
+        )
+      : undefined
+    let restored = false
+    if (rmLearner && latest) {
+      // A resumed run continues the reward model it trained (a checkpoint without one: from its cold start or seed).
+      const rmDir = join(latest.dir, REWARD_MODEL_CHECKPOINT_DIR)
+      if (existsSync(rmDir)) {
+        await loadRewardModelCheckpoint(rmDir, rmLearner)
+        restored = true
+        log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
+      } else log(`no reward model in ${latest.dir}`)
+    }
+    // The reward model's cold start, once per run, before version 0 goes out: the first judgements
+    // already come from a judge that answers `+` or `-`.
+    let rewardWeights = rmLearner && (await rmLearner.weights())
+    const rmSft = triad?.rewardModelSft
+    if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
+      const rm =
+        rmLearner?.rm ??
+        new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
+      try {
+        const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
+        if (rmSft.init === 'policy') rm.loadWeights(await getWeights(model), rm.version)
+        const { report: r, trained } = await rewardModelColdStartOnce(rm, config, rmSft, dir, (rec, total) =>
+          report(
+            {
+              'reward_model/sft/loss': rec.loss,
+              'reward_model/sft/step': rec.step,
+              'reward_model/sft/steps_total': total,
+              'reward_model/sft/grad_norm': rec.gradNorm,
+            },
+            0,
+          ),
+        )
+        if (trained) report(rewardModelSftMetrics(r), 0)
+        log(
+          `reward model ${trained ? 'cold start' : `cold start loaded from ${dir}`}: ${r.steps} steps on ${r.examples} balanced steps, final loss ${r.finalLoss.toFixed(4)}, held-out balanced accuracy ${r.before.balancedAccuracy.toFixed(3)} -> ${r.after.balancedAccuracy.toFixed(3)}, unparseable ${r.before.unparseable.toFixed(3)} -> ${r.after.unparseable.toFixed(3)}${trained ? ` (${r.seconds.toFixed(1)} s)` : ''}`,
+        )
+        rewardWeights = await rm.getWeights()
+      } finally {
+        if (!rmLearner) rm.dispose()
+      }
+    }
+    if (rewardWeights) await store.publish(transport, 'reward', learner.version, rewardWeights)
+    await store.publish(transport, 'policy', learner.version, await learner.weights())
+    const core: LearnerCore = {
+      get version() {
+        return learner.version
+      },
+      step: async (groups: readonly TrajectoryGroupPayload[]) => {
+        if (!triad) return learner.step(groups)
+        const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
+        const trusted = stepRewardsTrusted(triad, metrics)
+        metrics['reward/step_reward_used'] = trusted ? 1 : 0
+        const t0 = performance.now()
+        const out = { ...metrics, ...(await learner.step(trusted ? batch : groups)) }
+        out['time/policy_update_s'] = (performance.now() - t0) / 1000
+        if (rmLearner) {
+          const t1 = performance.now()
+          const rm = await rmLearner.step(groups)
+          out['time/reward_model_update_s'] = (performance.now() - t1) / 1000
+          Object.assign(out, rm.metrics)
+          if (rm.trained) {
+            await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
+            out['reward_model/version'] = learner.version
+          }
+        }
+        return out
+      },
+      weights: () => learner.weights(),
+      saveCheckpoint: async (dir: string) => {
+        await learner.saveCheckpoint(dir)
+        if (rmLearner) await saveRewardModelCheckpoint(join(dir, REWARD_MODEL_CHECKPOINT_DIR), rmLearner)
+      },
+    }
+    const consumer = await openTrajectoryConsumer(transport, config.run)
+    const p = config.pipeline
+    const sync = p.mode === 'sync'
+    const loop = new LearnerLoop(
+      core,
+      consumer,
+      {
+        minGroups: p.minGroups,
+        maxGroups: sync ? p.minGroups : p.maxGroups,
+        stalenessBound: p.stalenessBound,
+        checkpointEvery: p.checkpointEvery,
+        keepCheckpoints: p.keepCheckpoints,
+        evaluationEvery: p.evaluationEvery,
+        checkpointDir,
+        waitMs: 5_000,
+        maxTokens: config.model.contextLength + 1,
+      },
+      async (version, weights) => {
+        await store.publish(transport, 'policy', version, weights)
+      },
+      report,
+      latest,
+    )
+    const done = loop.run(Math.max(0, config.maxSteps - learner.version), (err) =>
+      log(`stream unavailable, retrying: ${(err as Error).message}`),
+    )
+    live.loop = loop
+    return {
+      done,
+      stop: async () => {
+        loop.stop()
+        await done.catch(() => undefined)
+        await served.stop()
+      },
+    }
+  } catch (err) {
+    await served.stop().catch(() => undefined)
+    throw err
   }
 }

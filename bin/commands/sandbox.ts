@@ -61,7 +61,11 @@ export async function exposeSandbox(
     queue: QueueGroups.sandbox,
     accepts: sandboxAccepts,
     askTimeoutMs: (2 * limits.maxTimeout + 60) * 1000,
-    service: { name: 'triad-sandbox', description: `code sandbox (${backend.kind}, ${backend.isolation})` },
+    service: {
+      name: 'triad-sandbox',
+      description: `code sandbox (${backend.kind}, ${backend.isolation})`,
+      metadata: { run },
+    },
   })
   return { ...exposed, stats: () => exposed.stats(), stopActor: () => ref.stop() }
 }

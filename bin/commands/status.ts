@@ -1,7 +1,10 @@
 import { Svcm } from '@nats-io/services'
 import type { Command } from 'commander'
 import { connectNats } from '../../actors/index.ts'
+import { checkToken } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
+import { connectHint, inProcessRunError, runNats } from '../monitor/run-nats.ts'
+import { integerOption } from '../numeric-option.ts'
 
 /** One live triad service instance as `$SRV.STATS` reports it. */
 export interface ServiceRow {
@@ -22,15 +25,22 @@ export interface ServiceRow {
 /** What `triad status --json` prints. */
 export interface StatusReport {
   nats: string
+  /** Where the URL came from: `--nats`, `recorded by triad run in ...`, or `the default`. */
+  source?: string
+  /** With `--run`: the run everything below is limited to. */
+  run?: string
   services: ServiceRow[]
   server?: {
     healthy: boolean
     version: string
     uptime: string
     connections: number
-    /** Connections per triad role (from names `triad:<run>:<role>:<id>`); others under `other`. */
+    /**
+     * Connections per triad role (from names `triad:<run>:<role>:<id>`); others under `other`.
+     * With `run`: only that run's connections.
+     */
     connectionsByRole: Record<string, number>
-    /** Subscriptions per subject, for subjects under `triad.`. */
+    /** Subscriptions per subject, for subjects under `triad.` (with `run`: under `triad.<run>.`). */
     subscriptionsBySubject: Record<string, number>
     jetstream?: {
       streams: number
@@ -52,23 +62,29 @@ async function getJson<T>(url: string): Promise<T> {
 }
 
 /**
- * Collects the live triad services (NATS Services API, names starting `triad-`) and, with a
- * monitoring URL, the server's health, connections per role, subscriptions per subject and
- * JetStream usage.
- * @throws CliError when NATS or the monitoring endpoint cannot be reached.
+ * Collects the live triad services (NATS Services API, names starting `triad-`; with `run`, only
+ * those whose metadata `run` is that run) and, with a monitoring URL, the server's health,
+ * connections per role, subscriptions per subject (with `run`: that run's) and JetStream usage.
+ * @throws CliError when NATS or the monitoring endpoint cannot be reached; the message says where
+ *   the URL came from (`source`) when it was not `--nats`.
  */
 export async function collectStatus(options: {
   nats: string
+  /** Where `nats` came from, for messages (`recorded by triad run in ...`). */
+  source?: string
   monitor?: string
   waitMs?: number
+  run?: string
 }): Promise<StatusReport> {
+  const run = options.run
   const transport = await connectNats({
     servers: options.nats,
     run: 'status',
     role: 'status',
     id: String(process.pid),
   }).catch((err: Error) => {
-    throw new CliError(err.message, { cause: err })
+    const hint = options.source ? connectHint({ url: options.nats, source: options.source }) : ''
+    throw new CliError(`${err.message}${hint}`, { cause: err })
   })
   const services: ServiceRow[] = []
   try {
@@ -79,7 +95,7 @@ export async function collectStatus(options: {
     // With no service on the server the request has no responders: that is an empty list.
     try {
       for await (const s of await client.stats()) {
-        if (!s.name.startsWith('triad-')) continue
+        if (!s.name.startsWith('triad-') || (run !== undefined && s.metadata?.run !== run)) continue
         const endpoints = s.endpoints ?? []
         services.push({
           name: s.name,
@@ -100,8 +116,18 @@ export async function collectStatus(options: {
   } finally {
     await transport.close()
   }
-  services.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
-  const report: StatusReport = { nats: options.nats, services }
+  services.sort(
+    (a, b) =>
+      a.name.localeCompare(b.name) ||
+      (a.metadata.run ?? '').localeCompare(b.metadata.run ?? '') ||
+      a.id.localeCompare(b.id),
+  )
+  const report: StatusReport = {
+    nats: options.nats,
+    ...(options.source ? { source: options.source } : {}),
+    ...(run !== undefined ? { run } : {}),
+    services,
+  }
   if (!options.monitor) return report
 
   const base = options.monitor.replace(/\/$/, '')
@@ -124,16 +150,18 @@ export async function collectStatus(options: {
   ])
   const connectionsByRole: Record<string, number> = {}
   const subscriptionsBySubject: Record<string, number> = {}
+  const prefix = run === undefined ? 'triad.' : `triad.${run}.`
   for (const c of connz.connections ?? []) {
-    const m = /^triad:[^:]+:([^:]+):/.exec(c.name ?? '')
-    const role = m ? m[1]! : 'other'
+    const m = /^triad:([^:]+):([^:]+):/.exec(c.name ?? '')
+    if (run !== undefined && m?.[1] !== run) continue
+    const role = m ? m[2]! : 'other'
     connectionsByRole[role] = (connectionsByRole[role] ?? 0) + 1
     if (!subsz.subscriptions_list)
       for (const s of c.subscriptions_list ?? [])
-        if (s.startsWith('triad.')) subscriptionsBySubject[s] = (subscriptionsBySubject[s] ?? 0) + 1
+        if (s.startsWith(prefix)) subscriptionsBySubject[s] = (subscriptionsBySubject[s] ?? 0) + 1
   }
   for (const s of subsz.subscriptions_list ?? [])
-    if (s.subject.startsWith('triad.'))
+    if (s.subject.startsWith(prefix))
       subscriptionsBySubject[s.subject] = (subscriptionsBySubject[s.subject] ?? 0) + 1
   report.server = {
     healthy: health.status === 'ok',
@@ -157,13 +185,26 @@ export async function collectStatus(options: {
   return report
 }
 
-/** Renders a status report as aligned text for a terminal. */
+/**
+ * Renders a status report as aligned text for a terminal: the server (and the run), then one row
+ * per service. With no service it says where it asked and, without a run, how to find one: a
+ * `triad run` without `--nats` serves its run on its own nats-server, on a free port.
+ */
 export function formatStatus(r: StatusReport): string {
-  const lines: string[] = [`NATS ${r.nats}`, '']
-  if (r.services.length === 0) lines.push('no triad services answer')
+  const from = r.source && r.source !== '--nats' ? ` (${r.source})` : ''
+  const lines: string[] = [`NATS ${r.nats}${from}${r.run === undefined ? '' : `, run ${r.run}`}`, '']
+  if (r.services.length === 0 && r.run !== undefined)
+    lines.push(`no service of run ${r.run} answers at ${r.nats}: has the run ended?`)
+  else if (r.services.length === 0)
+    lines.push(
+      `no triad services answer at ${r.nats}`,
+      'triad run without --nats serves a run on its own nats-server on a free port: pass --run RUN to ask the server',
+      'recorded in runs/RUN/logs/run.jsonl (with --runs-dir for another runs folder), or --nats with the URL triad run printed',
+    )
   else {
     const rows = r.services.map((s) => [
       s.name,
+      s.metadata.run ?? '',
       s.id.slice(0, 10),
       s.subjects.join(','),
       s.queue ?? '',
@@ -173,7 +214,10 @@ export function formatStatus(r: StatusReport): string {
       String(s.data.restarts ?? 0),
     ])
     lines.push(
-      ...table(['service', 'id', 'subject', 'queue', 'handled', 'errors', 'invalid', 'restarts'], rows),
+      ...table(
+        ['service', 'run', 'id', 'subject', 'queue', 'handled', 'errors', 'invalid', 'restarts'],
+        rows,
+      ),
     )
   }
   if (r.server) {
@@ -218,16 +262,53 @@ function table(head: string[], rows: string[][]): string[] {
   return [fmt(head), ...rows.map(fmt)]
 }
 
+/**
+ * `triad status [--run RUN] [--nats URL] [--monitor URL]`. With `--run` and without `--nats`, the
+ * server (and its monitoring URL) is the one `triad run` recorded in `<runs-dir>/<run>/logs/run.jsonl`.
+ */
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description('list the live triad services and, with --monitor, the NATS server state')
-    .option('--nats <url>', 'NATS server URL', 'nats://127.0.0.1:4222')
-    .option('--monitor <url>', "the server's monitoring URL (http://127.0.0.1:8222)")
+    .description('list the live triad services and, with a monitoring URL, the NATS server state')
+    .option(
+      '--nats <url>',
+      'NATS server URL (default: with --run, the URL triad run recorded for it, else nats://127.0.0.1:4222)',
+    )
+    .option(
+      '--monitor <url>',
+      "the server's monitoring URL, http://127.0.0.1:8222 (default: with --run, the one triad run recorded)",
+    )
+    .option('--run <run>', "only this run's services, connections and subjects (the run directory name)")
+    .option('--runs-dir <dir>', 'where triad run made the run directory of --run', 'runs')
     .option('--json', 'print JSON instead of a table')
-    .option('--wait <ms>', 'how long to collect service answers, ms', '1000')
-    .action(async (o: { nats: string; monitor?: string; json?: boolean; wait: string }) => {
-      const report = await collectStatus({ nats: o.nats, monitor: o.monitor, waitMs: Number(o.wait) })
-      process.stdout.write(`${o.json ? JSON.stringify(report, null, 2) : formatStatus(report)}\n`)
-    })
+    .option('--wait <ms>', 'how long to collect service answers, ms', integerOption({ min: 1 }), 1000)
+    .action(
+      async (o: {
+        nats?: string
+        monitor?: string
+        run?: string
+        runsDir: string
+        json?: boolean
+        wait: number
+      }) => {
+        if (o.run !== undefined) {
+          try {
+            checkToken(o.run, 'run id')
+          } catch (err) {
+            throw new CliError((err as Error).message, { cause: err })
+          }
+          const refused = await inProcessRunError(o.runsDir, o.run, 'triad status')
+          if (refused) throw refused
+        }
+        const nats = await runNats(o.runsDir, o.run, o.nats)
+        const report = await collectStatus({
+          nats: nats.url,
+          source: nats.source,
+          monitor: o.monitor ?? nats.monitor,
+          waitMs: o.wait,
+          run: o.run,
+        })
+        process.stdout.write(`${o.json ? JSON.stringify(report, null, 2) : formatStatus(report)}\n`)
+      },
+    )
 }

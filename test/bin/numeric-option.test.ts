@@ -65,6 +65,10 @@ describe('bin/numeric-option', () => {
         "error: option '--wait <ms>' argument 'soon' is invalid. Expected an integer >= 1.",
       ],
       [
+        ['status', '--wait', '-5'],
+        "error: option '--wait <ms>' argument '-5' is invalid. Expected an integer >= 1.",
+      ],
+      [
         ['demo', '--count', '0'],
         "error: option '--count <n>' argument '0' is invalid. Expected an integer >= 1.",
       ],

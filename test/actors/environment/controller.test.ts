@@ -214,7 +214,7 @@ describe('actors/environment/controller - env workers in other OS processes over
   it('controller - its counts show through the NATS Services API ($SRV.STATS)', async () => {
     const svc = new Svcm(client.nc as never).client({ strategy: 'timer', maxWait: 500 })
     const all = []
-    for await (const s of await svc.stats('env-controller')) all.push(s)
+    for await (const s of await svc.stats('triad-env-controller')) all.push(s)
     assert.equal(all.length, 1)
     const data = all[0]!.endpoints![0]!.data as Record<string, number>
     const mine = controller.counts()
