@@ -1,6 +1,12 @@
 import type { z } from 'zod'
 import { RecipeError, type RecipeIssue } from './errors.ts'
-import { type ParsedRecipe, type RecipeInput, RecipeSchema } from './recipe-schema.ts'
+import {
+  DEFAULT_L_BUF,
+  DEFAULT_L_MAX,
+  type ParsedRecipe,
+  type RecipeInput,
+  RecipeSchema,
+} from './recipe-schema.ts'
 
 /** RL steps when the budget names neither `maxSteps` nor `maxMinutes`. */
 export const DEFAULT_MAX_STEPS = 200
@@ -174,6 +180,11 @@ function crossFieldIssues(r: ParsedRecipe): RecipeIssue[] {
 
   const o = r.rl.overlong
   if (o.L_buf > o.L_max) add('rl.overlong.L_buf', `must be <= rl.overlong.L_max (${o.L_max})`)
+  if (o.enabled && o.L_max > m.contextLength)
+    add(
+      'rl.overlong.L_max',
+      `${o.L_max} must be <= model.contextLength (${m.contextLength}): a response never outgrows the context, so the -1 beyond L_max could never apply`,
+    )
 
   const t = r.triad
   if (t.adaptLow >= t.adaptHigh) add('triad.adaptLow', `must be < triad.adaptHigh (${t.adaptHigh})`)
@@ -186,6 +197,21 @@ function crossFieldIssues(r: ParsedRecipe): RecipeIssue[] {
   if (r.sft.steps !== undefined && r.sft.epochs === 0)
     add('sft.steps', 'set with sft.epochs 0 (SFT is off); remove it or set epochs')
   return issues
+}
+
+/**
+ * The overlong defaults that depend on other fields, for the fields the recipe leaves out: `L_max`
+ * is `DEFAULT_L_MAX` or `model.contextLength` when that is shorter; `L_buf` is `DEFAULT_L_BUF` or
+ * `floor(L_max / 4)` when that is shorter. Explicit values are kept (and checked by
+ * `crossFieldIssues`). `input` is the value before zod filled in its defaults.
+ */
+function withOverlongDefaults(r: ParsedRecipe, input: unknown): ParsedRecipe {
+  const given = (input as { rl?: { overlong?: { L_max?: unknown; L_buf?: unknown } } })?.rl?.overlong
+  const o = r.rl.overlong
+  const L_max = given?.L_max === undefined ? Math.min(DEFAULT_L_MAX, r.model.contextLength) : o.L_max
+  const L_buf =
+    given?.L_buf === undefined ? Math.max(1, Math.min(DEFAULT_L_BUF, Math.floor(L_max / 4))) : o.L_buf
+  return { ...r, rl: { ...r.rl, overlong: { ...o, L_max, L_buf } } }
 }
 
 function deriveSizes(r: ParsedRecipe): DerivedSizes {
@@ -224,7 +250,7 @@ function deepFreeze<T>(value: T): T {
 export function parseRecipe(value: unknown): Recipe {
   const parsed = RecipeSchema.safeParse(value)
   if (!parsed.success) throw new RecipeError(issuesFromZod(parsed.error))
-  const r = parsed.data
+  const r = withOverlongDefaults(parsed.data, value)
   const cross = crossFieldIssues(r)
   if (cross.length) throw new RecipeError(cross)
   const budget = {

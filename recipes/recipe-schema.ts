@@ -84,14 +84,28 @@ export const SftSchema = z.strictObject({
   expertSuccessRate: z.number().gt(0).max(1).default(0.9),
 })
 
-/** Overlong reward shaping (DAPO eq. 13, used by GRPO-TCR). */
+/** `L_max` when a recipe gives none and `model.contextLength` is at least this long, tokens. */
+export const DEFAULT_L_MAX = 768
+/** `L_buf` when a recipe gives none and `L_max / 4` is at least this long, tokens. */
+export const DEFAULT_L_BUF = 192
+
+/**
+ * Overlong reward shaping (DAPO eq. 13, used by GRPO-TCR). A response never outgrows the context,
+ * so `L_max` must be <= `model.contextLength` (a larger one could never give its -1).
+ */
 export const OverlongSchema = z.strictObject({
   /** Apply the shaping (default true). */
   enabled: z.boolean().default(true),
-  /** `L_max`: longest response, tokens; beyond it the penalty is -1 (default 768). */
-  L_max: int(1).default(768),
-  /** `L_buf`: soft buffer before `L_max`, tokens, where the penalty grows linearly (default 192). */
-  L_buf: int(1).default(192),
+  /**
+   * `L_max`: longest response, tokens; beyond it the penalty is -1; at most `model.contextLength`
+   * (default 768, or `model.contextLength` when that is shorter).
+   */
+  L_max: int(1).default(DEFAULT_L_MAX),
+  /**
+   * `L_buf`: soft buffer before `L_max`, tokens, where the penalty grows linearly (default 192, or
+   * `L_max / 4` rounded down when that is shorter).
+   */
+  L_buf: int(1).default(DEFAULT_L_BUF),
 })
 
 /** KL penalty to the reference (SFT) policy. */

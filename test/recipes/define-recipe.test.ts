@@ -179,6 +179,62 @@ describe('recipes/define-recipe', () => {
     assert.equal(parseRecipe({ ...base, pipeline: { staleEngines: 0, rho: 0 } }).derived.engines, 1)
   })
 
+  it('defineRecipe - an overlong L_max beyond model.contextLength is refused, naming both fields and values', () => {
+    assert.deepEqual(
+      problems({ ...base, model: { contextLength: 512 }, rl: { overlong: { L_max: 1024, L_buf: 64 } } }),
+      [
+        'rl.overlong.L_max: 1024 must be <= model.contextLength (512): a response never outgrows the context, so the -1 beyond L_max could never apply',
+      ],
+    )
+    assert.throws(
+      () => defineRecipe({ ...base, model: { contextLength: 256 }, rl: { overlong: { L_max: 300 } } }),
+      (err: Error) =>
+        err instanceof RecipeError &&
+        err.message.startsWith(
+          'invalid recipe:\nrl.overlong.L_max: 300 must be <= model.contextLength (256): ',
+        ),
+    )
+    // equal is fine; so is any L_max while the shaping is off
+    assert.equal(
+      parseRecipe({ ...base, model: { contextLength: 512 }, rl: { overlong: { L_max: 512 } } }).rl.overlong
+        .L_max,
+      512,
+    )
+    const off = parseRecipe({
+      ...base,
+      model: { contextLength: 512 },
+      rl: { overlong: { enabled: false, L_max: 2048 } },
+    })
+    assert.equal(off.rl.overlong.L_max, 2048)
+  })
+
+  it('defineRecipe - the overlong defaults follow a shorter context: L_max the context, L_buf a quarter of it', () => {
+    assert.deepEqual(parseRecipe({ ...base, model: { contextLength: 512 } }).rl.overlong, {
+      enabled: true,
+      L_max: 512,
+      L_buf: 128,
+    })
+    assert.deepEqual(parseRecipe({ ...base, model: { contextLength: 2048 } }).rl.overlong, {
+      enabled: true,
+      L_max: 768,
+      L_buf: 192,
+    })
+    // an explicit L_max below the default buffer gets a quarter of it as buffer; an explicit L_buf is kept
+    assert.deepEqual(parseRecipe({ ...base, rl: { overlong: { L_max: 100 } } }).rl.overlong, {
+      enabled: true,
+      L_max: 100,
+      L_buf: 25,
+    })
+    assert.equal(
+      parseRecipe({ ...base, model: { contextLength: 512 }, rl: { overlong: { L_buf: 8 } } }).rl.overlong
+        .L_buf,
+      8,
+    )
+    // the stored recipe of a run keeps them
+    const stored = JSON.parse(JSON.stringify(parseRecipe({ ...base, model: { contextLength: 384 } })))
+    assert.deepEqual(parseStoredRecipe(stored).rl.overlong, { enabled: true, L_max: 384, L_buf: 96 })
+  })
+
   it('defineRecipe - the message lists every problem, one per line', () => {
     assert.throws(
       () => defineRecipe({ tasks: [{ name: 'calc', weight: 0 }], rl: { eps_high: -1 } }),
