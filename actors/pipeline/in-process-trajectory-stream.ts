@@ -25,16 +25,19 @@ class Wakeup {
   }
 }
 
-/** Resolves at the first `notify` of any of `wakeups`, or at `until` on `clock`. */
-function waitFor(clock: Clock, until: Millis, ...wakeups: Wakeup[]): Promise<void> {
+/** Resolves at the first `notify` of any of `wakeups`, at `until` on `clock`, or when `signal` aborts. */
+function waitFor(clock: Clock, until: Millis, wakeups: Wakeup[], signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clock.clearTimeout(timer)
       for (const w of wakeups) w.waiters.delete(done)
+      signal?.removeEventListener('abort', done)
       resolve()
     }
     const timer = clock.setTimeout(done, Math.max(0, until - clock.now()))
     for (const w of wakeups) w.waiters.add(done)
+    if (signal?.aborted) done()
+    else signal?.addEventListener('abort', done, { once: true })
   })
 }
 
@@ -217,7 +220,7 @@ export class InProcessTrajectoryPublisher implements TrajectoryPublisher {
         if (!buffer) throw new TrajectoryStreamNotFoundError(this.name)
         throw new BufferFullError(this.name, this.clock.now() - start)
       }
-      await waitFor(this.clock, deadline, this.closing, buffer ? buffer.changed : streams.created)
+      await waitFor(this.clock, deadline, [this.closing, buffer ? buffer.changed : streams.created])
     }
   }
 
@@ -254,7 +257,12 @@ export class InProcessTrajectoryConsumer implements TrajectoryConsumer {
     return this.buffer.pending()
   }
 
-  async take(minGroups: number, maxGroups: number, waitMs: Millis): Promise<TakenGroup[]> {
+  async take(
+    minGroups: number,
+    maxGroups: number,
+    waitMs: Millis,
+    signal?: AbortSignal,
+  ): Promise<TakenGroup[]> {
     const out: TakenGroup[] = []
     const deadline = this.clock.now() + waitMs
     for (;;) {
@@ -270,10 +278,15 @@ export class InProcessTrajectoryConsumer implements TrajectoryConsumer {
         if (out.some((g) => g.seq === m.seq)) continue // redelivered while we held it
         out.push({ seq: m.seq, redeliveries: m.deliveries - 1, group })
       }
-      if (out.length >= minGroups || this.clock.now() >= deadline) return out
+      if (out.length >= minGroups || this.clock.now() >= deadline || signal?.aborted) return out
       // Wait for a publish, or for the first held group to come back at its ack deadline.
       const due = this.buffer.nextDue()
-      await waitFor(this.clock, due === undefined ? deadline : Math.min(deadline, due), this.buffer.changed)
+      await waitFor(
+        this.clock,
+        due === undefined ? deadline : Math.min(deadline, due),
+        [this.buffer.changed],
+        signal,
+      )
     }
   }
 

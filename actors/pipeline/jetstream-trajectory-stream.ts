@@ -175,32 +175,53 @@ export class JetStreamTrajectoryConsumer implements TrajectoryConsumer {
     return (await this.consumer.info()).num_pending
   }
 
-  async take(minGroups: number, maxGroups: number, waitMs: Millis): Promise<TakenGroup[]> {
+  async take(
+    minGroups: number,
+    maxGroups: number,
+    waitMs: Millis,
+    signal?: AbortSignal,
+  ): Promise<TakenGroup[]> {
     const out: TakenGroup[] = []
     const deadline = this.clock.now() + waitMs
     const pull = async (max: number, expiresMs: number) => {
+      if (signal?.aborted) return
       const iter = await this.consumer.fetch({ max_messages: max, expires: Math.max(1_000, expiresMs) })
-      for await (const m of iter) {
-        let group: TrajectoryGroupPayload
-        try {
-          group = decodeGroup(m.data)
-        } catch {
-          this.invalid++
-          m.term()
-          continue
-        }
-        if (out.some((g) => g.seq === m.seq)) continue // redelivered while we held it
-        const taken: TakenGroup = { seq: m.seq, redeliveries: Math.max(0, m.info.deliveryCount - 1), group }
-        this.messages.set(taken, m)
-        out.push(taken)
+      // An abort ends this pull's iteration at once; a group the server sends it later is
+      // redelivered after its ack deadline.
+      const stop = () => iter.stop()
+      if (signal?.aborted) stop()
+      else signal?.addEventListener('abort', stop, { once: true })
+      try {
+        await this.collect(iter, out)
+      } finally {
+        signal?.removeEventListener('abort', stop)
       }
     }
     // Ask for just the missing minimum, so the fetch returns as soon as it is there.
-    while (out.length < minGroups && this.clock.now() < deadline)
+    while (out.length < minGroups && this.clock.now() < deadline && !signal?.aborted)
       await pull(minGroups - out.length, Math.min(2_000, deadline - this.clock.now()))
+    if (signal?.aborted) return out
     const extra = out.length < maxGroups ? await this.pending() : 0
     if (extra > 0) await pull(Math.min(extra, maxGroups - out.length), 1_000)
     return out
+  }
+
+  /** Adds the valid groups of one fetch to `out` (invalid ones are terminated and counted). */
+  private async collect(iter: AsyncIterable<JsMsg>, out: TakenGroup[]): Promise<void> {
+    for await (const m of iter) {
+      let group: TrajectoryGroupPayload
+      try {
+        group = decodeGroup(m.data)
+      } catch {
+        this.invalid++
+        m.term()
+        continue
+      }
+      if (out.some((g) => g.seq === m.seq)) continue // redelivered while we held it
+      const taken: TakenGroup = { seq: m.seq, redeliveries: Math.max(0, m.info.deliveryCount - 1), group }
+      this.messages.set(taken, m)
+      out.push(taken)
+    }
   }
 
   keepAlive(groups: readonly TakenGroup[]): void {

@@ -1,6 +1,7 @@
 import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { sleep, systemClock } from '../runtime/clock.ts'
 import { pruneCheckpoints } from './checkpoint-pruning.ts'
 import { type AckRecord, type PipelineCheckpoint, readAckRecords } from './checkpoint-records.ts'
 import { CheckpointPruneError } from './errors.ts'
@@ -93,7 +94,8 @@ export class LearnerLoop {
   /** Groups used in steps since the last checkpoint (not yet acknowledged). */
   private held: TakenGroup[] = []
   private readonly skipSeqs: Set<number>
-  private stopping = false
+  /** Aborted by `stop`: a wait for groups ends at once. */
+  private readonly halt = new AbortController()
   /** Counters since start. */
   readonly counts = {
     steps: 0,
@@ -136,7 +138,11 @@ export class LearnerLoop {
       Math.max(1, want),
       Math.max(1, this.settings.maxGroups - this.ready.length),
       this.settings.waitMs,
+      this.halt.signal,
     )
+    // Stopped while waiting: no step starts. What was taken stays unacknowledged (the stream gives
+    // it to the next learner after its ack deadline), like the groups in `ready`.
+    if (this.halt.signal.aborted) return false
     this.consumer.keepAlive(this.held)
     this.consumer.keepAlive(this.ready)
     const use: TakenGroup[] = this.ready.splice(0)
@@ -238,22 +244,26 @@ export class LearnerLoop {
    */
   async run(maxSteps = Number.POSITIVE_INFINITY, onError: (err: unknown) => void = () => {}): Promise<void> {
     let pause = 250
-    while (!this.stopping && this.counts.steps < maxSteps) {
+    while (!this.halt.signal.aborted && this.counts.steps < maxSteps) {
       try {
         await this.runOnce()
         pause = 250
       } catch (err) {
         if (!isTransient(err)) throw err
         onError(err)
-        await new Promise((r) => setTimeout(r, pause))
+        await sleep(systemClock, pause, this.halt.signal)
         pause = Math.min(pause * 2, 5_000)
       }
     }
     if (this.held.length > 0) await this.checkpoint()
   }
 
+  /**
+   * Ends `run` after the step in progress (a step is never cut short); a wait for groups ends at
+   * once. `run` then checkpoints the steps since the last checkpoint.
+   */
   stop(): void {
-    this.stopping = true
+    this.halt.abort()
   }
 }
 

@@ -86,9 +86,11 @@ export interface TrajectoryConsumer {
   pending(): Promise<number>
   /**
    * Waits until at least `minGroups` groups are ready (or `waitMs` passes), then returns every
-   * ready group up to `maxGroups`. Returns fewer than `minGroups` only at the deadline.
+   * ready group up to `maxGroups`. Returns fewer than `minGroups` only at the deadline, or at once
+   * when `signal` aborts (a stopping learner): then with the groups taken so far, which stay
+   * unacknowledged like any other.
    */
-  take(minGroups: number, maxGroups: number, waitMs: Millis): Promise<TakenGroup[]>
+  take(minGroups: number, maxGroups: number, waitMs: Millis, signal?: AbortSignal): Promise<TakenGroup[]>
   /** Restarts the ack deadline of groups held across several steps. */
   keepAlive(groups: readonly TakenGroup[]): void
   /** Acknowledges groups: they leave the stream for good. */

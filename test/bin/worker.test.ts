@@ -17,10 +17,12 @@ import { startTriad, type TriadProcess } from '../support/triad-process.ts'
 type Report = PayloadOf<typeof MetricsReport>
 
 /**
- * How long a worker may take from SIGTERM to its exit: well inside the 10 s its supervisor grants
- * before SIGKILL (`ProcessSupervisor.stop`).
+ * How long a rollout worker may take from SIGTERM to its exit: well inside the 10 s its supervisor
+ * grants before SIGKILL (`ProcessSupervisor.stop`).
  */
-const STOP_DEADLINE_MS = 5_000
+const ROLLOUT_STOP_MS = 5_000
+/** The same for the learner, whose step in progress finishes first (a step is never cut short). */
+const LEARNER_STOP_MS = 8_000
 
 /** Resolves with `p`, or rejects after `ms` with `what()`. */
 async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
@@ -33,10 +35,10 @@ async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise
   ]).finally(() => clearTimeout(timer))
 }
 
-/** Sends SIGTERM and waits for the exit, at most `STOP_DEADLINE_MS`. */
-function terminate(p: TriadProcess, role: string) {
+/** Sends SIGTERM and waits for the exit, at most `ms`. */
+function terminate(p: TriadProcess, role: string, ms: number) {
   p.child.kill('SIGTERM')
-  return within(p.exited, STOP_DEADLINE_MS, () => `the ${role} worker's exit; stderr:\n${p.stderr()}`)
+  return within(p.exited, ms, () => `the ${role} worker's exit; stderr:\n${p.stderr()}`)
 }
 
 describe('bin/worker - SIGTERM', () => {
@@ -50,7 +52,7 @@ describe('bin/worker - SIGTERM', () => {
     rmSync(storeDir, { recursive: true, force: true })
   })
 
-  it('worker - a rollout worker stopped in the middle of rollouts exits 0 within 5 s with every group it published in the stream', async () => {
+  it('worker - a rollout worker stopped in the middle of rollouts exits 0 within 5 s with every group it published in the stream; the learner then exits 0 within 8 s', async () => {
     const run = `wsig${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-worker-run-'))
     // Fresh and stale engines and a step judge in the rollout process: the services whose requests
@@ -101,7 +103,11 @@ describe('bin/worker - SIGTERM', () => {
         60_000,
         'a rollout report with judged episodes',
       )
-      assert.deepEqual(await terminate(rollout, 'rollout'), { code: 0, signal: null }, rollout.stderr())
+      assert.deepEqual(
+        await terminate(rollout, 'rollout', ROLLOUT_STOP_MS),
+        { code: 0, signal: null },
+        rollout.stderr(),
+      )
       assert.match(rollout.stderr(), /\[rollout\] stopped in \d+ ms \(agent loops ended in \d+ ms\)/)
       assert.doesNotMatch(rollout.stderr(), /did not (stop|end) within/)
       // Nothing published is lost: the last report (sent while stopping) counts exactly the groups
@@ -110,6 +116,13 @@ describe('bin/worker - SIGTERM', () => {
       const last = reports.filter((r) => r.role === 'rollout').at(-1)!
       const stream = await (await streamManager(watch.nc)).streams.info(trajectoryStreamName(run))
       assert.equal(last.values['rollout/groups'], stream.state.last_seq)
+
+      // The learner, waiting for groups that no longer come, stops as promptly.
+      assert.deepEqual(
+        await terminate(learner, 'learner', LEARNER_STOP_MS),
+        { code: 0, signal: null },
+        learner.stderr(),
+      )
     } finally {
       await sub.stop()
       await watch.close()

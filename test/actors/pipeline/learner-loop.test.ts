@@ -216,4 +216,25 @@ for (const medium of media)
       await running
       assert.equal(readLatestCheckpoint(checkpointDir)?.version, 1)
     })
+
+    it('learner-loop - stop() while the loop waits for groups ends the wait at once, then checkpoints the step before', {
+      timeout: 10_000,
+    }, async () => {
+      let stepped = () => {}
+      const firstStep = new Promise<void>((resolve) => {
+        stepped = resolve
+      })
+      // One group, then a wait of a minute for the next (a stopped rollout side sends none).
+      const { loop, consumer, checkpointDir } = await loopOver('stopwait', 1, () => stepped(), {
+        checkpointEvery: 10,
+        waitMs: 60_000,
+      })
+      const running = loop.run()
+      await firstStep
+      loop.stop()
+      await running
+      assert.equal(loop.counts.steps, 1)
+      assert.equal(readLatestCheckpoint(checkpointDir)?.version, 1)
+      assert.equal(await consumer.pending(), 0)
+    })
   })

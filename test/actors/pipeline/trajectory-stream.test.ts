@@ -105,6 +105,24 @@ function contract(name: string, open: () => Promise<Medium>) {
       assert.ok(Date.now() - start >= 900, `returned after ${Date.now() - start} ms`)
     })
 
+    it('stream - an aborted signal ends take at once; a group published after it is not swallowed', {
+      timeout: 10_000,
+    }, async () => {
+      await ensureTrajectoryStream(t, { run: 'ts-abort', maxGroups: 10 })
+      const pub = openTrajectoryPublisher(t, 'ts-abort')
+      const consumer = await openTrajectoryConsumer(t, 'ts-abort')
+      const abort = new AbortController()
+      const start = Date.now()
+      const taking = consumer.take(1, 10, 60_000, abort.signal)
+      abort.abort()
+      assert.deepEqual(await taking, [])
+      // A JetStream pull lasts at least 1 s: an abort that came during it cut it short.
+      assert.ok(Date.now() - start < 1_000, `returned after ${Date.now() - start} ms`)
+      assert.deepEqual(await consumer.take(1, 10, 60_000, AbortSignal.abort()), [])
+      await pub.publish(fakeGroup('after'))
+      assert.deepEqual(ids(await consumer.take(1, 10, 5_000)), ['after'])
+    })
+
     it('stream - a full buffer makes the publisher wait until the learner acknowledges', async () => {
       await ensureTrajectoryStream(t, { run: 'ts2', maxGroups: 2 })
       const pub = openTrajectoryPublisher(t, 'ts2')
