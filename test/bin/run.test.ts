@@ -458,8 +458,9 @@ describe('bin/run', () => {
       assert.equal(code, 0, run.stderr())
       const out = run.stdout.join('\n')
       assert.match(out, /stopping \(interrupted\)/)
-      assert.match(out, new RegExp(`^learner \\(pid ${learner}\\) stopped`, 'm'))
-      assert.match(out, new RegExp(`^rollout \\(pid ${rollout}\\) stopped`, 'm'))
+      // Each stopped by itself (exit code 0): not killed after its grace.
+      assert.match(out, new RegExp(`^learner \\(pid ${learner}\\) stopped$`, 'm'))
+      assert.match(out, new RegExp(`^rollout \\(pid ${rollout}\\) stopped$`, 'm'))
       assert.doesNotMatch(out, /restarting/)
       assert.ok(children.every(isGone), 'every child ended with the run')
       assert.equal(existsSync(join(dir, RUN_LOCK_FILE)), false, 'the lock is released')

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -27,5 +27,16 @@ describe('e2e - triad run recipes/tiny.ts', () => {
       run.stdout.join('\n'),
     )
     assert.equal((await readRunTransport(dir))?.transport, 'nats')
+    // Both processes ended by themselves: the learner at its budget, the rollout on the SIGTERM
+    // that followed (not SIGKILLed after its grace).
+    const exits = readFileSync(join(dir, 'logs', 'run.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"process.exited"'))
+      .map((l) => JSON.parse(l) as { name: string; code: number | null; signal: string | null; next: string })
+      .map(({ name, code, signal, next }) => ({ name, code, signal, next }))
+    assert.deepEqual(exits, [
+      { name: 'learner', code: 0, signal: null, next: 'done' },
+      { name: 'rollout', code: 0, signal: null, next: 'stop' },
+    ])
   })
 })
