@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import {
+  CheckpointFile,
   chooseBackend,
   createTransformer,
   getWeights,
@@ -11,6 +12,7 @@ import {
   saveCheckpoint,
   saveTokenizer,
   type Tokenizer,
+  type TransformerConfig,
 } from '../../gpu/index.ts'
 import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
@@ -169,9 +171,9 @@ export async function startLearnerNode(
       lr: config.rl.lr,
       rl: config.rl.step,
       version: latest?.version ?? 0,
-      // The KL term's reference is the policy RL starts from (the SFT checkpoint): the copy is made
-      // before a resumed run loads its latest weights.
-      ...((config.rl.step.klCoef ?? 0) > 0 ? { reference: 'copy' as const } : {}),
+      ...((config.rl.step.klCoef ?? 0) > 0
+        ? { reference: await rlStartingPolicy(sftDir, modelConfig, config.seed) }
+        : {}),
     })
     if (latest) await learner.loadCheckpoint(latest.dir)
     live.learner = learner
@@ -303,4 +305,19 @@ export async function startLearnerNode(
     await served.stop().catch(() => undefined)
     throw err
   }
+}
+
+/**
+ * The policy RL started from, the reference of the KL term: the SFT checkpoint when the run has
+ * one, else the seeded initial weights (SFT off). The same model after a resume, whatever the
+ * latest checkpoint holds.
+ * @throws the checkpoint's error when `sftDir` exists but cannot be read.
+ */
+export async function rlStartingPolicy(
+  sftDir: string,
+  modelConfig: TransformerConfig,
+  seed: number,
+): Promise<ReturnType<typeof createTransformer>> {
+  if (existsSync(join(sftDir, CheckpointFile.Weights))) return (await loadCheckpoint(sftDir)).model
+  return createTransformer(modelConfig, { weights: initWeights(modelConfig, seed) })
 }

@@ -11,6 +11,7 @@ import {
   REWARD_MODEL_CHECKPOINT_DIR,
   RewardModelLearner,
   readLatestCheckpoint,
+  rlStartingPolicy,
   startActorSystem,
   startLearnerNode,
   startNatsServer,
@@ -18,7 +19,15 @@ import {
   WeightStore,
   weightsKey,
 } from '../../../actors/index.ts'
-import { chooseBackend, readCheckpointWeights, Tokenizer } from '../../../gpu/index.ts'
+import {
+  chooseBackend,
+  createTransformer,
+  getWeights,
+  initWeights,
+  readCheckpointWeights,
+  saveCheckpoint,
+  Tokenizer,
+} from '../../../gpu/index.ts'
 import { MessageRegistry, MetricsReport, type PayloadOf } from '../../../protocols/index.ts'
 import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
 
@@ -216,6 +225,27 @@ describe('actors/node/learner-node', () => {
       await sub.stop()
       for (const t of [lt, rt, watch]) await t.close()
       rmSync(runDir, { recursive: true, force: true })
+    }
+  })
+
+  it('learner-node - the KL reference is the SFT checkpoint when there is one, else the seeded initial weights', async () => {
+    await chooseBackend({ log: () => {} })
+    const dir = mkdtempSync(join(tmpdir(), 'triad-learner-ref-'))
+    const tokenizer = new Tokenizer()
+    const modelConfig = { layers: 1, width: 16, heads: 2, contextLength: 64, vocabSize: tokenizer.vocabSize }
+    try {
+      const sftDir = join(dir, 'sft')
+      const seeded = await rlStartingPolicy(sftDir, modelConfig, 3)
+      assert.ok(
+        sameWeights(await getWeights(seeded), initWeights(modelConfig, 3)),
+        'no SFT: the seeded weights',
+      )
+      const sft = createTransformer(modelConfig, { weights: initWeights(modelConfig, 11) })
+      await saveCheckpoint(sftDir, sft, { tokenizer })
+      const reference = await rlStartingPolicy(sftDir, modelConfig, 3)
+      assert.ok(sameWeights(await getWeights(reference), await getWeights(sft)), 'the SFT checkpoint')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 })
