@@ -38,7 +38,8 @@ describe('e2e - triad run recipes/tiny.ts without nats-server on PATH', () => {
     const watch = setInterval(() => {
       for (const p of descendants(pid)) {
         const line = commandLine(p.pid)
-        if (line?.some((arg) => arg !== '')) children.add(line.includes('eval') ? `${p.comm} (triad eval)` : p.comm)
+        if (line?.some((arg) => arg !== ''))
+          children.add(line.includes('eval') ? `${p.comm} (triad eval)` : p.comm)
       }
     }, 500)
     const { code } = await run.exited
