@@ -41,3 +41,17 @@ export class WeightStoreConfigError extends Error {
     this.value = value
   }
 }
+
+/** An object of a blob store bucket that could not be read whole (chunks missing, or a digest that does not match). */
+export class BlobReadError extends Error {
+  override name = 'BlobReadError'
+  /** Bucket of the object. */
+  readonly bucket: string
+  /** Object name. */
+  readonly object: string
+  constructor(bucket: string, object: string, message: string, options?: { cause?: unknown }) {
+    super(`object '${object}' of bucket '${bucket}': ${message}`, options)
+    this.bucket = bucket
+    this.object = object
+  }
+}

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { jetstream } from '@nats-io/jetstream'
 import {
+  BlobReadError,
   connectNats,
   InProcessBlobs,
   InProcessTransport,
@@ -127,6 +129,39 @@ contract('JetStream object store on a real nats-server', async () => {
 contract('in process', async () => {
   const t = new InProcessTransport()
   return { a: t, b: t, close: () => t.close() }
+})
+
+describe('actors/weights/object-store-blobs - reads checked against the stored digest', () => {
+  it('object-store-blobs - an object whose digest does not match is a BlobReadError naming it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'triad-blobs-digest-'))
+    const nats = await startNatsServer({ storeDir: dir, monitorPort: false })
+    const t = await connectNats({ servers: nats.url, run: 'blobs', role: 'a', id: '0' })
+    try {
+      const store = await openBlobStore(t, 'blobs-digest')
+      await store.put('abc', bytes(1, 2, 3))
+      // Rewrite the object's metadata with the digest of other bytes ('YWJj' is 'abc' in base64url).
+      const js = jetstream(t.nc as never)
+      const streams = (await js.jetstreamManager()).streams
+      const m = await streams.getMessage('OBJ_blobs-digest', { last_by_subj: '$O.blobs-digest.M.YWJj' })
+      const info = m!.json<{ digest: string }>()
+      const wrong = `SHA-256=${Buffer.alloc(32).toString('base64url')}=`
+      await js.publish('$O.blobs-digest.M.YWJj', JSON.stringify({ ...info, digest: wrong }))
+      await assert.rejects(store.get('abc'), (err: unknown) => {
+        assert.ok(err instanceof BlobReadError)
+        assert.equal(err.object, 'abc')
+        assert.equal(err.bucket, 'blobs-digest')
+        assert.match(
+          err.message,
+          /^object 'abc' of bucket 'blobs-digest': digest mismatch: stored SHA-256=A+/,
+        )
+        return true
+      })
+    } finally {
+      await t.close()
+      await nats.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
 
 describe('actors/weights/open-blob-store - selection from the transport', () => {

@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { jetstreamManager } from '@nats-io/jetstream'
 import {
   connectNats,
   InProcessTransport,
   type NatsServer,
+  type NatsTransport,
   openBlobStore,
   startNatsServer,
   type Transport,
@@ -129,3 +131,40 @@ for (const medium of media)
       await assert.rejects(store.load({ key: weightsKey('policy', 99) }), WeightsFormatError)
     })
   })
+
+describe('actors/weights/weight-store - JetStream consumers on the weights bucket', () => {
+  let dir: string
+  let nats: NatsServer
+  let transport: NatsTransport
+  before(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'triad-weights-consumers-'))
+    nats = await startNatsServer({ storeDir: dir, monitorPort: false })
+    transport = await connectNats({ servers: nats.url, run: 'wc', role: 'test', id: '0' })
+  })
+  after(async () => {
+    await transport.close()
+    await nats.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('weight-store - publishing, loading and asking for the latest version leave no consumer behind', async () => {
+    const store = await WeightStore.open(transport, 'wc', { keep: 2 })
+    const jsm = await jetstreamManager(transport.nc as never)
+    const stream = `OBJ_${weightsBucket('wc')}`
+    const consumers = async () => (await jsm.consumers.list(stream).next()).length
+    // Before anything is published: the rollout node polls `latest` until the learner's first weights.
+    for (let i = 0; i < 3; i++) assert.equal(await store.latest('policy'), undefined)
+    assert.equal(await consumers(), 0, 'consumers after latest() on an empty bucket')
+    const counts: number[] = []
+    for (let v = 0; v < 12; v++) {
+      const sent = await store.publish(transport, 'policy', v, weightsOf(v + 1))
+      // Four engines load each version at once, and each asks for the latest as a restarted one does.
+      const loaded = await Promise.all([0, 1, 2, 3].map(() => store.load(sent)))
+      for (const w of loaded) assert.deepEqual(w.embed, weightsOf(v + 1).embed)
+      assert.equal((await store.latest('policy'))?.version, v)
+      assert.deepEqual(await store.versions('policy'), v === 0 ? [0] : [v - 1, v])
+      counts.push(await consumers())
+    }
+    assert.deepEqual(counts, Array(12).fill(0), 'consumers on the bucket after each version')
+  })
+})
