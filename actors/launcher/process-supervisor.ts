@@ -5,6 +5,20 @@ import type { Millis } from '../../protocols/index.ts'
 import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
 import { dieWithParent } from './parent-death.ts'
 
+/**
+ * How long `ProcessSupervisor.stop` waits for a child after SIGTERM before it sends SIGKILL, ms.
+ * A child stops by itself well inside it: `triad worker` gives up on a stop that hangs after
+ * `CHILD_STOP_WATCHDOG_MS` and exits 1, saying so, before the SIGKILL would end it silently.
+ */
+export const STOP_GRACE_MS: Millis = 10_000
+
+/**
+ * How long a supervised child (`triad worker`) waits for its own stop before it exits 1 with a
+ * line that names the role, ms: `STOP_GRACE_MS` less 2 s, so the line is written and the exit
+ * seen before the supervisor's SIGKILL.
+ */
+export const CHILD_STOP_WATCHDOG_MS: Millis = STOP_GRACE_MS - 2_000
+
 /** One supervised child process: a `triad worker` role, for example. */
 export interface ProcessSpec {
   /** Name in logs and events (`learner`, `rollout`). */
@@ -80,7 +94,7 @@ export interface SupervisedProcess {
  * policy's limit it is given up and reported. `stop` sends SIGTERM to every child and waits.
  * Children end with this process: on Linux the kernel sends them SIGTERM when it dies, `kill -9`
  * included (`dieWithParent`), so a child must stop by itself on SIGTERM (`triad worker` does,
- * within 10 s).
+ * within `CHILD_STOP_WATCHDOG_MS`, inside the `STOP_GRACE_MS` before SIGKILL).
  */
 export class ProcessSupervisor {
   private readonly children = new Map<
@@ -192,8 +206,8 @@ export class ProcessSupervisor {
     })
   }
 
-  /** Sends SIGTERM to every child and waits for them (SIGKILL after `graceMs`). */
-  async stop(graceMs: Millis = 10_000): Promise<void> {
+  /** Sends SIGTERM to every child and waits for them (SIGKILL after `graceMs`, default `STOP_GRACE_MS`). */
+  async stop(graceMs: Millis = STOP_GRACE_MS): Promise<void> {
     this.stopping = true
     await Promise.all(
       [...this.children.values()].map(async (e) => {

@@ -3,6 +3,7 @@ import { hostname } from 'node:os'
 import type { Command } from 'commander'
 import {
   type ActorSystem,
+  CHILD_STOP_WATCHDOG_MS,
   connectNats,
   type NatsTransport,
   type NodeConfig,
@@ -63,15 +64,18 @@ export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
 /**
  * Runs one role in this process until SIGTERM/SIGINT: connects to NATS as
  * `triad:<run>:<role>:<id>`, starts the role, prints one JSON line `{"event":"ready",...}` on
- * stdout, then serves.
+ * stdout, then serves. A stop that takes longer than `CHILD_STOP_WATCHDOG_MS` ends the process
+ * with code 1 and a line `triad worker: <role> did not stop within <s> s; exiting` on stderr.
+ * @param roles where `role` is looked up (default `workerRoles`; tests add roles of their own).
+ * @throws CliError on an unknown role or a NATS server that does not answer.
  */
 export async function runWorker(
   role: string,
   options: { nats: string; run: string; id?: string; config?: string },
+  roles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = workerRoles,
 ): Promise<void> {
-  const start = workerRoles[role]
-  if (!start)
-    throw new CliError(`unknown role '${role}'; known roles: ${Object.keys(workerRoles).join(', ')}`)
+  const start = roles[role]
+  if (!start) throw new CliError(`unknown role '${role}'; known roles: ${Object.keys(roles).join(', ')}`)
   // A node config names its run: the subjects follow it unless --run says otherwise.
   if (options.config && options.run === 'default') options.run = readNodeConfig(options).run
   const id = options.id ?? `${hostname()}-${process.pid}`
@@ -100,11 +104,14 @@ export async function runWorker(
     })
   })
   // Shutdown is bounded: a role that cannot stop cleanly (NATS unreachable, a stuck handler)
-  // must not keep the process alive after it was asked to stop.
+  // must not keep the process alive after it was asked to stop. The bound is shorter than the
+  // supervisor's grace before SIGKILL, so a stuck stop says so and exits 1 instead of vanishing.
   const watchdog = setTimeout(() => {
-    process.stderr.write(`triad worker: ${role} did not stop within 10 s; exiting\n`)
+    process.stderr.write(
+      `triad worker: ${role} did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting\n`,
+    )
     process.exit(1)
-  }, 10_000)
+  }, CHILD_STOP_WATCHDOG_MS)
   watchdog.unref()
   await handle.stop()
   await system.stop()

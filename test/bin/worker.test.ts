@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import {
+  CHILD_STOP_WATCHDOG_MS,
   connectNats,
   type NatsServer,
+  type ProcessEvent,
+  ProcessSupervisor,
+  STOP_GRACE_MS,
   startNatsServer,
   streamManager,
   trajectoryStreamName,
@@ -129,6 +134,43 @@ describe('bin/worker - SIGTERM', () => {
       await rollout.kill('SIGKILL')
       await learner.kill('SIGKILL')
       rmSync(runDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('bin/worker - a stop that hangs', () => {
+  it('worker - a role whose stop hangs exits 1 with a line that says so, before the supervisor would SIGKILL it', async () => {
+    assert.ok(CHILD_STOP_WATCHDOG_MS < STOP_GRACE_MS)
+    const nats = await startNatsServer({ monitorPort: false })
+    const dir = mkdtempSync(join(tmpdir(), 'triad-worker-stuck-'))
+    const logFile = join(dir, 'stuck.log')
+    const script = fileURLToPath(new URL('../support/stuck-worker.ts', import.meta.url))
+    const supervisor = new ProcessSupervisor()
+    const events: ProcessEvent[] = []
+    supervisor.on((e) => events.push(e))
+    try {
+      const child = supervisor.start({
+        name: 'stuck',
+        command: process.execPath,
+        args: ['--import', 'tsx', script, nats.url, 'stuck'],
+        logFile,
+      })
+      await child.ready()
+      const pid = child.pid()!
+      // The default grace: the one `triad run` stops its learner and rollout with.
+      await supervisor.stop()
+      assert.deepEqual(
+        events.filter((e) => e.type === 'exited'),
+        [{ type: 'exited', name: 'stuck', pid, code: 1, signal: null, next: 'stop' }],
+        readFileSync(logFile, 'utf8'),
+      )
+      assert.match(
+        readFileSync(logFile, 'utf8'),
+        new RegExp(`triad worker: stuck did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting\n`),
+      )
+    } finally {
+      await nats.stop()
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 })
