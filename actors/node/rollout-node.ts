@@ -12,7 +12,7 @@ import { DifficultyView, startEnvAdapter } from '../env-adapter/index.ts'
 import { type EnvWorker, startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { PublisherClosedError } from '../pipeline/errors.ts'
 import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
-import { type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
+import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { rewardReplies, StepJudge, startRewardModel, switchMetrics } from '../reward/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
 import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
@@ -29,15 +29,6 @@ import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
 
 /** How often the rollout side publishes its metrics, ms. */
 const METRICS_INTERVAL_MS = 2_000
-
-/**
- * How long a stopping engine of this node serves the generate requests it is running, ms. This
- * node's agent loops have given theirs up by then; only loops of other rollout processes (the
- * engines serve one queue group) still wait, and a cut-off request fails its episode, which they
- * retry. The engines' default (10 s, the whole shutdown bound) spent 5 s on unwanted work at the
- * quickstart's size.
- */
-const ENGINE_DRAIN_MS = 1_000
 
 /**
  * The rollout node: fresh and stale policy engines, and the rollout driver (one agent loop per
@@ -89,7 +80,7 @@ export async function startRolloutNode(
         id: `${id}-fresh-${i}`,
         modelConfig,
         stale: false,
-        drainTimeoutMs: ENGINE_DRAIN_MS,
+        drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
         log,
       }),
     )
@@ -101,7 +92,7 @@ export async function startRolloutNode(
         modelConfig,
         stale: true,
         staleEvery: p.staleEvery,
-        drainTimeoutMs: ENGINE_DRAIN_MS,
+        drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
         log,
       }),
     )

@@ -49,6 +49,16 @@ export interface WeightSource {
   latest?(model: string, accept: (version: number) => boolean): Promise<WeightsAnnouncement | undefined>
 }
 
+/**
+ * How long a stopping engine of a triad process (the rollout node's engines, `triad worker --role
+ * policy|policy-stale`) serves the generate requests it is running, ms. The rollout node's own
+ * agent loops have given theirs up by then; only loops of other rollout processes (the engines
+ * serve one queue group) still wait, and a cut-off request fails its episode, which they retry.
+ * The engines' default (10 s) spent 5 s on unwanted work at the quickstart's size, and would take
+ * the whole of the supervisor's grace before SIGKILL.
+ */
+export const NODE_ENGINE_DRAIN_MS: Millis = 1_000
+
 /** Options of `startPolicyEngine`. */
 export interface PolicyEngineOptions {
   /** Run id (subjects `triad.<run>.*`). */

@@ -2,6 +2,7 @@ import {
   type ActorSystem,
   fetchRunTokenizer,
   type NatsTransport,
+  NODE_ENGINE_DRAIN_MS,
   startPolicyEngine,
 } from '../../actors/index.ts'
 import { chooseBackend, Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
@@ -22,6 +23,7 @@ export const defaultPolicyConfig = (): TransformerConfig => ({
  * from `options.modelConfig`, else the run's `--config` node config (with its published tokenizer),
  * else the JSON in `TRIAD_POLICY_CONFIG`, else `defaultPolicyConfig`;
  * stale engines take `staleEvery` from `options.staleEvery` or `TRIAD_STALE_EVERY` (default 25).
+ * On stop the engine serves its running requests for `NODE_ENGINE_DRAIN_MS`, as the rollout node's do.
  * @throws CliError when `TRIAD_POLICY_CONFIG` is not JSON.
  */
 export async function startPolicyRole(
@@ -59,5 +61,6 @@ export async function startPolicyRole(
     stale,
     staleEvery,
     modelConfig: modelConfig ?? defaultPolicyConfig(),
+    drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
   })
 }

@@ -8,14 +8,23 @@ import {
   CHILD_STOP_WATCHDOG_MS,
   connectNats,
   type NatsServer,
+  NODE_ENGINE_DRAIN_MS,
   type ProcessEvent,
   ProcessSupervisor,
+  policyReplies,
+  remoteActor,
   STOP_GRACE_MS,
   startNatsServer,
   streamManager,
   trajectoryStreamName,
 } from '../../actors/index.ts'
-import { MessageRegistry, MetricsReport, type PayloadOf } from '../../protocols/index.ts'
+import {
+  MessageRegistry,
+  MetricsReport,
+  type PayloadOf,
+  PolicyGenerate,
+  Subjects,
+} from '../../protocols/index.ts'
 import { tinyNodeConfig, tinyTriad } from '../support/tiny-node-config.ts'
 import { startTriad, type TriadProcess } from '../support/triad-process.ts'
 
@@ -171,6 +180,52 @@ describe('bin/worker - a stop that hangs', () => {
     } finally {
       await nats.stop()
       rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('bin/worker - policy role', () => {
+  it('worker - a policy worker stopped in the middle of long generations serves them only briefly (NODE_ENGINE_DRAIN_MS) and exits 0', async () => {
+    const storeDir = mkdtempSync(join(tmpdir(), 'triad-worker-policy-'))
+    const nats = await startNatsServer({ monitorPort: false, storeDir })
+    const run = `wpol${process.pid}`
+    const client = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
+    const engine = remoteActor(client, Subjects.policyFresh(run), { replies: policyReplies })
+    const ask = (max: number) =>
+      engine.ask(PolicyGenerate.make({ prompt: Int32Array.of(1, 2, 3), max_new_tokens: max }), 60_000)
+    const worker = startTriad(['worker', '--role', 'policy', '--nats', nats.url, '--run', run, '--id', 'p'], {
+      TRIAD_POLICY_CONFIG: JSON.stringify({
+        layers: 2,
+        width: 128,
+        heads: 4,
+        contextLength: 1024,
+        vocabSize: 300,
+      }),
+    })
+    try {
+      await worker.waitForLine((l) => l.event === 'ready', 60_000)
+      // 32 generations of 1,000 tokens: far more work than the drain allows on the CPU backends.
+      let completed = 0
+      for (let i = 0; i < 32; i++)
+        ask(1_000).then(
+          () => completed++,
+          () => undefined,
+        )
+      // Requests are taken in order: once a one-token request behind them is answered, they all run.
+      await ask(1)
+      const stopped = Date.now()
+      assert.deepEqual(
+        await terminate(worker, 'policy', NODE_ENGINE_DRAIN_MS + 3_000),
+        { code: 0, signal: null },
+        worker.stderr(),
+      )
+      assert.doesNotMatch(worker.stderr(), /did not stop/)
+      assert.equal(completed, 0, `generations that finished within ${Date.now() - stopped} ms of SIGTERM`)
+    } finally {
+      await worker.kill('SIGKILL')
+      await client.close()
+      await nats.stop()
+      rmSync(storeDir, { recursive: true, force: true })
     }
   })
 })
