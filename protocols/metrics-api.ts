@@ -5,8 +5,8 @@ import { defineMessage } from './message.ts'
  * Metrics: every role publishes `metrics.report` on `Subjects.metrics(run, role)`; `triad run`
  * appends them to the run's `metrics.jsonl` and `triad monitor` shows them live.
  *
- * Keys are namespaced `area/name[/task]`, for example `rollout/success/calc`, `learner/loss`,
- * `learner/clip_frac_high`, `pipeline/staleness_mean`, `engine/tokens_per_s`.
+ * Keys are namespaced `area/name[/task]`, for example `rollout/success/calc`, `loss/total` and
+ * `policy/clip_frac_high` (the learner), `pipeline/staleness_mean`, `engine/tokens_per_s`.
  */
 export const MetricsReport = defineMessage(
   'metrics.report',

@@ -2,7 +2,7 @@ import { type MetricsLine, RUN_MAX_STEPS } from '../../actors/index.ts'
 
 /** One line chart: a title, the x values (learner steps) and one y array per series. */
 export interface Chart {
-  /** Chart id and title: the metric key, or its family (`rollout/success`, `learner/clip_frac_*`). */
+  /** Chart id and title: the metric key, or its family (`rollout/success`, `policy/clip_frac_*`). */
   title: string
   /** `[points]` learner steps (or the steps of `xLabel`), ascending. */
   x: number[]
@@ -45,7 +45,7 @@ interface Placement {
  *   its prefix (`rollout/success`, one series per task); the prefix itself as a key (the overall
  *   value) joins that chart as series `all`;
  * - sibling keys whose last segments share a stem before `_` share one chart
- *   (`learner/policy/clip_frac_high` and `..._low` in `learner/policy/clip_frac_*`);
+ *   (`policy/clip_frac_high` and `..._low` in `policy/clip_frac_*`);
  * - any other key is a chart of its own.
  * The section (area) is the first segment. `tasks` are the run's task names (from its recipe and
  * from `rollout/success/<task>` keys).
