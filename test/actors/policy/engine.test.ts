@@ -198,6 +198,7 @@ describe('actors/policy/engine - policy engines over NATS', () => {
     const values = (metrics.at(-1)!.payload as { values: Record<string, number> }).values
     assert.deepEqual(Object.keys(values).sort(), [
       'engine/batch_size_mean',
+      'engine/busy_frac',
       'engine/tokens_per_s',
       'engine/version',
     ])
