@@ -18,6 +18,23 @@ export interface NatsServerOptions {
   binary?: string
   /** How long to wait for "Server is ready", ms (default 10,000). */
   readyTimeoutMs?: Millis
+  /**
+   * Finds a free port for `port` and `monitorPort` when they are absent (default `freePort`). Tests
+   * hand out a port they hold, to make the server's bind fail.
+   */
+  pickPort?: () => Promise<number>
+}
+
+/**
+ * How many times `startNatsServer` starts the server on newly picked ports when one it picked was
+ * taken between the pick and the server's bind (another process bound it first).
+ */
+export const NATS_BIND_ATTEMPTS = 5
+
+/** The port of a failed bind in nats-server's log (`listen tcp 127.0.0.1:4222: bind: address already in use`). */
+export function portInUse(log: string): number | undefined {
+  const m = /listen tcp [^\s]*:(\d+): bind: address already in use/.exec(log)
+  return m ? Number(m[1]) : undefined
 }
 
 /**
@@ -69,22 +86,20 @@ export function findNatsServer(): string | undefined {
 }
 
 /**
- * Starts nats-server bound to 127.0.0.1 and resolves once it logs "Server is ready".
- * @throws NatsServerError when the binary is missing, exits early or is not ready in time.
+ * Starts nats-server bound to 127.0.0.1 and resolves once it logs "Server is ready". A port it
+ * picked itself that another process takes before the server binds it (the gap between
+ * `freePort` and the bind) is picked again, up to `NATS_BIND_ATTEMPTS` starts.
+ * @throws NatsServerError when the binary is missing, exits early (a given port in use included,
+ *   naming it), is not ready in time, or finds no free ports in `NATS_BIND_ATTEMPTS` starts.
  */
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServer> {
   const binary = options.binary ?? findNatsServer()
   if (!binary) throw new NatsServerError('nats-server is not installed (apt-get install nats-server)')
-  const port = options.port ?? (await freePort())
-  const monitorPort = options.monitorPort === false ? undefined : (options.monitorPort ?? (await freePort()))
-  const args = ['-a', '127.0.0.1', '-p', String(port)]
-  if (monitorPort !== undefined) args.push('-m', String(monitorPort))
-  if (options.storeDir) {
-    mkdirSync(options.storeDir, { recursive: true })
-    args.push('-js', '-sd', options.storeDir)
-  }
+  const pick = options.pickPort ?? freePort
+  if (options.storeDir) mkdirSync(options.storeDir, { recursive: true })
   const readyTimeout = options.readyTimeoutMs ?? 10_000
   let child: ChildProcess | undefined
+  let args: string[] = []
 
   const launch = () =>
     new Promise<void>((resolve, reject) => {
@@ -114,6 +129,35 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       })
     })
 
+  let port = 0
+  let monitorPort: number | undefined
+  for (let attempt = 1; ; attempt++) {
+    port = options.port ?? (await pick())
+    monitorPort = options.monitorPort === false ? undefined : (options.monitorPort ?? (await pick()))
+    args = ['-a', '127.0.0.1', '-p', String(port)]
+    if (monitorPort !== undefined) args.push('-m', String(monitorPort))
+    if (options.storeDir) args.push('-js', '-sd', options.storeDir)
+    try {
+      await launch()
+      break
+    } catch (err) {
+      const taken = err instanceof NatsServerError ? portInUse(err.message) : undefined
+      if (!(err instanceof NatsServerError) || taken === undefined) throw err
+      if (taken === options.port || taken === options.monitorPort)
+        throw new NatsServerError(
+          `nats-server cannot listen on port ${taken}: it is in use by another process`,
+          err.exitCode,
+          err,
+        )
+      if (attempt >= NATS_BIND_ATTEMPTS)
+        throw new NatsServerError(
+          `nats-server found a port it picked taken before it could bind it, ${attempt} times in a row (last: ${taken}):\n${err.message}`,
+          err.exitCode,
+          err,
+        )
+    }
+  }
+
   const terminate = async (signal: NodeJS.Signals) => {
     const c = child
     if (!c || c.exitCode !== null || c.signalCode !== null) return
@@ -124,7 +168,6 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     clearTimeout(force)
   }
 
-  await launch()
   return {
     url: `nats://127.0.0.1:${port}`,
     monitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
