@@ -3,8 +3,8 @@ import { type Clock, systemClock } from '../runtime/clock.ts'
 import type { InProcessTransport } from '../runtime/in-process-transport.ts'
 import { BufferFullError, PublisherClosedError, TrajectoryStreamNotFoundError } from './errors.ts'
 import {
+  addDelivered,
   DEFAULT_ACK_WAIT_MS,
-  decodeGroup,
   encodeGroup,
   type TakenGroup,
   type TrajectoryConsumer,
@@ -267,16 +267,11 @@ export class InProcessTrajectoryConsumer implements TrajectoryConsumer {
     const deadline = this.clock.now() + waitMs
     for (;;) {
       for (const m of this.buffer.deliver(maxGroups - out.length)) {
-        let group: TrajectoryGroupPayload
-        try {
-          group = decodeGroup(m.data.slice())
-        } catch {
+        // A copy: the delivery never shares arrays with the stored bytes.
+        if (addDelivered(out, { seq: m.seq, deliveries: m.deliveries, data: m.data.slice() }) === 'invalid') {
           this.invalid++
           this.buffer.remove(m.seq)
-          continue
         }
-        if (out.some((g) => g.seq === m.seq)) continue // redelivered while we held it
-        out.push({ seq: m.seq, redeliveries: m.deliveries - 1, group })
       }
       if (out.length >= minGroups || this.clock.now() >= deadline || signal?.aborted) return out
       // Wait for a publish, or for the first held group to come back at its ack deadline.

@@ -14,8 +14,8 @@ import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { type Clock, systemClock } from '../runtime/clock.ts'
 import { BufferFullError, PublisherClosedError } from './errors.ts'
 import {
+  addDelivered,
   DEFAULT_ACK_WAIT_MS,
-  decodeGroup,
   encodeGroup,
   type TakenGroup,
   type TrajectoryConsumer,
@@ -209,18 +209,11 @@ export class JetStreamTrajectoryConsumer implements TrajectoryConsumer {
   /** Adds the valid groups of one fetch to `out` (invalid ones are terminated and counted). */
   private async collect(iter: AsyncIterable<JsMsg>, out: TakenGroup[]): Promise<void> {
     for await (const m of iter) {
-      let group: TrajectoryGroupPayload
-      try {
-        group = decodeGroup(m.data)
-      } catch {
+      const taken = addDelivered(out, { seq: m.seq, deliveries: m.info.deliveryCount, data: m.data })
+      if (taken === 'invalid') {
         this.invalid++
         m.term()
-        continue
-      }
-      if (out.some((g) => g.seq === m.seq)) continue // redelivered while we held it
-      const taken: TakenGroup = { seq: m.seq, redeliveries: Math.max(0, m.info.deliveryCount - 1), group }
-      this.messages.set(taken, m)
-      out.push(taken)
+      } else if (taken) this.messages.set(taken, m)
     }
   }
 

@@ -112,3 +112,33 @@ export function decodeGroup(bytes: Uint8Array): TrajectoryGroupPayload {
   const env: Envelope = groupRegistry.parse(bytes)
   return env.payload as TrajectoryGroupPayload
 }
+
+/** One message as a stream delivers it to `take`. */
+export interface Delivered {
+  /** Stream sequence number. */
+  seq: number
+  /** Deliveries so far, this one included (1 on the first). */
+  deliveries: number
+  /** The message bytes (decoded as they are: pass a copy where they must not be shared). */
+  data: Uint8Array
+}
+
+/**
+ * Adds one delivered message to the groups a `take` hands out, by the rules both streams share:
+ * a message that is not a valid `trajectory.group` gives `'invalid'` (the caller drops it for good
+ * and counts it); a group already in `out` (redelivered while this `take` held it) is skipped and
+ * gives undefined; any other is appended to `out` and returned, with `redeliveries` the
+ * deliveries before this one.
+ */
+export function addDelivered(out: TakenGroup[], delivered: Delivered): TakenGroup | 'invalid' | undefined {
+  let group: TrajectoryGroupPayload
+  try {
+    group = decodeGroup(delivered.data)
+  } catch {
+    return 'invalid'
+  }
+  if (out.some((g) => g.seq === delivered.seq)) return undefined
+  const taken: TakenGroup = { seq: delivered.seq, redeliveries: Math.max(0, delivered.deliveries - 1), group }
+  out.push(taken)
+  return taken
+}

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
+  addDelivered,
   BufferFullError,
   connectNats,
+  encodeGroup,
   ensureTrajectoryStream,
   InProcessTrajectoryPublisher,
   InProcessTransport,
@@ -265,5 +267,20 @@ describe('actors/pipeline/open-trajectory-stream - selection from the transport'
     )
     await assert.rejects(ensureTrajectoryStream(other, { run: 'sel', maxGroups: 1 }), TypeError)
     await assert.rejects(openTrajectoryConsumer(other, 'sel'), TypeError)
+  })
+})
+
+describe('actors/pipeline/trajectory-stream - a delivered message', () => {
+  it('addDelivered - appends a valid group with its redeliveries; skips one already held; garbage is invalid', () => {
+    const out: TakenGroup[] = []
+    const taken = addDelivered(out, { seq: 4, deliveries: 3, data: encodeGroup(fakeGroup('g4')) })
+    assert.equal(taken, out[0])
+    assert.deepEqual(
+      out.map((g) => [g.seq, g.redeliveries, g.group.group_id]),
+      [[4, 2, 'g4']],
+    )
+    assert.equal(addDelivered(out, { seq: 4, deliveries: 4, data: encodeGroup(fakeGroup('g4')) }), undefined)
+    assert.equal(addDelivered(out, { seq: 5, deliveries: 1, data: Uint8Array.of(1, 2, 3) }), 'invalid')
+    assert.deepEqual(ids(out), ['g4'])
   })
 })
