@@ -11,10 +11,10 @@ import {
   systemClock,
   type Transport,
 } from '../../actors/index.ts'
-import { checkToken, MessageRegistry, MetricsReport } from '../../protocols/index.ts'
+import { MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
 import { formatDuration, MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
-import { connectHint, inProcessRunError, type RunNats, recipeMaxSteps, runNats } from '../monitor/run-nats.ts'
+import { attachRunNats, connectHint, type RunNats, recipeMaxSteps } from '../monitor/run-nats.ts'
 import { watchRunsSeen } from '../monitor/runs-seen.ts'
 import { serviceRestarts } from '../monitor/service-restarts.ts'
 import { integerOption } from '../numeric-option.ts'
@@ -141,14 +141,7 @@ export function registerMonitor(program: Command): void {
         interval: number
         maxSteps?: number
       }) => {
-        try {
-          checkToken(options.run, 'run id')
-        } catch (err) {
-          throw new CliError((err as Error).message, { cause: err })
-        }
-        const refused = await inProcessRunError(options.runsDir, options.run, 'triad monitor')
-        if (refused) throw refused
-        const nats = await runNats(options.runsDir, options.run, options.nats)
+        const nats = await attachRunNats('triad monitor', options.runsDir, options.run, options.nats)
         const budgetMaxSteps = await recipeMaxSteps(options.runsDir, options.run)
         let transport: NatsTransport
         try {

@@ -1,9 +1,8 @@
 import { Svcm } from '@nats-io/services'
 import type { Command } from 'commander'
 import { connectNats } from '../../actors/index.ts'
-import { checkToken } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
-import { connectHint, inProcessRunError, runNats } from '../monitor/run-nats.ts'
+import { attachRunNats, connectHint } from '../monitor/run-nats.ts'
 import { integerOption } from '../numeric-option.ts'
 
 /** One live triad service instance as `$SRV.STATS` reports it. */
@@ -291,16 +290,7 @@ export function registerStatus(program: Command): void {
         json?: boolean
         wait: number
       }) => {
-        if (o.run !== undefined) {
-          try {
-            checkToken(o.run, 'run id')
-          } catch (err) {
-            throw new CliError((err as Error).message, { cause: err })
-          }
-          const refused = await inProcessRunError(o.runsDir, o.run, 'triad status')
-          if (refused) throw refused
-        }
-        const nats = await runNats(o.runsDir, o.run, o.nats)
+        const nats = await attachRunNats('triad status', o.runsDir, o.run, o.nats)
         const report = await collectStatus({
           nats: nats.url,
           source: nats.source,

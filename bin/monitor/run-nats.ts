@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readRunTransport, runDirPaths } from '../../actors/index.ts'
+import { checkToken } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
 
 /** The NATS URL `triad monitor` and `triad status` use when neither `--nats` nor a run says otherwise. */
@@ -24,7 +25,7 @@ export interface RunNats {
  * recorded that same server); else the server `triad run` recorded in `<runsDir>/<run>/logs/run.jsonl`
  * (its embedded server listens on a free port, so the default URL would miss it); else
  * `DEFAULT_NATS_URL`. A run recorded as one process on the in-process transport has no server:
- * `triad monitor` and `triad status` refuse it first (`inProcessRunError`).
+ * `triad monitor` and `triad status` refuse it first (`attachRunNats`).
  */
 export async function runNats(
   runsDir: string,
@@ -77,12 +78,36 @@ export async function recipeMaxSteps(runsDir: string, run: string): Promise<numb
 }
 
 /**
+ * The NATS server that `command` (`triad monitor`, `triad status`) attaches to for run `run`
+ * (`runNats`), after the checks both make on `--run`: it is a valid run id, and not a run that
+ * `triad run` started in one process (`inProcessRunError`). Without a run, only `runNats`.
+ * @throws CliError for an invalid run id, or for a run on the in-process transport.
+ */
+export async function attachRunNats(
+  command: string,
+  runsDir: string,
+  run: string | undefined,
+  nats: string | undefined,
+): Promise<RunNats> {
+  if (run !== undefined) {
+    try {
+      checkToken(run, 'run id')
+    } catch (err) {
+      throw new CliError((err as Error).message, { cause: err })
+    }
+    const refused = await inProcessRunError(runsDir, run, command)
+    if (refused) throw refused
+  }
+  return runNats(runsDir, run, nats)
+}
+
+/**
  * The error for a run that `command` (`triad monitor`, `triad status`) cannot attach to: one that
  * `triad run` started in one process on the in-process transport (its `logs/run.jsonl` says so),
  * whose metrics and actors never leave that process. Undefined for any other run, or when
  * `<runsDir>/<run>` is not here.
  */
-export async function inProcessRunError(
+async function inProcessRunError(
   runsDir: string,
   run: string,
   command: string,
