@@ -2,12 +2,11 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
   CHILD_STOP_WATCHDOG_MS,
   connectNats,
-  type NatsServer,
   NODE_ENGINE_DRAIN_MS,
   type ProcessEvent,
   ProcessSupervisor,
@@ -18,17 +17,11 @@ import {
   streamManager,
   trajectoryStreamName,
 } from '../../actors/index.ts'
-import {
-  MessageRegistry,
-  MetricsReport,
-  type PayloadOf,
-  PolicyGenerate,
-  Subjects,
-} from '../../protocols/index.ts'
+import { PolicyGenerate, Subjects } from '../../protocols/index.ts'
+import { collectMetricsReports, type Report } from '../support/metrics-reports.ts'
+import { suiteNatsServer } from '../support/suite-nats-server.ts'
 import { tinyNodeConfig, tinyTriad } from '../support/tiny-node-config.ts'
 import { startTriad, type TriadProcess } from '../support/triad-process.ts'
-
-type Report = PayloadOf<typeof MetricsReport>
 
 /**
  * How long a rollout worker may take from SIGTERM to its exit: well inside the 10 s its supervisor
@@ -56,15 +49,7 @@ function terminate(p: TriadProcess, role: string, ms: number) {
 }
 
 describe('bin/worker - SIGTERM', () => {
-  let nats: NatsServer
-  const storeDir = mkdtempSync(join(tmpdir(), 'triad-worker-js-'))
-  before(async () => {
-    nats = await startNatsServer({ monitorPort: false, storeDir })
-  })
-  after(async () => {
-    await nats.stop()
-    rmSync(storeDir, { recursive: true, force: true })
-  })
+  const nats = suiteNatsServer('triad-worker-js-')
 
   it('worker - a rollout worker stopped in the middle of rollouts exits 0 within 5 s with every group it published in the stream; the learner then exits 0 within 8 s', async () => {
     const run = `wsig${process.pid}`
@@ -82,15 +67,8 @@ describe('bin/worker - SIGTERM', () => {
     const configFile = join(runDir, 'node-config.json')
     writeFileSync(configFile, JSON.stringify(config))
     const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
-    const reports: Report[] = []
     let onReport = () => {}
-    const sub = watch.subscribe(`triad.${run}.metrics.>`, {
-      accepts: new MessageRegistry([MetricsReport]),
-      handler: (m) => {
-        reports.push(m.payload as Report)
-        onReport()
-      },
-    })
+    const { reports, stop: stopReports } = collectMetricsReports(watch, run, () => onReport())
     /** Resolves once some report satisfies `check`, at most `ms`. */
     const reported = (check: (r: Report) => boolean, ms: number, what: string) =>
       within(
@@ -138,7 +116,7 @@ describe('bin/worker - SIGTERM', () => {
         learner.stderr(),
       )
     } finally {
-      await sub.stop()
+      await stopReports()
       await watch.close()
       await rollout.kill('SIGKILL')
       await learner.kill('SIGKILL')

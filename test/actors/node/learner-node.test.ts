@@ -2,20 +2,17 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import {
   connectNats,
-  type NatsServer,
   type NodeConfig,
   type NodeHandle,
   REWARD_MODEL_CHECKPOINT_DIR,
   RewardModelLearner,
   readLatestCheckpoint,
   rlStartingPolicy,
-  startActorSystem,
   startLearnerNode,
-  startNatsServer,
-  startRolloutNode,
+  type Transport,
   WeightStore,
   weightsKey,
 } from '../../../actors/index.ts'
@@ -28,10 +25,10 @@ import {
   saveCheckpoint,
   Tokenizer,
 } from '../../../gpu/index.ts'
-import { MessageRegistry, MetricsReport, type PayloadOf } from '../../../protocols/index.ts'
+import { type LearnerRolloutPair, startLearnerRolloutPair } from '../../support/learner-rollout-pair.ts'
+import { collectMetricsReports } from '../../support/metrics-reports.ts'
+import { suiteNatsServer } from '../../support/suite-nats-server.ts'
 import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
-
-type Report = PayloadOf<typeof MetricsReport>
 
 /** A learner of a tiny model with a short cold-start SFT (2 expert episodes per task). */
 const sftConfig = (run: string, runDir: string): NodeConfig =>
@@ -86,25 +83,13 @@ async function waitFor(check: () => boolean, ms: number, what: () => string): Pr
 }
 
 describe('actors/node/learner-node', () => {
-  let nats: NatsServer
-  const storeDir = mkdtempSync(join(tmpdir(), 'triad-learner-js-'))
-  before(async () => {
-    nats = await startNatsServer({ monitorPort: false, storeDir })
-  })
-  after(async () => {
-    await nats.stop()
-    rmSync(storeDir, { recursive: true, force: true })
-  })
+  const nats = suiteNatsServer('triad-learner-js-')
 
   it('learner-node - the cold-start SFT reports every step with its total: sft/step 1..N, sft/steps_total N', async () => {
     const run = `sft${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-sft-'))
     const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
-    const reports: Report[] = []
-    const sub = watch.subscribe(`triad.${run}.metrics.>`, {
-      accepts: new MessageRegistry([MetricsReport]),
-      handler: (m) => reports.push(m.payload as Report),
-    })
+    const { reports, stop: stopReports } = collectMetricsReports(watch, run)
     const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
     const learner = await startLearnerNode(lt, sftConfig(run, runDir), '0')
     try {
@@ -126,7 +111,7 @@ describe('actors/node/learner-node', () => {
       assert.ok(sft().every((r) => r.step === 0 && r.role === 'learner'))
     } finally {
       await learner.stop()
-      await sub.stop()
+      await stopReports()
       await lt.close()
       await watch.close()
       rmSync(runDir, { recursive: true, force: true })
@@ -137,20 +122,16 @@ describe('actors/node/learner-node', () => {
     const run = `rmres${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-rm-'))
     const config = triadConfig(run, runDir)
-    const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
-    const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
-    const rt = await connectNats({ servers: nats.url, run, role: 'rollout', id: '0' })
-    const system = startActorSystem({ name: `rollout-${run}` })
+    const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
+    const watch = await connect('test')
+    let pair: LearnerRolloutPair | undefined
+    let lt: Transport | undefined
     let learner: NodeHandle | undefined
-    let rollout: NodeHandle | undefined
     try {
       // Two learner steps with the reward model training beside the policy, checkpointed.
-      learner = await startLearnerNode(lt, config, '0')
-      rollout = await startRolloutNode(system, rt, config, '0')
-      await within(learner.done, 60_000, 'two learner steps')
-      await rollout.stop()
-      await learner.stop()
-      rollout = undefined
+      pair = await startLearnerRolloutPair(config, connect)
+      await within(pair.learner.done, 60_000, 'two learner steps')
+      await pair.stop()
       const latest = readLatestCheckpoint(join(runDir, 'checkpoints'))
       assert.equal(latest?.version, 2)
       const rmDir = join(latest!.dir, REWARD_MODEL_CHECKPOINT_DIR)
@@ -169,16 +150,17 @@ describe('actors/node/learner-node', () => {
 
       // The learner restarted on the same run directory: nothing left to do, but the reward model
       // it announces at version 2 is the one of the checkpoint.
+      lt = await connect('learner')
       learner = await startLearnerNode(lt, config, '0')
       await within(learner.done, 30_000, 'the resumed learner')
       const store = await WeightStore.open(watch, run)
       const published = await store.load({ key: weightsKey('reward', 2) })
       assert.ok(sameWeights(published, saved), 'the resumed learner published the checkpoint reward model')
     } finally {
-      await rollout?.stop()
+      await pair?.stop()
       await learner?.stop()
-      await system.stop()
-      for (const t of [lt, rt, watch]) await t.close()
+      await lt?.close()
+      await watch.close()
       rmSync(runDir, { recursive: true, force: true })
     }
   })
@@ -192,21 +174,13 @@ describe('actors/node/learner-node', () => {
       model: { layers: 1, width: 16, heads: 2, contextLength: 768 },
     })
     const config: NodeConfig = { ...base, rl: { ...base.rl, step: { klCoef: 0.1 } } }
-    const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
-    const reports: Report[] = []
-    const sub = watch.subscribe(`triad.${run}.metrics.>`, {
-      accepts: new MessageRegistry([MetricsReport]),
-      handler: (m) => reports.push(m.payload as Report),
-    })
-    const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
-    const rt = await connectNats({ servers: nats.url, run, role: 'rollout', id: '0' })
-    const system = startActorSystem({ name: `rollout-${run}` })
-    let learner: NodeHandle | undefined
-    let rollout: NodeHandle | undefined
+    const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
+    const watch = await connect('test')
+    const { reports, stop: stopReports } = collectMetricsReports(watch, run)
+    let pair: LearnerRolloutPair | undefined
     try {
-      learner = await startLearnerNode(lt, config, '0')
-      rollout = await startRolloutNode(system, rt, config, '0')
-      await within(learner.done, 60_000, 'two learner steps with the KL term')
+      pair = await startLearnerRolloutPair(config, connect)
+      await within(pair.learner.done, 60_000, 'two learner steps with the KL term')
       await waitFor(
         () => reports.filter((r) => r.values['actor/kl_ref'] !== undefined).length >= 2,
         10_000,
@@ -219,11 +193,9 @@ describe('actors/node/learner-node', () => {
       assert.equal(kl[0]!.values['actor/kl_ref'], 0)
       assert.ok(kl.every((r) => r.values['actor/kl_ref']! >= 0 && Number.isFinite(r.values['actor/kl_ref'])))
     } finally {
-      await rollout?.stop()
-      await learner?.stop()
-      await system.stop()
-      await sub.stop()
-      for (const t of [lt, rt, watch]) await t.close()
+      await pair?.stop()
+      await stopReports()
+      await watch.close()
       rmSync(runDir, { recursive: true, force: true })
     }
   })

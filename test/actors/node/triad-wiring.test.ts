@@ -2,17 +2,11 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import {
   connectNats,
   InProcessTransport,
-  type NatsServer,
   type NodeConfig,
-  type NodeHandle,
-  startActorSystem,
-  startLearnerNode,
-  startNatsServer,
-  startRolloutNode,
   type Transport,
   WeightStore,
 } from '../../../actors/index.ts'
@@ -23,6 +17,8 @@ import {
   type PayloadOf,
   TrajectoryGroup,
 } from '../../../protocols/index.ts'
+import { type LearnerRolloutPair, startLearnerRolloutPair } from '../../support/learner-rollout-pair.ts'
+import { suiteNatsServer } from '../../support/suite-nats-server.ts'
 import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
 
 /**
@@ -66,17 +62,12 @@ async function runTiny(connect: Connect, on: boolean) {
       if (m.type === TrajectoryGroup.type) groups.push(m.payload as Group)
     },
   })
-  const lt = await connect(run, 'learner')
-  const rt = await connect(run, 'rollout')
-  const system = startActorSystem({ name: `rollout-${run}` })
-  let learner: NodeHandle | undefined
-  let rollout: NodeHandle | undefined
+  let pair: LearnerRolloutPair | undefined
   try {
-    learner = await startLearnerNode(lt, config, '0')
-    rollout = await startRolloutNode(system, rt, config, '0')
+    pair = await startLearnerRolloutPair(config, (role) => connect(run, role))
     let timer: NodeJS.Timeout | undefined
     await Promise.race([
-      learner.done,
+      pair.learner.done,
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error('no 2 learner steps in 50 s')), 50_000)
       }),
@@ -85,11 +76,9 @@ async function runTiny(connect: Connect, on: boolean) {
     const rmVersions = await store.versions('reward')
     return { reports, groups, rmVersions }
   } finally {
-    await rollout?.stop()
-    await learner?.stop()
-    await system.stop()
+    await pair?.stop()
     await sub.stop()
-    for (const t of [lt, rt, watch]) await t.close()
+    await watch.close()
     rmSync(runDir, { recursive: true, force: true })
   }
 }
@@ -98,15 +87,7 @@ const values = (reports: Report[], role: string) =>
   reports.filter((r) => r.role === role).map((r) => r.values)
 
 describe('node - dynamic triad wiring', () => {
-  let nats: NatsServer
-  const storeDir = mkdtempSync(join(tmpdir(), 'triad-wire-js-'))
-  before(async () => {
-    nats = await startNatsServer({ monitorPort: false, storeDir })
-  })
-  after(async () => {
-    await nats.stop()
-    rmSync(storeDir, { recursive: true, force: true })
-  })
+  const nats = suiteNatsServer('triad-wire-js-')
 
   it('node - with every switch on, trajectories carry judgements, the reward model trains and publishes, difficulty is reported', async () => {
     assertSwitchesOn(await runTiny(overNats(nats.url), true))

@@ -15,9 +15,7 @@ import {
 } from '../../../actors/index.ts'
 import { watchMetrics } from '../../../bin/commands/monitor.ts'
 import { MetricsState, renderSnapshot, totalRestarts } from '../../../bin/monitor/metrics-state.ts'
-import { MessageRegistry, MetricsReport, type PayloadOf } from '../../../protocols/index.ts'
-
-type Report = PayloadOf<typeof MetricsReport>
+import { collectMetricsReports } from '../../support/metrics-reports.ts'
 
 /** Resolves when `check` holds, polled every 20 ms; rejects after `ms`. */
 async function waitFor(check: () => boolean, ms: number, what: () => string): Promise<void> {
@@ -86,11 +84,7 @@ describe('actors/run/process-restarts', () => {
   it('process-restarts - reports at start, at each restart and every everyMs; nothing after stop', () => {
     const clock = new ManualClock(1_000)
     const t = new InProcessTransport(clock)
-    const seen: Report[] = []
-    t.subscribe('triad.r.metrics.>', {
-      accepts: new MessageRegistry([MetricsReport]),
-      handler: (m) => seen.push(m.payload as Report),
-    })
+    const seen = collectMetricsReports(t, 'r').reports
     let step = 0
     const report = new ProcessRestartReport(t, {
       run: 'r',
@@ -122,11 +116,7 @@ describe('actors/run/process-restarts', () => {
   it("process-restarts - the run's constant values (its step budget) go with every report", () => {
     const clock = new ManualClock(0)
     const t = new InProcessTransport(clock)
-    const seen: Report[] = []
-    t.subscribe('triad.r.metrics.>', {
-      accepts: new MessageRegistry([MetricsReport]),
-      handler: (m) => seen.push(m.payload as Report),
-    })
+    const seen = collectMetricsReports(t, 'r').reports
     const report = new ProcessRestartReport(t, {
       run: 'r',
       id: '9',
