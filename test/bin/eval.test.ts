@@ -76,6 +76,9 @@ describe('bin/eval - bad input', () => {
   })
 })
 
+/** One sample of one instance, at most 4 new tokens, on wasm: a quick eval of a tiny checkpoint. */
+const QUICK_EVAL = ['--k', '1', '--instances', '1', '--max-new-tokens', '4', '--backend', 'wasm']
+
 describe('bin/eval - into a run directory', () => {
   it('eval RUN_DIR - evaluates the latest checkpoint of the run and says which', async () => {
     const run = await createRunDir({
@@ -89,21 +92,7 @@ describe('bin/eval - into a run directory', () => {
       join(run.checkpointsDir, 'latest.json'),
       JSON.stringify({ version: 4, usedSeqs: [], dir: step }),
     )
-    const r = await runTriad([
-      'eval',
-      run.path,
-      '--tasks',
-      'calc',
-      '--k',
-      '1',
-      '--instances',
-      '1',
-      '--max-new-tokens',
-      '4',
-      '--backend',
-      'wasm',
-      '--json',
-    ])
+    const r = await runTriad(['eval', run.path, '--tasks', 'calc', ...QUICK_EVAL, '--json'])
     assert.equal(r.code, 0, r.stderr)
     assert.match(
       r.stderr,
@@ -144,14 +133,7 @@ describe('bin/eval - into a run directory', () => {
       'held-out evaluation at step 7',
       '--tasks',
       'calc:2,maze:1',
-      '--k',
-      '1',
-      '--instances',
-      '1',
-      '--max-new-tokens',
-      '4',
-      '--backend',
-      'wasm',
+      ...QUICK_EVAL,
     ])
     assert.equal(r.code, 0, r.stderr)
     const file = JSON.parse(readFileSync(join(run.evalDir, 'step-000007.json'), 'utf8'))

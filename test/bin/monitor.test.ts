@@ -16,7 +16,7 @@ import { CliError } from '../../bin/errors.ts'
 import { formatDuration, MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { MessageRegistry, MetricsReport, Subjects } from '../../protocols/index.ts'
 import { syntheticMetrics, syntheticSftMetrics } from '../support/synthetic-run.ts'
-import { startTriad } from '../support/triad-process.ts'
+import { startTriad, type TriadProcess } from '../support/triad-process.ts'
 
 /** A table row with these cells, as a pattern (cells escaped, separated by `│`). */
 const row = (...cells: string[]) =>
@@ -51,6 +51,27 @@ async function publishUntil<T>(
   }
   if (!settled) throw new Error('the monitor did not finish within 60 s')
   return done
+}
+
+/** Starts `triad monitor` on run `run` at the local NATS server, redrawing every 200 ms until stopped. */
+const startLiveMonitor = (run: string) =>
+  startTriad(['monitor', '--nats', 'nats://127.0.0.1:4222', '--run', run, '--interval', '200'])
+
+/**
+ * Resolves with the first value other than undefined or false that `find` returns for the lines
+ * `monitor` printed so far, checked every 50 ms (the `publishUntil` that waits on it holds the
+ * deadline).
+ */
+function whenShown<T>(monitor: TriadProcess, find: (lines: string[]) => T | undefined | false): Promise<T> {
+  return new Promise<T>((resolve) => {
+    const timer = setInterval(() => {
+      const found = find(monitor.stdout)
+      if (found !== undefined && found !== false) {
+        clearInterval(timer)
+        resolve(found)
+      }
+    }, 50)
+  })
 }
 
 describe('bin/monitor', () => {
@@ -294,24 +315,8 @@ describe('bin/monitor', () => {
   it('triad monitor - redraws live until stopped', async () => {
     const run = `live-${process.pid}`
     const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '1' })
-    const child = startTriad([
-      'monitor',
-      '--nats',
-      'nats://127.0.0.1:4222',
-      '--run',
-      run,
-      '--interval',
-      '200',
-    ])
-    const shown = new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        const out = child.stdout.join('\n')
-        if (EXPECTED_ROWS.every((p) => p.test(out))) {
-          clearInterval(timer)
-          resolve()
-        }
-      }, 50)
-    })
+    const child = startLiveMonitor(run)
+    const shown = whenShown(child, (lines) => EXPECTED_ROWS.every((p) => p.test(lines.join('\n'))))
     await publishUntil(nats, run, shown)
     await nats.close()
     assert.match(
@@ -350,25 +355,9 @@ describe('bin/monitor', () => {
     const run = `nosuchrun-${process.pid}`
     const other = `busy-${process.pid}`
     const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run: other, role: 'test', id: '3' })
-    const child = startTriad([
-      'monitor',
-      '--nats',
-      'nats://127.0.0.1:4222',
-      '--run',
-      run,
-      '--interval',
-      '200',
-    ])
+    const child = startLiveMonitor(run)
     const hint = `nothing from run ${run} in `
-    const listed = new Promise<string>((resolve) => {
-      const timer = setInterval(() => {
-        const line = child.stdout.find((l) => l.startsWith(hint) && l.includes(other))
-        if (line) {
-          clearInterval(timer)
-          resolve(line)
-        }
-      }, 50)
-    })
+    const listed = whenShown(child, (lines) => lines.find((l) => l.startsWith(hint) && l.includes(other)))
     const line = await publishUntil(nats, other, listed)
     await nats.close()
     child.child.kill('SIGTERM')

@@ -2,35 +2,63 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   EnvClient,
+  type GroupSink,
   InProcessTransport,
   mulberry32,
   PolicyRouter,
   RolloutDriver,
 } from '../../../actors/index.ts'
 import { Tokenizer } from '../../../gpu/index.ts'
-import { EnvStart, EnvStarted, MessageRegistry, PolicyGenerate, Subjects } from '../../../protocols/index.ts'
+import {
+  EnvStart,
+  EnvStarted,
+  MessageRegistry,
+  type Millis,
+  PolicyGenerate,
+  Subjects,
+} from '../../../protocols/index.ts'
+
+/**
+ * A rollout driver of run `run` on `transport`: one-turn calc episodes (at most 4 new tokens,
+ * context 64) in groups of 2, seeded with 1, with `concurrency` agent loops and `attempts` per
+ * episode; env requests time out after `envTimeoutMs` (the client's default when not given), and
+ * every finished group goes to `sink`.
+ */
+function calcDriver(
+  transport: InProcessTransport,
+  run: string,
+  loops: { concurrency: number; attempts: number; envTimeoutMs?: Millis },
+  sink: GroupSink,
+): RolloutDriver {
+  return new RolloutDriver(
+    'r',
+    {
+      env: new EnvClient(transport, run, loops.envTimeoutMs),
+      policy: new PolicyRouter(transport, run, 0, mulberry32(1)),
+      tokenizer: new Tokenizer(),
+    },
+    {
+      tasks: [{ name: 'calc', weight: 1 }],
+      groupSize: 2,
+      concurrency: loops.concurrency,
+      attempts: loops.attempts,
+      seed: 1,
+      episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 64, temperature: 1, topP: 1 },
+    },
+    sink,
+    () => 0,
+  )
+}
 
 describe('actors/rollout/rollout - bad environments', () => {
   it('rollout - episodes that cannot start are counted by cause and the loop backs off instead of spinning', async () => {
     // No environment controller serves this transport: every env.start fails at once.
     const transport = new InProcessTransport()
-    const driver = new RolloutDriver(
-      'r',
-      {
-        env: new EnvClient(transport, 'nobody', 1_000),
-        policy: new PolicyRouter(transport, 'nobody', 0, mulberry32(1)),
-        tokenizer: new Tokenizer(),
-      },
-      {
-        tasks: [{ name: 'calc', weight: 1 }],
-        groupSize: 2,
-        concurrency: 2,
-        attempts: 1,
-        seed: 1,
-        episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 64, temperature: 1, topP: 1 },
-      },
+    const driver = calcDriver(
+      transport,
+      'nobody',
+      { concurrency: 2, attempts: 1, envTimeoutMs: 1_000 },
       async () => assert.fail('no group can be published'),
-      () => 0,
     )
     const started = performance.now()
     const run = driver.runForever()
@@ -78,23 +106,8 @@ describe('actors/rollout/rollout - stop', () => {
         return new Promise(() => {})
       },
     })
-    const driver = new RolloutDriver(
-      'r',
-      {
-        env: new EnvClient(transport, run),
-        policy: new PolicyRouter(transport, run, 0, mulberry32(1)),
-        tokenizer: new Tokenizer(),
-      },
-      {
-        tasks: [{ name: 'calc', weight: 1 }],
-        groupSize: 2,
-        concurrency: 4,
-        attempts: 3,
-        seed: 1,
-        episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 64, temperature: 1, topP: 1 },
-      },
-      async () => assert.fail('a group cut short is not handed on'),
-      () => 0,
+    const driver = calcDriver(transport, run, { concurrency: 4, attempts: 3 }, async () =>
+      assert.fail('a group cut short is not handed on'),
     )
     const loops = driver.runForever()
     await generating
