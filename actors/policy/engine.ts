@@ -36,6 +36,7 @@ import {
   type Served,
   systemClock,
   type Transport,
+  TransportClosedError,
 } from '../runtime/index.ts'
 import { type WeightMap, WeightStore, type WeightsAnnouncement } from '../weights/index.ts'
 import { PolicyEngineConfigError } from './errors.ts'
@@ -367,23 +368,33 @@ export async function startPolicyEngine(
     const now = clock.now()
     const seconds = Math.max(1e-3, (now - last.time) / 1000)
     const steps = s.decodeSteps - last.steps
-    transport.publish(
-      Subjects.metrics(options.run, role),
-      MetricsReport.make({
-        role,
-        id: options.id,
-        step: s.version,
-        time: Date.now(),
-        values: {
-          'engine/tokens_per_s': (s.tokens - last.tokens) / seconds,
-          'engine/batch_size_mean': steps > 0 ? (s.batchRows - last.rows) / steps : 0,
-          'engine/version': s.version,
-          // Share of the interval spent in prefill and decode (the rest: idle, or the process's
-          // other work, such as step judging on the same thread).
-          'engine/busy_frac': Math.max(0, s.prefillMs + s.decodeMs - last.busyMs) / 1000 / seconds,
-        },
-      }),
-    )
+    // Metrics are best effort: a transport closed under a running engine (its process shutting
+    // down) ends the reports instead of throwing from the timer, where nothing could catch it.
+    try {
+      transport.publish(
+        Subjects.metrics(options.run, role),
+        MetricsReport.make({
+          role,
+          id: options.id,
+          step: s.version,
+          time: Date.now(),
+          values: {
+            'engine/tokens_per_s': (s.tokens - last.tokens) / seconds,
+            'engine/batch_size_mean': steps > 0 ? (s.batchRows - last.rows) / steps : 0,
+            'engine/version': s.version,
+            // Share of the interval spent in prefill and decode (the rest: idle, or the process's
+            // other work, such as step judging on the same thread).
+            'engine/busy_frac': Math.max(0, s.prefillMs + s.decodeMs - last.busyMs) / 1000 / seconds,
+          },
+        }),
+      )
+    } catch (err) {
+      if (err instanceof TransportClosedError) {
+        timer = undefined
+        return
+      }
+      throw err
+    }
     last = {
       time: now,
       tokens: s.tokens,
