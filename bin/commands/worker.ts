@@ -12,6 +12,7 @@ import {
   startLearnerNode,
   startRolloutNode,
 } from '../../actors/index.ts'
+import { startCpuProfile } from '../cpu-profile.ts'
 import { CliError } from '../errors.ts'
 
 /** What a role needs to start: the process's actor system and NATS transport. */
@@ -66,6 +67,8 @@ export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
  * `triad:<run>:<role>:<id>`, starts the role, prints one JSON line `{"event":"ready",...}` on
  * stdout, then serves. A stop that takes longer than `CHILD_STOP_WATCHDOG_MS` ends the process
  * with code 1 and a line `triad worker: <role> did not stop within <s> s; exiting` on stderr.
+ * With `TRIAD_CPU_PROFILE=<dir>` in the environment the process records a CPU profile and writes
+ * it to `<dir>/<role>-<pid>.cpuprofile` when it stops (`startCpuProfile`).
  * @param roles where `role` is looked up (default `workerRoles`; tests add roles of their own).
  * @throws CliError on an unknown role or a NATS server that does not answer.
  */
@@ -84,6 +87,8 @@ export async function runWorker(
       throw new CliError(err.message, { cause: err })
     },
   )
+  const profileDir = process.env.TRIAD_CPU_PROFILE
+  const profile = profileDir ? await startCpuProfile(profileDir, `${role}-${process.pid}`) : undefined
   const system = startActorSystem({ name: `${role}-${id}` })
   system.onEscalate((e) =>
     process.stderr.write(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}\n`),
@@ -116,6 +121,7 @@ export async function runWorker(
   await handle.stop()
   await system.stop()
   await transport.close()
+  if (profile) process.stderr.write(`triad worker: ${role} CPU profile in ${await profile.stop()}\n`)
   clearTimeout(watchdog)
 }
 
