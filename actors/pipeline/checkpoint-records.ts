@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 
 /** What the loop records next to each checkpoint: which stream messages its weights include. */
 export interface PipelineCheckpoint {
@@ -34,9 +34,15 @@ export function readAckRecords(checkpointDir: string): AckRecord[] {
     .map((l) => JSON.parse(l) as AckRecord)
 }
 
-/** Reads `latest.json` of a checkpoint directory, if any. */
+/**
+ * Reads `latest.json` of a checkpoint directory, if any. Its `dir` is resolved by name inside
+ * `checkpointDir` (where the loop writes every checkpoint), whatever path was recorded: a run
+ * directory that was copied, moved or opened from another working directory resumes from its own
+ * checkpoint, never from the one at the recorded path.
+ */
 export function readLatestCheckpoint(checkpointDir: string): PipelineCheckpoint | undefined {
   const f = join(checkpointDir, 'latest.json')
   if (!existsSync(f)) return undefined
-  return JSON.parse(readFileSync(f, 'utf8')) as PipelineCheckpoint
+  const record = JSON.parse(readFileSync(f, 'utf8')) as PipelineCheckpoint
+  return { ...record, dir: join(checkpointDir, basename(record.dir)) }
 }

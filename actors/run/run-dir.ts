@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { appendFile, link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { type Clock, systemClock } from '../runtime/index.ts'
 import { NotARunDirError, RunFileExistsError } from './errors.ts'
@@ -85,15 +85,21 @@ export async function createRunDir(options: CreateRunDirOptions): Promise<RunDir
 }
 
 /**
- * Writes a file that must not exist yet.
+ * Writes a file that must not exist yet, atomically: the data goes to a temporary file next to it,
+ * which is then hard-linked to `path` (the link fails when `path` exists) and removed. A process
+ * killed mid-write leaves at most the temporary file, never a partial `path`.
  * @throws RunFileExistsError when it exists.
  */
 export async function writeNewFile(path: string, data: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`
+  await writeFile(tmp, data)
   try {
-    await writeFile(path, data, { flag: 'wx' })
+    await link(tmp, path)
   } catch (err) {
     if (errno(err) === 'EEXIST') throw new RunFileExistsError(path, err)
     throw err
+  } finally {
+    await unlink(tmp).catch(() => undefined)
   }
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import {
   appendRunLog,
@@ -64,6 +64,8 @@ describe('actors/run/run-dir', () => {
         err.message === `${file} already exists; triad never overwrites a run's files`,
     )
     assert.equal(readFileSync(file, 'utf8'), 'one')
+    // Written through a temporary file that is linked into place and removed: nothing else is left.
+    assert.deepEqual(readdirSync(dirname(file)), ['f.json'])
   })
 
   it('openRunDir - opens a run and returns its stored recipe', async () => {
