@@ -26,8 +26,8 @@ export function latestRunCheckpoint(path: string): RunCheckpoint | undefined {
   const dir = runDirPaths(path).checkpointsDir
   const latest = readLatestCheckpoint(dir)
   if (latest) {
-    const named = join(dir, basename(latest.dir))
-    if (isCheckpoint(named)) return { dir: named, name: basename(latest.dir), step: latest.version }
+    // readLatestCheckpoint resolves the recorded dir by name in this run's checkpoints/.
+    if (isCheckpoint(latest.dir)) return { dir: latest.dir, name: basename(latest.dir), step: latest.version }
   }
   let best: RunCheckpoint | undefined
   const entries = existsSync(dir) ? readdirSync(dir) : []
