@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import { NotARunDirError, openRunDir, readEvalResults, readMetricsFile } from '../../actors/index.ts'
 import { CliError } from '../errors.ts'
 import { buildChartSections, latestPerTask, taskNames } from '../report/chart-groups.ts'
+import { continuousCounters } from '../report/counter-continuity.ts'
 import { evalCharts, withEvalCharts } from '../report/eval-charts.ts'
 import { renderReportHtml } from '../report/render-html.ts'
 
@@ -20,8 +21,9 @@ export interface BuiltReport {
 
 /**
  * Reads a run directory (`recipe.json`, `metrics.jsonl`, `eval/*.json`) and renders its report:
- * charts of the metrics, avg@k and pass@k per task over steps when several steps were evaluated,
- * and the evaluation tables.
+ * charts of the metrics (counters continuous across restarts and resumes, which the facts list),
+ * avg@k and pass@k per task over steps when several steps were evaluated, and the evaluation
+ * tables.
  * @throws NotARunDirError when `runDir` is not a run.
  */
 export async function buildReport(runDir: string): Promise<BuiltReport> {
@@ -46,6 +48,15 @@ export async function buildReport(runDir: string): Promise<BuiltReport> {
     facts.push(['started', new Date(firstTime).toISOString()])
     facts.push(['span', `${((lastTime - firstTime) / 60_000).toFixed(1)} min`])
   }
+  const { resets } = continuousCounters(metrics.lines)
+  if (resets.length)
+    facts.push([
+      'counters continued across restarts',
+      `${resets
+        .slice(0, 5)
+        .map((r) => `${r.actor} at step ${r.step}`)
+        .join(', ')}${resets.length > 5 ? `, ... (${resets.length})` : ''}`,
+    ])
   facts.push(['roles', [...new Set(metrics.lines.map((l) => l.role))].sort().join(', ') || '-'])
   const warnings: string[] = []
   if (metrics.bad.length)

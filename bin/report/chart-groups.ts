@@ -1,4 +1,6 @@
 import { type MetricsLine, RUN_MAX_STEPS } from '../../actors/index.ts'
+import { continuousCounters } from './counter-continuity.ts'
+import { MetricKind, metricKind } from './metric-kinds.ts'
 
 /** One line chart: a title, the x values (learner steps) and one y array per series. */
 export interface Chart {
@@ -106,23 +108,78 @@ export const AREA_AXES: Readonly<Record<string, { key: string; label: string; hi
 /** Keys that are facts of the run rather than measurements (`run/max_steps`): never charted. */
 export const UNCHARTED_KEYS: ReadonlySet<string> = new Set([RUN_MAX_STEPS])
 
-/** True for rate keys (`engine/tokens_per_s`): values of several actors add up. */
-export const isRateKey = (key: string) => /_per_s$/.test(key)
+/** One report of one key by one actor: its x (step) and value. */
+interface Point {
+  x: number
+  v: number
+}
+
+/**
+ * The values of one key at the steps `xs` (ascending) from each actor's points, combined by
+ * `kind` (see `buildChartSections`); `null` at a step where no actor gives a value.
+ */
+function seriesAt(kind: MetricKind, byActor: ReadonlyMap<string, readonly Point[]>, xs: readonly number[]) {
+  const totals: (number | null)[] = xs.map(() => null)
+  const add = (i: number, v: number) => {
+    totals[i] = (totals[i] ?? 0) + v
+  }
+  if (kind === MetricKind.counter || kind === MetricKind.delta) {
+    // Totals (deltas arrive here as running totals): the highest one at or before each step.
+    for (const points of byActor.values()) {
+      const sorted = [...points].sort((a, b) => a.x - b.x)
+      let j = 0
+      let highest = -Infinity
+      xs.forEach((x, i) => {
+        for (; j < sorted.length && sorted[j]!.x <= x; j++) highest = Math.max(highest, sorted[j]!.v)
+        if (highest > -Infinity) add(i, highest)
+      })
+    }
+    return totals
+  }
+  const index = new Map(xs.map((x, i) => [x, i]))
+  const actors = xs.map(() => 0)
+  for (const points of byActor.values()) {
+    const cells = new Map<number, [number, number]>()
+    for (const p of points) {
+      const cell = cells.get(p.x) ?? [0, 0]
+      cell[0] += p.v
+      cell[1] += 1
+      cells.set(p.x, cell)
+    }
+    for (const [x, [sum, n]] of cells) {
+      const i = index.get(x)!
+      add(i, sum / n)
+      actors[i]!++
+    }
+  }
+  // gauges: the mean over actors; rates: their sum
+  return kind === MetricKind.rate ? totals : totals.map((t, i) => (t === null ? null : t / actors[i]!))
+}
 
 /**
  * Turns metrics lines into chart sections (every key but `UNCHARTED_KEYS`). The x axis is the
- * learner step, except in the areas of `AREA_AXES` (the SFT: its own step). At one step, the
- * values of one actor (`role:id`) are averaged; the actors' values are then summed for rate keys
- * (`..._per_s`: the engines' throughputs add up) and averaged for every other key.
+ * learner step, except in the areas of `AREA_AXES` (the SFT: its own step). Values combine by the
+ * key's `metricKind`:
+ * - gauges: the reports of one actor (`role:id`) at one step are averaged, then the actors averaged;
+ * - rates (`..._per_s`): averaged per actor, then summed (the engines' throughputs add up);
+ * - counters (totals since the process started): made continuous across restarts and resumes
+ *   (`continuousCounters`); at each step, each actor's highest total reported at that step or an
+ *   earlier one, summed over actors (an actor that stopped keeps counting with its last total);
+ * - deltas (counts since the previous report): turned into each actor's running total (in file
+ *   order), then charted like counters, so `rollout/episodes/<task>` adds up to `rollout/episodes`.
+ * Counters and deltas of whole things thus chart as integers, never as an average of totals. A
+ * resumed run reports some steps twice; a counter's value there is its newest total.
  */
 export function buildChartSections(
   lines: readonly MetricsLine[],
   knownTasks: readonly string[] = [],
 ): ChartSection[] {
-  // key -> step -> actor -> [sum, count]
-  const acc = new Map<string, Map<number, Map<string, [number, number]>>>()
+  // key -> actor -> points, in file order
+  const acc = new Map<string, Map<string, Point[]>>()
+  // key -> actor -> running total of a delta key
+  const running = new Map<string, Map<string, number>>()
   const areaOf = (key: string) => (key.includes('/') ? key.slice(0, key.indexOf('/')) : 'other')
-  for (const line of lines) {
+  for (const line of continuousCounters(lines).lines) {
     const who = `${line.role}:${line.id}`
     for (const [key, value] of Object.entries(line.values)) {
       if (!Number.isFinite(value) || UNCHARTED_KEYS.has(key)) continue
@@ -130,20 +187,17 @@ export function buildChartSections(
       if (axis?.hidden.includes(key)) continue
       const x = axis ? line.values[axis.key] : line.step
       if (x === undefined || !Number.isFinite(x)) continue
-      const byStep = acc.get(key) ?? new Map<number, Map<string, [number, number]>>()
-      acc.set(key, byStep)
-      const byActor = byStep.get(x) ?? new Map<string, [number, number]>()
-      byStep.set(x, byActor)
-      const cell = byActor.get(who) ?? [0, 0]
-      cell[0] += value
-      cell[1] += 1
-      byActor.set(who, cell)
+      const byActor = acc.get(key) ?? new Map<string, Point[]>()
+      acc.set(key, byActor)
+      const points = byActor.get(who) ?? []
+      byActor.set(who, points)
+      if (metricKind(key) === MetricKind.delta) {
+        const sums = running.get(key) ?? new Map<string, number>()
+        running.set(key, sums)
+        sums.set(who, (sums.get(who) ?? 0) + value)
+        points.push({ x, v: sums.get(who)! })
+      } else points.push({ x, v: value })
     }
-  }
-  const combine = (key: string, byActor: Map<string, [number, number]>) => {
-    const perActor = [...byActor.values()].map(([sum, n]) => sum / n)
-    const total = perActor.reduce((a, b) => a + b, 0)
-    return isRateKey(key) ? total : total / perActor.length
   }
   const keys = [...acc.keys()].sort()
   const placement = placeKeys(keys, taskNames(lines, knownTasks))
@@ -157,20 +211,14 @@ export function buildChartSections(
   const sections = new Map<string, Chart[]>()
   for (const [title, c] of charts) {
     const steps = new Set<number>()
-    for (const k of c.keys) for (const s of acc.get(k)!.keys()) steps.add(s)
+    for (const k of c.keys) for (const points of acc.get(k)!.values()) for (const p of points) steps.add(p.x)
     const x = [...steps].sort((a, b) => a - b)
     const series = c.keys
-      .map((key) => {
-        const byStep = acc.get(key)!
-        return {
-          label: placement.get(key)!.label,
-          key,
-          y: x.map((s) => {
-            const byActor = byStep.get(s)
-            return byActor ? combine(key, byActor) : null
-          }),
-        }
-      })
+      .map((key) => ({
+        label: placement.get(key)!.label,
+        key,
+        y: seriesAt(metricKind(key), acc.get(key)!, x),
+      }))
       .sort((a, b) => (a.label === 'all' ? -1 : b.label === 'all' ? 1 : a.label.localeCompare(b.label)))
     const list = sections.get(c.area) ?? []
     const xLabel = AREA_AXES[c.area]?.label

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import type { EvalResult } from '../../actors/index.ts'
 import type { ChartSection, LatestPerTask } from './chart-groups.ts'
+import { formatTick } from './tick-format.ts'
 
 const require = createRequire(import.meta.url)
 
@@ -46,6 +47,16 @@ function formatCell(v: unknown): string {
   return String(v)
 }
 
+/** A table header: escaped, with a line-break opportunity after each `/` of a metric key. */
+function headerCell(text: string): string {
+  return `<th>${escapeHtml(text).replace(/\//g, '/<wbr>')}</th>`
+}
+
+/** A table in a box that scrolls sideways when the table is wider than the page. */
+function scrollingTable(inner: string, id?: string): string {
+  return `<div class="table-scroll"><table${id ? ` id="${id}"` : ''}>${inner}</table></div>`
+}
+
 /** One evaluation table: the union of the rows' keys as columns, in first-seen order. */
 function evalTable(file: string, r: EvalResult): string {
   const columns: string[] = []
@@ -57,12 +68,14 @@ function evalTable(file: string, r: EvalResult): string {
   ].filter(Boolean)
   return `<section class="eval"><h3>${escapeHtml(r.title ?? file)}</h3>${
     meta.length ? `<p class="meta">${escapeHtml(meta.join(' · '))}</p>` : ''
-  }<table><thead><tr>${columns.map((c) => `<th>${escapeHtml(c)}</th>`).join('')}</tr></thead><tbody>${r.rows
-    .map(
-      (row) =>
-        `<tr>${columns.map((c) => `<td class="${typeof row[c] === 'number' ? 'num' : ''}">${escapeHtml(formatCell(row[c]))}</td>`).join('')}</tr>`,
-    )
-    .join('')}</tbody></table></section>`
+  }${scrollingTable(
+    `<thead><tr>${columns.map(headerCell).join('')}</tr></thead><tbody>${r.rows
+      .map(
+        (row) =>
+          `<tr>${columns.map((c) => `<td class="${typeof row[c] === 'number' ? 'num' : ''}">${escapeHtml(formatCell(row[c]))}</td>`).join('')}</tr>`,
+      )
+      .join('')}</tbody>`,
+  )}</section>`
 }
 
 /** What the report page shows. */
@@ -81,11 +94,15 @@ export interface ReportContent {
 }
 
 /**
- * The page's script: draws every chart with uPlot and, when uPlot has drawn one, checks its canvas
- * for pixels of the series colours. The result is on `<body>`: `data-charts-total` (charts),
- * `data-charts-checked` (drawn or failed so far), `data-charts-drawn` (with a visible series).
+ * The page's script: draws every chart with uPlot, its y axis labelled by `formatTick` (compact SI:
+ * `12k`, `1.25M`) and as wide as its longest label, and, when uPlot has drawn one, checks its
+ * canvas for pixels of the series colours. The results are on `<body>`: `data-charts-total`
+ * (charts), `data-charts-checked` (drawn or failed so far), `data-charts-drawn` (with a visible
+ * series), `data-page-overflow` (px the page is wider than the window; 0 when nothing sticks
+ * out); and on each chart's figure: `data-y-ticks` (its y labels, space-separated).
  */
 const PAGE_SCRIPT = `
+var formatTick = ${formatTick.toString()};
 (function () {
   var data = JSON.parse(document.getElementById('triad-data').textContent);
   var palette = data.palette;
@@ -102,7 +119,20 @@ const PAGE_SCRIPT = `
     }
     return false;
   }
+  // Measured on every layout cycle: the ticks (and their labels) can change between cycles.
+  function axisSize(u, values, axisIdx) {
+    var axis = u.axes[axisIdx];
+    var size = axis.ticks.size + axis.gap;
+    var longest = (values || []).reduce(function (a, v) { return v.length > a.length ? v : a; }, '');
+    if (longest !== '') {
+      u.ctx.font = axis.font[0];
+      size += u.ctx.measureText(longest).width / devicePixelRatio;
+    }
+    return Math.ceil(size);
+  }
   function publish() {
+    var page = document.documentElement;
+    document.body.setAttribute('data-page-overflow', String(Math.max(0, page.scrollWidth - page.clientWidth)));
     document.body.setAttribute('data-charts-total', String(total));
     document.body.setAttribute('data-charts-drawn', String(drawn));
     document.body.setAttribute('data-charts-checked', String(checked));
@@ -128,7 +158,14 @@ const PAGE_SCRIPT = `
         new uPlot({
           width: 560, height: 240,
           scales: { x: { time: false } },
-          axes: [{ label: chart.xLabel || 'step' }, {}],
+          axes: [{ label: chart.xLabel || 'step' }, {
+            size: axisSize,
+            values: function (u, splits, axisIdx, space, incr) {
+              var labels = splits.map(function (v) { return v == null ? '' : formatTick(v, incr); });
+              box.setAttribute('data-y-ticks', labels.join(' '));
+              return labels;
+            },
+          }],
           series: [{ label: chart.xLabel || 'step' }].concat(chart.series.map(function (s, i) {
             var colour = palette[i % palette.length];
             return { label: s.label, stroke: colour, width: 2, spanGaps: true,
@@ -172,14 +209,15 @@ export function renderReportHtml(content: ReportContent): string {
   const latest = content.latest
   const latestHtml =
     latest.columns.length && latest.rows.length
-      ? `<section class="area"><h2>latest per task</h2><table id="latest"><thead><tr><th>task</th>${latest.columns
-          .map((c) => `<th>${escapeHtml(c)}</th>`)
-          .join('')}</tr></thead><tbody>${latest.rows
-          .map(
-            (r) =>
-              `<tr><td>${escapeHtml(r.task)}</td>${r.values.map((v) => `<td class="num">${escapeHtml(formatCell(v))}</td>`).join('')}</tr>`,
-          )
-          .join('')}</tbody></table></section>`
+      ? `<section class="area"><h2>latest per task</h2>${scrollingTable(
+          `<thead><tr><th>task</th>${latest.columns.map(headerCell).join('')}</tr></thead><tbody>${latest.rows
+            .map(
+              (r) =>
+                `<tr><td>${escapeHtml(r.task)}</td>${r.values.map((v) => `<td class="num">${escapeHtml(formatCell(v))}</td>`).join('')}</tr>`,
+            )
+            .join('')}</tbody>`,
+          'latest',
+        )}</section>`
       : ''
   const evalHtml = content.evals.length
     ? `<section class="area"><h2>evaluation</h2>${content.evals.map((e) => evalTable(e.file, e.result)).join('\n')}</section>`
@@ -200,7 +238,8 @@ h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; border-bottom: 1p
 .warn { color: #a15c00; }
 .grid { display: flex; flex-wrap: wrap; gap: 16px; }
 figure.chart { margin: 0; } figcaption { font-weight: 600; margin-bottom: 4px; font-family: ui-monospace, monospace; }
-table { border-collapse: collapse; margin: 6px 0 16px; } th, td { border: 1px solid #ddd; padding: 3px 8px; }
+.table-scroll { max-width: 100%; overflow-x: auto; margin: 6px 0 16px; }
+table { border-collapse: collapse; } th, td { border: 1px solid #ddd; padding: 3px 8px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; } .meta { color: #555; margin: 0; }
 pre { background: #f6f6f6; padding: 8px; overflow: auto; }
 </style>

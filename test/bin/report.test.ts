@@ -5,10 +5,15 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { type EvalResult, formatMetricsLine, writeEvalResult } from '../../actors/index.ts'
 import { buildReport } from '../../bin/commands/report.ts'
-import { buildChartSections, placeKeys, taskNames } from '../../bin/report/chart-groups.ts'
+import { buildChartSections, latestPerTask, placeKeys, taskNames } from '../../bin/report/chart-groups.ts'
 import { evalCharts, withEvalCharts } from '../../bin/report/eval-charts.ts'
 import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
-import { makeSyntheticRun, syntheticSftMetrics } from '../support/synthetic-run.ts'
+import {
+  makeSyntheticRun,
+  SYNTHETIC_TASK_FAMILIES,
+  syntheticResumedRollout,
+  syntheticSftMetrics,
+} from '../support/synthetic-run.ts'
 import { startTriad } from '../support/triad-process.ts'
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-report-'))
@@ -101,6 +106,117 @@ describe('bin/report', () => {
     ])
   })
 
+  it('buildChartSections - counters are continuous over a resume and summed over actors; episode counts are integers', () => {
+    const line = (
+      id: string,
+      step: number,
+      episodes: number,
+      tokens: number,
+      calc: number,
+      success: number,
+    ) => ({
+      role: 'rollout',
+      id,
+      step,
+      time: 0,
+      values: {
+        'rollout/episodes': episodes, // total since the process started
+        'rollout/generated_tokens': tokens, // total since the process started
+        'rollout/episodes/calc': calc, // since the previous report
+        'rollout/success/calc': success,
+      },
+    })
+    const lines = [
+      line('rollout', 0, 4, 1000, 4, 0.5),
+      line('rollout', 0, 6, 1500, 2, 0.25), // two reports at one step: no mean of totals (5)
+      line('rollout', 1, 10, 2600, 4, 1),
+      line('rollout', 2, 13, 3300, 3, 1),
+      // resumed from the checkpoint of step 1: the rollout counts from 0 again
+      line('rollout', 1, 3, 700, 3, 0),
+      line('rollout', 2, 8, 2000, 5, 0.5),
+      line('rollout-2', 2, 2, 500, 2, 1), // a second rollout node: its totals add up
+      line('rollout', 3, 12, 2900, 4, 0.5),
+      line('rollout-2', 3, 5, 1200, 3, 1),
+    ]
+    const sections = buildChartSections(lines)
+    assert.deepEqual(
+      sections.map((s) => [s.area, s.charts.map((c) => [c.title, c.x, c.series.map((r) => [r.label, r.y])])]),
+      [
+        [
+          'rollout',
+          [
+            [
+              'rollout/episodes',
+              [0, 1, 2, 3],
+              [
+                ['all', [6, 16, 23, 30]],
+                ['calc', [6, 16, 23, 30]],
+              ],
+            ],
+            ['rollout/generated_tokens', [0, 1, 2, 3], [['generated_tokens', [1500, 4000, 5800, 7400]]]],
+            // a gauge: the reports of an actor at a step averaged, then the actors averaged
+            ['rollout/success', [0, 1, 2, 3], [['calc', [0.375, 0.5, 0.875, 0.75]]]],
+          ],
+        ],
+      ],
+    )
+    for (const s of sections[0]!.charts.filter((c) => c.title !== 'rollout/success'))
+      for (const r of s.series)
+        assert.ok(
+          r.y.every((v) => Number.isInteger(v)),
+          `${r.key} integer`,
+        )
+    assert.deepEqual(latestPerTask(sections, new Set(['calc'])), {
+      columns: ['rollout/episodes', 'rollout/success'],
+      rows: [{ task: 'calc', values: [30, 0.75] }],
+    })
+  })
+
+  it('buildReport - a resumed run: continuous totals, compact distinct y ticks, a latest table that fits the page', async (t) => {
+    const dir = await makeSyntheticRun(tmp(), 5)
+    appendFileSync(dir.metricsFile, `${syntheticResumedRollout().map(formatMetricsLine).join('\n')}\n`)
+    const report = await buildReport(dir.path)
+    assert.match(report.html, /<b>counters continued across restarts<\/b> rollout:rollout at step 20</)
+    // 45 reports of 60,000 tokens and 24 episodes (8 per task): steps 20 to 24 were reported twice
+    const data = JSON.parse(
+      /<script type="application\/json" id="triad-data">(.*?)<\/script>/s.exec(report.html)![1]!,
+    )
+    const chart = (title: string) =>
+      data.sections
+        .flatMap((s: { charts: unknown[] }) => s.charts)
+        .find((c: { title: string }) => c.title === title)
+    const tokens = chart('rollout/generated_tokens')
+    assert.deepEqual(tokens.x.slice(-3), [37, 38, 39])
+    assert.deepEqual(tokens.series[0].y.slice(-3), [2_580_000, 2_640_000, 2_700_000])
+    assert.deepEqual(
+      tokens.series[0].y.slice(19, 26),
+      [1_200_000, 1_560_000, 1_620_000, 1_680_000, 1_740_000, 1_800_000, 1_860_000],
+    )
+    const episodes = chart('rollout/episodes')
+    assert.deepEqual(
+      episodes.series.map((s: { label: string; y: number[] }) => [s.label, s.y.at(-1)]),
+      [
+        ['all', 1080],
+        ['calc', 360],
+        ['maze', 360],
+        ['sql', 360],
+      ],
+    )
+    assert.match(report.html, /<tr><td>calc<\/td><td class="num">360<\/td>/)
+    const missing = chromiumMissing()
+    if (missing) return t.skip(missing)
+    const file = join(dir.path, 'report.html')
+    writeFileSync(file, report.html)
+    const dom = await dumpDom(file, 60_000, [1280, 800])
+    assert.equal(attr(dom, 'data-charts-drawn'), attr(dom, 'data-charts-total'))
+    assert.equal(attr(dom, 'data-page-overflow'), '0', 'nothing is wider than a 1280 px window')
+    const ticks = /data-y-ticks="([^"]*)"[^>]*><figcaption>rollout\/generated_tokens<\/figcaption>/.exec(
+      dom,
+    )?.[1]
+    assert.equal(ticks, '0 1M 2M 3M')
+    assert.ok(dom.includes(`<th>${SYNTHETIC_TASK_FAMILIES[2].replace(/\//g, '/<wbr>')}</th>`))
+  })
+
   it('buildChartSections - the SFT curves are drawn against the SFT step, not the learner step', () => {
     const lines = [
       ...syntheticSftMetrics(4, 4),
@@ -159,7 +275,7 @@ describe('bin/report', () => {
     // latest per task, at step 29: success calc = 0.1 + 29/40, reward = -0.5 + 29/30, difficulty 3
     assert.match(
       report.html,
-      /<th>rollout\/reward<\/th><th>rollout\/success<\/th><th>env\/difficulty<\/th>.*<tr><td>calc<\/td><td class="num">0\.4667<\/td><td class="num">0\.825<\/td><td class="num">3<\/td><\/tr>/,
+      /<th>rollout\/<wbr>reward<\/th><th>rollout\/<wbr>success<\/th><th>env\/<wbr>difficulty<\/th>.*<tr><td>calc<\/td><td class="num">0\.4667<\/td><td class="num">0\.825<\/td><td class="num">3<\/td><\/tr>/,
     )
   })
 

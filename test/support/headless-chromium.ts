@@ -15,8 +15,13 @@ export function chromiumMissing(): string | undefined {
 /**
  * Loads an HTML file in headless Chromium with networking off and returns the DOM after its
  * scripts ran (`--dump-dom`, with a virtual-time budget so timers and animation frames fire).
+ * @param windowSize the window's `[width, height]`, px (default: Chromium's, 800 x 600).
  */
-export function dumpDom(htmlFile: string, timeoutMs = 60_000): Promise<string> {
+export function dumpDom(
+  htmlFile: string,
+  timeoutMs = 60_000,
+  windowSize?: [number, number],
+): Promise<string> {
   const profile = mkdtempSync(join(tmpdir(), 'triad-chromium-'))
   const args = [
     '--headless',
@@ -28,6 +33,7 @@ export function dumpDom(htmlFile: string, timeoutMs = 60_000): Promise<string> {
     '--disable-sync',
     `--user-data-dir=${profile}`,
     '--virtual-time-budget=5000',
+    ...(windowSize ? [`--window-size=${windowSize[0]},${windowSize[1]}`] : []),
     '--dump-dom',
     pathToFileURL(htmlFile).href,
   ]

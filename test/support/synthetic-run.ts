@@ -105,3 +105,58 @@ export async function makeSyntheticRun(runsDir: string, steps = 30): Promise<Run
   })
   return dir
 }
+
+/** Per-task metric families of `syntheticResumedRollout`: enough columns to overflow a page's width. */
+export const SYNTHETIC_TASK_FAMILIES = [
+  'rollout/success',
+  'rollout/reward',
+  'rollout/generated_tokens_mean',
+  'env/difficulty',
+  'env/accuracy',
+  'env/instances',
+  'learner/reward/mean',
+  'learner/advantage/mean',
+  'reward/step_reward_mean',
+  'reward_model/step_accuracy',
+] as const
+
+/**
+ * The rollout's reports of a run resumed once: steps 0 to `crashAt` (exclusive), then, after the
+ * resume from the checkpoint of step `resumeFrom`, steps `resumeFrom` to `steps` (exclusive), with
+ * its counters started again from 0. At each step: 8 episodes per task of `SYNTHETIC_TASKS`
+ * (`rollout/episodes/<task>`, counted since the previous report), 60,000 generated tokens
+ * (`rollout/generated_tokens`, `rollout/episodes`: totals since the process started), and every
+ * family of `SYNTHETIC_TASK_FAMILIES` per task (value 0.5).
+ */
+export function syntheticResumedRollout(
+  steps = 40,
+  crashAt = 25,
+  resumeFrom = 20,
+  t0 = Date.UTC(2026, 10, 29, 12),
+): MetricsLine[] {
+  const out: MetricsLine[] = []
+  const segments: [number, number][] = [
+    [0, crashAt],
+    [resumeFrom, steps],
+  ]
+  let time = t0
+  for (const [from, to] of segments) {
+    let episodes = 0
+    let tokens = 0
+    for (let step = from; step < to; step++) {
+      episodes += 8 * SYNTHETIC_TASKS.length
+      tokens += 60_000
+      const values: Record<string, number> = {
+        'rollout/episodes': episodes,
+        'rollout/generated_tokens': tokens,
+      }
+      for (const task of SYNTHETIC_TASKS) {
+        values[`rollout/episodes/${task}`] = 8
+        for (const family of SYNTHETIC_TASK_FAMILIES) values[`${family}/${task}`] = 0.5
+      }
+      time += 5_000
+      out.push({ role: 'rollout', id: 'rollout', step, time, values })
+    }
+  }
+  return out
+}
