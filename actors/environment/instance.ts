@@ -11,6 +11,9 @@ import { type AnyTask, Split } from './task.ts'
 /** Share of the instance key space held out for evaluation. */
 export const EVAL_SHARE = 0.2
 
+/** Generator draws `resolveInstance` tries before it gives up on finding an instance of the split. */
+const MAX_DRAWS = 1000
+
 /** Which split an instance key belongs to. */
 export function splitOfKey(key: string): Split {
   return hashSeed(`split:${key}`) % 1000 < EVAL_SHARE * 1000 ? Split.Eval : Split.Train
@@ -37,7 +40,8 @@ export interface ResolvedInstance<I = unknown> {
 /**
  * Resolves a request to one instance. `index` wins over `seed`; with neither, `random` draws a seed.
  * @throws DifficultyError for a difficulty outside the task's levels.
- * @throws InstanceError when 1000 draws found no instance of the split.
+ * @throws InstanceError when the generator failed, or 1000 draws found no instance of the split
+ *   (the message gives the number of distinct keys seen and how the split is chosen).
  */
 export function resolveInstance<I>(
   task: AnyTask,
@@ -54,7 +58,8 @@ export function resolveInstance<I>(
       ? hashSeed(`${task.name}:${split}:${difficulty}:index:${request.index}`)
       : (request.seed ?? random.seed())
   const rng = new Rng(`${task.name}:${split}:${difficulty}:${seed}`)
-  for (let attempt = 0; attempt < 1000; attempt++) {
+  const keys = new Set<string>()
+  for (let attempt = 0; attempt < MAX_DRAWS; attempt++) {
     let instance: I
     try {
       instance = task.generate(rng, difficulty) as I
@@ -67,6 +72,24 @@ export function resolveInstance<I>(
     }
     const key = task.key(instance)
     if (splitOfKey(key) === split) return { instance, key, difficulty, split, seed }
+    keys.add(key)
   }
-  throw new InstanceError(task.name, `no ${split} instance at difficulty ${difficulty} in 1000 draws`)
+  const other = split === Split.Eval ? Split.Train : Split.Eval
+  throw new InstanceError(
+    task.name,
+    `no ${split} instance at difficulty ${difficulty} in ${MAX_DRAWS} draws (${keys.size} distinct ${keys.size === 1 ? 'key' : 'keys'}, all ${other}): ` +
+      `the split of an instance is chosen by hashing its key() (about ${EVAL_SHARE * 100}% of distinct keys are eval, the rest train), so the task needs more distinct keys`,
+  )
+}
+
+/**
+ * Checks that a task makes the held-out instances an evaluation plays: indices `0..count-1` of
+ * the eval split at `difficulty` (`evaluatePolicy` plays exactly these). A task whose keys all
+ * hash to the train split fails here, before a run, instead of at the run's evaluation.
+ * @throws InstanceError naming the task, the difficulty and why (see `resolveInstance`).
+ * @throws DifficultyError for a difficulty outside the task's levels.
+ */
+export function checkHeldOut(task: AnyTask, difficulty: number, count: number): void {
+  for (let index = 0; index < count; index++)
+    resolveInstance(task, { index, difficulty, split: Split.Eval }, new Rng(0))
 }

@@ -1,13 +1,25 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
+  checkHeldOut,
   DifficultyError,
   getTask,
+  InstanceError,
   Rng,
   resolveInstance,
   splitOfKey,
+  type Task,
   tasks,
 } from '../../../actors/environment/index.ts'
+import { counterTask } from './fixtures.ts'
+
+/** The counter task with three instances only, whose keys all hash to the train split. */
+const threeTrainKeys: Task<{ target: number; nonce: number }> = {
+  ...counterTask,
+  name: 'three',
+  generate: (rng) => ({ target: 3, nonce: rng.pick([0, 1, 2]) }),
+  key: (i) => ['red', 'green', 'blue'][i.nonce]!,
+}
 
 describe('actors/environment/instance', () => {
   it('instance - the same index, split and difficulty give the same instance', () => {
@@ -38,6 +50,35 @@ describe('actors/environment/instance', () => {
       () => resolveInstance(tasks.maze!, { difficulty: 9 }, new Rng(0)),
       (e: unknown) =>
         e instanceof DifficultyError && e.message === "difficulty 9 is outside 1..7 for task 'maze'",
+    )
+  })
+
+  it('instance - a task whose keys all hash to train has no eval instance, and the error says why', () => {
+    assert.deepEqual(
+      ['red', 'green', 'blue'].map(splitOfKey),
+      ['train', 'train', 'train'],
+      'the fixture needs keys that all hash to train',
+    )
+    const expected =
+      "task 'three': no eval instance at difficulty 1 in 1000 draws (3 distinct keys, all train): " +
+      'the split of an instance is chosen by hashing its key() (about 20% of distinct keys are eval, the rest train), so the task needs more distinct keys'
+    assert.throws(
+      () => resolveInstance(threeTrainKeys, { index: 0, split: 'eval' }, new Rng(0)),
+      (e: unknown) => e instanceof InstanceError && e.task === 'three' && e.message === expected,
+    )
+    assert.throws(
+      () => checkHeldOut(threeTrainKeys, 1, 16),
+      (e: unknown) => e instanceof InstanceError && e.message === expected,
+    )
+    assert.equal(resolveInstance(threeTrainKeys, { index: 0 }, new Rng(0)).split, 'train')
+  })
+
+  it('instance - checkHeldOut passes for the built-in tasks and checks the level', () => {
+    for (const task of Object.values(tasks)) checkHeldOut(task, task.difficulty.default, 16)
+    assert.throws(
+      () => checkHeldOut(tasks.calc!, 0, 1),
+      (e: unknown) =>
+        e instanceof DifficultyError && e.message === "difficulty 0 is outside 1..7 for task 'calc'",
     )
   })
 
