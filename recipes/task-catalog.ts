@@ -6,6 +6,12 @@ import { RecipeError, type RecipeIssue } from './errors.ts'
 export interface TaskInfo {
   name: string
   difficulty: { min: number; max: number; default: number }
+  /**
+   * Checks that the task makes the `count` held-out instances an evaluation at `difficulty` plays
+   * (absent: not checked).
+   * @throws Error saying why it cannot (`InstanceError` for the built-in catalog).
+   */
+  checkHeldOut?(difficulty: number, count: number): void
 }
 
 /** The tasks a recipe may name, by name. */
@@ -19,40 +25,37 @@ export type ResolvedTask = Omit<Recipe['tasks'][number], 'difficulty'> & {
 /** A recipe checked against the task catalog: every task exists and its levels are filled in. */
 export type ResolvedRecipe = Omit<Recipe, 'tasks'> & { tasks: readonly ResolvedTask[] }
 
-function isTaskInfo(v: unknown): v is TaskInfo {
-  const t = v as TaskInfo
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    typeof t.name === 'string' &&
-    typeof t.difficulty === 'object' &&
-    t.difficulty !== null &&
-    [t.difficulty.min, t.difficulty.max, t.difficulty.default].every(Number.isInteger)
-  )
-}
-
 /**
- * The built-in task registry (`tasks` of `actors/environment`), as a catalog; `undefined` while
- * `actors/` exports no registry. Every built-in task lives there, so this is the list `triad run`
- * checks recipes against.
+ * A task registry as a catalog: each task's levels, and its held-out check (`checkHeldOut` of
+ * `actors/environment`).
  */
-export function builtinTaskCatalog(): TaskCatalog | undefined {
-  const registry = (actors as unknown as Record<string, unknown>).tasks
-  if (!registry || typeof registry !== 'object') return undefined
+export function taskCatalogOf(registry: actors.TaskRegistry): TaskCatalog {
   const out: Record<string, TaskInfo> = {}
-  for (const [name, task] of Object.entries(registry)) {
-    if (!isTaskInfo(task)) return undefined
-    out[name] = { name, difficulty: { ...task.difficulty } }
-  }
+  for (const [name, task] of Object.entries(registry))
+    out[name] = {
+      name,
+      difficulty: { ...task.difficulty },
+      checkHeldOut: (difficulty, count) => actors.checkHeldOut(task, difficulty, count),
+    }
   return Object.freeze(out)
 }
 
 /**
+ * The built-in task registry (`tasks` of `actors/environment`) as a catalog. Every built-in task
+ * lives there, so this is the list `triad run` checks recipes against.
+ */
+export function builtinTaskCatalog(): TaskCatalog {
+  return taskCatalogOf(actors.tasks)
+}
+
+/**
  * Checks the recipe's tasks against a catalog and fills in missing difficulty levels: `min` and
- * `max` from the task's range, `start` from its default. Without a catalog, names are not checked
- * and missing levels become `min = 1`, `start = min`, `max = start` (a fixed difficulty).
- * @throws RecipeError naming each unknown task (with the valid names) and each level outside the
- *   task's range.
+ * `max` from the task's range, `start` from its default. Each task whose catalog entry can check it
+ * must make the `evaluation.instancesPerTask` held-out instances that every evaluation (the final
+ * one included) plays at its `start` level. Without a catalog, names are not checked and missing
+ * levels become `min = 1`, `start = min`, `max = start` (a fixed difficulty).
+ * @throws RecipeError naming each unknown task (with the valid names), each level outside the
+ *   task's range, and each task without enough held-out instances (with why).
  */
 export function resolveTasks(recipe: Recipe, catalog?: TaskCatalog): ResolvedRecipe {
   const issues: RecipeIssue[] = []
@@ -91,6 +94,17 @@ export function resolveTasks(recipe: Recipe, catalog?: TaskCatalog): ResolvedRec
           path: `tasks[${i}].difficulty.start`,
           message: `${start} is outside difficulty [${min}, ${max}]`,
         })
+      else if (start >= range.min && start <= range.max && info.checkHeldOut) {
+        const count = recipe.evaluation.instancesPerTask
+        try {
+          info.checkHeldOut(start, count)
+        } catch (err) {
+          issues.push({
+            path: `tasks[${i}]`,
+            message: `the evaluation needs ${count} held-out (eval) instances at difficulty ${start}: ${(err as Error)?.message ?? String(err)}`,
+          })
+        }
+      }
       return { ...t, difficulty: { start, min, max } }
     }
     const min = d.min ?? Math.min(1, d.start ?? 1, d.max ?? 1)

@@ -62,6 +62,34 @@ describe('recipes/task-catalog', () => {
     )
   })
 
+  it('resolveTasks - a task without enough held-out instances is an error naming the task and why', () => {
+    const asked: [string, number, number][] = []
+    const checking: TaskCatalog = {
+      calc: { ...catalog.calc!, checkHeldOut: (d, n) => void asked.push(['calc', d, n]) },
+      maze: {
+        ...catalog.maze!,
+        checkHeldOut: (d, n) => {
+          asked.push(['maze', d, n])
+          throw new Error("task 'maze': no eval instance at difficulty 3 in 1000 draws")
+        },
+      },
+    }
+    const recipe = defineRecipe({
+      tasks: [{ name: 'calc' }, { name: 'maze', difficulty: { start: 3 } }],
+      evaluation: { instancesPerTask: 5 },
+    })
+    assert.deepEqual(
+      messages(() => resolveTasks(recipe, checking)),
+      [
+        "tasks[1]: the evaluation needs 5 held-out (eval) instances at difficulty 3: task 'maze': no eval instance at difficulty 3 in 1000 draws",
+      ],
+    )
+    assert.deepEqual(asked, [
+      ['calc', 2, 5],
+      ['maze', 3, 5],
+    ])
+  })
+
   it('resolveTasks - without a registry, names pass and missing levels fix the difficulty', () => {
     const r = resolveTasks(
       defineRecipe({ tasks: [{ name: 'anything' }, { name: 'x', difficulty: { start: 3 } }] }),
@@ -84,6 +112,8 @@ describe('recipes/task-catalog', () => {
       assert.ok(
         info.difficulty.min <= info.difficulty.default && info.difficulty.default <= info.difficulty.max,
       )
+      assert.equal(typeof info.checkHeldOut, 'function', `${name} checks its held-out split`)
+      info.checkHeldOut!(info.difficulty.default, 16)
     }
   })
 })
