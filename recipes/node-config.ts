@@ -31,6 +31,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       epochs: Math.max(1, recipe.sft.epochs),
       lr: recipe.sft.lr,
       batchTokens: recipe.sft.batchSize * recipe.model.contextLength,
+      ...(recipe.sft.steps === undefined ? {} : { maxSteps: recipe.sft.steps }),
     },
     rl: {
       groupSize: recipe.rl.groupSize,

@@ -69,11 +69,14 @@ export const SftSchema = z.strictObject({
   epochs: int(0).default(2),
   /** Stop after this many optimizer steps even if epochs remain (default: no limit). */
   steps: int(1).optional(),
-  /** Trajectories per optimizer step (default 16). */
+  /**
+   * Fewest trajectories per optimizer step (default 16): steps are packed by tokens, each holds at
+   * most `batchSize * model.contextLength` padded tokens, so shorter trajectories share a step.
+   */
   batchSize: int(1).default(16),
   /** AdamW learning rate (default 3e-4). */
   lr: positive().default(3e-4),
-  /** Expert trajectories generated per task (default 64). */
+  /** Expert trajectories per task the SFT trains on (default 64). */
   expertTrajectoriesPerTask: int(0).default(64),
   /** Probability that the scripted expert makes a mistake at a step and then recovers (default 0.2). */
   expertErrorRate: z.number().min(0).lt(1).default(0.2),

@@ -43,6 +43,24 @@ export async function playExperts(config: NodeConfig, count: number): Promise<Ex
 }
 
 /**
+ * The first `take` episodes of each task of a corpus that `playExperts` made with `perTask`
+ * episodes per task (`take <= perTask`): the very episodes `playExperts(config, take)` plays, since
+ * the i-th episode of a task has the same seed whatever the count.
+ */
+export function firstEpisodesPerTask(
+  episodes: readonly ExpertEpisode[],
+  perTask: number,
+  take: number,
+): ExpertEpisode[] {
+  if (take > perTask) throw new RangeError(`take (${take}) must be <= perTask (${perTask})`)
+  const out: ExpertEpisode[] = []
+  if (perTask <= 0) return out
+  for (let start = 0; start < episodes.length; start += perTask)
+    out.push(...episodes.slice(start, start + take))
+  return out
+}
+
+/**
  * Expert episodes rendered with the chat template (loss on assistant tokens only). An episode
  * longer than the context is cut to its first `contextLength + 1` tokens (its first turns still
  * teach the format and the first moves).
@@ -66,6 +84,12 @@ export function expertExamples(
   }
   return { examples, truncated }
 }
+
+/**
+ * Fewest expert episodes per task the run's byte-pair merges are learned from (more when the SFT
+ * plays more); the SFT trains on `sft.episodesPerTask` of them (`firstEpisodesPerTask`).
+ */
+export const TOKENIZER_CORPUS_PER_TASK = 64
 
 /**
  * The run's tokenizer: byte-level with `merges` byte-pair merges learned from the rendered expert
@@ -96,11 +120,13 @@ export async function coldStart(
   const steps = sftStepCount(examples, model, {
     epochs: config.sft.epochs,
     batchTokens: config.sft.batchTokens,
+    maxSteps: config.sft.maxSteps,
   })
   const optimizer = new AdamW(model.params)
   const records = await trainSft(model, optimizer, examples, {
     epochs: config.sft.epochs,
     batchTokens: config.sft.batchTokens,
+    maxSteps: config.sft.maxSteps,
     schedule: warmupCosine({
       peakLr: config.sft.lr,
       warmupSteps: Math.max(1, Math.floor(steps / 10)),

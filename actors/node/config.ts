@@ -67,7 +67,7 @@ export interface NodeConfig {
   /** Cold-start SFT on expert trajectories (DemyAgent), before RL. */
   sft: {
     enabled: boolean
-    /** Expert episodes per task. */
+    /** Expert episodes per task: the SFT data (the tokenizer may learn from more, see `learner-node.ts`). */
     episodesPerTask: number
     /** Per-step probability of an expert mistake it then recovers from. */
     errorRate: number
@@ -75,7 +75,10 @@ export interface NodeConfig {
     successRate: number
     epochs: number
     lr: number
+    /** Most padded input tokens per optimizer step (steps are packed by tokens, `makeBatches`). */
     batchTokens: number
+    /** Stop after this many optimizer steps even if epochs remain (absent: no limit). */
+    maxSteps?: number
   }
   rl: {
     /** G: samples per task instance. */

@@ -21,7 +21,14 @@ import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open
 import { RewardModel } from '../reward/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
-import { coldStart, type ExpertEpisode, playExperts, runTokenizer } from './cold-start.ts'
+import {
+  coldStart,
+  type ExpertEpisode,
+  firstEpisodesPerTask,
+  playExperts,
+  runTokenizer,
+  TOKENIZER_CORPUS_PER_TASK,
+} from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
 import { serveLearnerStatus } from './learner-status.ts'
 import {
@@ -115,16 +122,20 @@ export async function startLearnerNode(
     // directory for resumes and published to the object store for the other nodes.
     const tokenizerFile = join(config.runDir, 'tokenizer.json')
     let tokenizer: Tokenizer
+    // The SFT data when the tokenizer is learned here: the first `sft.episodesPerTask` of each task
+    // of its corpus (which has at least TOKENIZER_CORPUS_PER_TASK per task).
     let experts: ExpertEpisode[] | undefined
     if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
     else {
       const merges = config.tokenizerMerges ?? 0
-      const count = Math.max(config.sft.enabled ? config.sft.episodesPerTask : 0, merges > 0 ? 64 : 0)
-      experts = count > 0 ? await playExperts(config, count) : []
-      tokenizer = runTokenizer(experts, merges)
+      const sftCount = config.sft.enabled ? config.sft.episodesPerTask : 0
+      const count = Math.max(sftCount, merges > 0 ? TOKENIZER_CORPUS_PER_TASK : 0)
+      const corpus = count > 0 ? await playExperts(config, count) : []
+      experts = firstEpisodesPerTask(corpus, count, sftCount)
+      tokenizer = runTokenizer(corpus, merges)
       await saveTokenizer(tokenizerFile, tokenizer)
       log(
-        `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${experts.length} expert episodes)`,
+        `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${corpus.length} expert episodes)`,
       )
     }
     await publishRunTokenizer(transport, config.run, tokenizer)

@@ -376,6 +376,10 @@ describe('bin/run', () => {
     const recipe = JSON.parse(child.stdout.join('\n'))
     assert.equal(recipe.name, 'tiny')
     assert.equal(recipe.derived.engines, 2)
+    // tiny.ts: 2 tasks x 4 expert trajectories, batchSize 4, 1 epoch; contextLength 384.
+    assert.equal(recipe.derived.sftTrajectories, 8)
+    assert.equal(recipe.derived.sftBatchTokens, 4 * 384)
+    assert.equal(recipe.derived.sftStepsAtMost, 2)
     assert.equal(existsSync(join(dir, 'runs')), false)
   })
 

@@ -98,7 +98,8 @@ describe('recipes/define-recipe', () => {
       bufferTrajectories: 20,
       maxResponseTokens: 200,
       sftTrajectories: 40,
-      sftSteps: 7, // ceil(40 / 16) * 3 = 9, capped by steps 7
+      sftBatchTokens: 16 * 1024, // batchSize * contextLength (default 1024)
+      sftStepsAtMost: 7, // ceil(40 / 16) * 3 = 9, capped by steps 7
       evalSamples: 80,
     })
     assert.deepEqual(r.budget, { maxMinutes: 5 }, 'no default step limit when maxMinutes is given')

@@ -41,6 +41,15 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
     lines.some((l) => l.values['sft/loss'] !== undefined),
     'the cold-start SFT reported its loss',
   )
+  // The SFT took at most the steps `triad run --check` gives as its bound (steps are packed by tokens).
+  const stored = JSON.parse(readFileSync(join(dir, 'recipe.json'), 'utf8')) as {
+    derived: { sftStepsAtMost: number }
+  }
+  const sftSteps = Math.max(...lines.map((l) => l.values['sft/steps_total'] ?? 0))
+  assert.ok(
+    sftSteps >= 1 && sftSteps <= stored.derived.sftStepsAtMost,
+    `SFT steps ${sftSteps}, bound ${stored.derived.sftStepsAtMost}`,
+  )
 
   // Checkpoints, the ack audit trail, the evaluation table and the run log.
   const checkpoints = join(dir, 'checkpoints')

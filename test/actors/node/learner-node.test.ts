@@ -118,6 +118,31 @@ describe('actors/node/learner-node', () => {
     }
   })
 
+  it('learner-node - the SFT trains on sft.episodesPerTask per task while the tokenizer learns from more, and stops at sft.maxSteps', async () => {
+    const run = `sftn${process.pid}`
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-sftn-'))
+    const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
+    const base = sftConfig(run, runDir)
+    const config = { ...base, tokenizerMerges: 8, sft: { ...base.sft, epochs: 3, maxSteps: 1 } }
+    const lines: string[] = []
+    const learner = await startLearnerNode(lt, config, '0', { log: (line) => lines.push(line) })
+    try {
+      // The node is started once SFT is done: both lines are written.
+      assert.ok(
+        lines.includes('tokenizer: 272 tokens (8 byte-pair merges learned from 128 expert episodes)'),
+        lines.join('\n'),
+      )
+      assert.ok(
+        lines.some((l) => /^SFT: 1 steps on 4 trajectories \(0 cut to the context\), final loss \d/.test(l)),
+        lines.join('\n'),
+      )
+    } finally {
+      await learner.stop()
+      await lt.close()
+      rmSync(runDir, { recursive: true, force: true })
+    }
+  })
+
   it('learner-node - a resumed learner restores the reward model of its checkpoint and publishes those weights', async () => {
     const run = `rmres${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-rm-'))

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import type { RunDir } from '../../actors/index.ts'
+import { builtinTaskCatalog, defineRecipe, nodeConfigOf, resolveTasks } from '../../recipes/index.ts'
+
+const dir = { id: 'r1', path: '/runs/r1' } as RunDir
+
+describe('recipes/node-config', () => {
+  it('nodeConfigOf - the SFT gets the recipe episodes per task, the token budget of a step and sft.steps', () => {
+    const recipe = resolveTasks(
+      defineRecipe({
+        tasks: [{ name: 'calc' }],
+        model: { contextLength: 256 },
+        sft: { epochs: 2, batchSize: 4, expertTrajectoriesPerTask: 10, steps: 5 },
+      }),
+      builtinTaskCatalog(),
+    )
+    const c = nodeConfigOf(recipe, dir, 10)
+    assert.equal(c.sft.enabled, true)
+    assert.equal(c.sft.episodesPerTask, 10)
+    assert.equal(c.sft.epochs, 2)
+    assert.equal(c.sft.batchTokens, 4 * 256)
+    assert.equal(c.sft.maxSteps, 5)
+    assert.equal(recipe.derived.sftBatchTokens, c.sft.batchTokens)
+  })
+
+  it('nodeConfigOf - without sft.steps the SFT has no step limit', () => {
+    const recipe = resolveTasks(defineRecipe({ tasks: [{ name: 'calc' }] }), builtinTaskCatalog())
+    assert.equal('maxSteps' in nodeConfigOf(recipe, dir, 10).sft, false)
+  })
+})
