@@ -116,3 +116,13 @@ export class PolicyEndpointError extends Error {
     this.status = status
   }
 }
+
+/** A task file (`triad env try FILE`) that cannot be loaded: missing, failing to import, or without one task. */
+export class TaskFileError extends Error {
+  override name = 'TaskFileError'
+  readonly file: string
+  constructor(file: string, reason: string, cause?: unknown) {
+    super(`cannot load task file ${file}: ${reason}`, { cause })
+    this.file = file
+  }
+}

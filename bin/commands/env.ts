@@ -7,6 +7,8 @@ import {
   connectNats,
   formatTrajectory,
   getTask,
+  isTaskFilePath,
+  loadTaskFile,
   lookupTask,
   OpenAIPolicy,
   playEpisode,
@@ -110,11 +112,14 @@ export function tryDifficulty(task: AnyTask, difficulty: number | undefined): nu
   return difficulty
 }
 
-/** `triad env try`: plays one episode with the expert or an OpenAI-compatible endpoint and prints it. */
+/**
+ * `triad env try`: plays one episode of a built-in task, or of the task of a file (a path, or a
+ * name ending in `.ts`/`.js`), with the expert or an OpenAI-compatible endpoint and prints it.
+ */
 async function tryTask(name: string, o: TryOptions): Promise<void> {
   let task: AnyTask
   try {
-    task = getTask(name)
+    task = isTaskFilePath(name) ? await loadTaskFile(name) : getTask(name)
   } catch (e) {
     throw new CliError((e as Error).message, { cause: e })
   }
@@ -187,7 +192,10 @@ export function registerEnv(program: Command): void {
   env
     .command('try')
     .description('play one episode of a task and print it')
-    .argument('<task>', `task name (${Object.keys(tasks).join(', ')})`)
+    .argument(
+      '<task>',
+      `task name (${Object.keys(tasks).join(', ')}), or a task file (mytasks/echo.ts: its exported task)`,
+    )
     .option('--policy <policy>', 'expert | openai:URL (an OpenAI-compatible endpoint)', 'expert')
     .option('--model <name>', 'model name for an OpenAI-compatible endpoint', 'default')
     .option('--seed <n>', 'instance seed', integerOption({ min: 0 }), 0)

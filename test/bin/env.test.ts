@@ -49,6 +49,13 @@ describe('bin/env', () => {
     assert.equal(t.difficulty, 3)
   })
 
+  it('env try - a task file that does not exist is reported on one line, naming it', async () => {
+    const r = await runTriad(['env', 'try', 'mytasks/missing.ts'])
+    assert.equal(r.code, 1)
+    assert.equal(r.stderr, 'triad: cannot load task file mytasks/missing.ts: no such file\n')
+    assert.equal(r.stdout, '')
+  })
+
   it('env try - a split other than train or eval is refused', async () => {
     const r = await runTriad(['env', 'try', 'calc', '--split', 'test'])
     assert.equal(r.code, 1)
