@@ -133,7 +133,10 @@ export function registerWorker(program: Command): void {
     .option('--nats <url>', 'NATS server URL(s), comma separated', 'nats://127.0.0.1:4222')
     .option('--run <id>', 'run id (subjects are triad.<run>.*)', 'default')
     .option('--id <id>', 'this worker id (default: host-pid)')
-    .option('--config <file>', "the run's node-config.json (learner, rollout)")
+    .option(
+      '--config <file>',
+      "the run's node-config.json: the run id for every role; the settings of learner, rollout and policy engines",
+    )
     .action(async (options: { role: string; nats: string; run: string; id?: string; config?: string }) => {
       await runWorker(options.role, options)
     })
