@@ -13,6 +13,7 @@ import {
   ProcessRestartReport,
   ProcessSupervisor,
   processEventLine,
+  RoleGaveUpError,
   RUN_MAX_STEPS,
   type RunDir,
   readLatestCheckpoint,
@@ -84,7 +85,8 @@ export function inProcessLine(why: 'asked' | 'no-nats-server', offPath?: string)
  * in a separate process (`startPeriodicEvaluation`). Stops at the step budget or the time budget,
  * then evaluates the final and the SFT checkpoints on the held-out split.
  * @throws NatsConnectError for a `nats` URL that does not answer; RoleFailedError when a role
- *   fails in one process (nothing can restart it there).
+ *   fails in one process (nothing can restart it there); RoleGaveUpError when the supervisor gave
+ *   up on a role's process (the other roles are stopped first; nothing of the run is deleted).
  */
 export async function startRun(
   recipe: ResolvedRecipe,
@@ -186,14 +188,21 @@ export async function startRun(
 
 /** The roles of a run wherever they run: `finished` when the learner's work is done. */
 interface RunNodes {
-  /** Resolves when the learner reached its step budget; rejects when it failed for good. */
+  /**
+   * Resolves when the learner reached its step budget; rejects when a role failed for good
+   * (`RoleGaveUpError` for a process the supervisor gave up on).
+   */
   finished: Promise<void>
   /** Restarts of each role's process (none in one process). */
   restarts(): Record<string, number>
   stop(): Promise<void>
 }
 
-/** The learner and rollout processes under a process supervisor, joining the NATS server at `url`. */
+/**
+ * The learner and rollout processes under a process supervisor, joining the NATS server at `url`.
+ * The run fails (`finished` rejects with `RoleGaveUpError`) as soon as the supervisor gives up on
+ * either: nothing would restart it, and the other would wait for it forever.
+ */
 function startProcesses(
   dir: RunDir,
   configFile: string,
@@ -202,11 +211,16 @@ function startProcesses(
   onEvent: (e: ProcessEvent) => void,
 ): RunNodes {
   const supervisor = new ProcessSupervisor()
+  let gaveUp: (err: RoleGaveUpError) => void = () => {}
+  const failed = new Promise<never>((_, reject) => {
+    gaveUp = reject
+  })
   supervisor.on((e) => {
     void appendRunLog(dir, 'run', { event: `process.${e.type}`, time: Date.now(), ...e })
     const line = processEventLine(e)
     if (line) log(line)
     onEvent(e)
+    if (e.type === 'gave-up') gaveUp(new RoleGaveUpError(e.name, e.reason, e.error, e.restarts, e.logFile))
   })
   const { learner, rollout } = startNodeProcesses(supervisor, ['learner', 'rollout'], {
     configFile,
@@ -215,7 +229,7 @@ function startProcesses(
   }) as Record<'learner' | 'rollout', SupervisedProcess>
   log(`learner pid ${learner.pid()}, rollout pid ${rollout.pid()}; logs in ${dir.logsDir}`)
   return {
-    finished: learner.finished,
+    finished: Promise.race([learner.finished, failed]),
     restarts: () => ({ learner: learner.restarts(), rollout: rollout.restarts() }),
     stop: () => supervisor.stop(),
   }

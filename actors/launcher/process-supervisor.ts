@@ -19,6 +19,52 @@ export const STOP_GRACE_MS: Millis = 10_000
  */
 export const CHILD_STOP_WATCHDOG_MS: Millis = STOP_GRACE_MS - 2_000
 
+/**
+ * How long the supervisor waits, after a child exited, for the end of its stdout before it decides
+ * what to do, ms: a `{"event":"failed"}` line printed just before the exit may still be in the pipe
+ * (a grandchild that keeps the pipe open only delays the decision by this much).
+ */
+export const OUTPUT_GRACE_MS: Millis = 1_000
+
+/**
+ * The line a supervised child prints on stdout (one JSON object) when its work failed, before it
+ * exits non-zero: `error` is the one-line message the supervisor reports when it gives up on the
+ * child; `restart: false` says that a restart cannot help (a run file that cannot be read, a bad
+ * config), so the supervisor gives up at once instead of restarting the child until its limit.
+ */
+export interface ChildFailure {
+  event: 'failed'
+  /** The failure's message, first line only. */
+  error: string
+  restart: boolean
+}
+
+/**
+ * The `ChildFailure` line for `err` (without the newline). An error object with
+ * `restartable: false` (for example `NoReadableCheckpointError`) gives `restart: false`.
+ */
+export function childFailureLine(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err)
+  const failure: ChildFailure = {
+    event: 'failed',
+    error: message.split('\n')[0]!,
+    restart: (err as { restartable?: unknown } | undefined)?.restartable !== false,
+  }
+  return JSON.stringify(failure)
+}
+
+/** The `ChildFailure` a stdout line holds, or undefined for any other line. */
+export function parseChildFailure(line: string): ChildFailure | undefined {
+  if (!line.startsWith('{') || !line.includes('"event":"failed"')) return undefined
+  try {
+    const json = JSON.parse(line) as Partial<ChildFailure>
+    if (json.event !== 'failed' || typeof json.error !== 'string') return undefined
+    return { event: 'failed', error: json.error, restart: json.restart !== false }
+  } catch {
+    return undefined
+  }
+}
+
 /** One supervised child process: a `triad worker` role, for example. */
 export interface ProcessSpec {
   /** Name in logs and events (`learner`, `rollout`). */
@@ -38,8 +84,8 @@ export interface ProcessSpec {
 /**
  * What the supervisor does after a child exited: `restart` it (after `restartInMs`), nothing
  * because it is stopping every child (`stop`), nothing because a `transient` child finished its
- * work (`done`), or nothing because the restart limit is reached (`give-up`, a `gave-up` event
- * follows).
+ * work (`done`), or nothing because the restart limit is reached or the child said that a restart
+ * cannot help (`give-up`, a `gave-up` event follows).
  */
 export const AfterExit = { Restart: 'restart', Stop: 'stop', Done: 'done', GiveUp: 'give-up' } as const
 export type AfterExit = (typeof AfterExit)[keyof typeof AfterExit]
@@ -58,16 +104,36 @@ export type ProcessEvent =
       /** With `next: 'restart'`: the backoff before the new start, ms. */
       restartInMs?: Millis
     }
-  | { type: 'gave-up'; name: string; restarts: number }
+  | {
+      type: 'gave-up'
+      name: string
+      restarts: number
+      /**
+       * Why: `limit` (it failed more often than the policy allows) or `not-restartable` (its last
+       * `ChildFailure` line said a restart cannot help).
+       */
+      reason: 'limit' | 'not-restartable'
+      /**
+       * What went wrong last: the `error` of its last `ChildFailure` line, else how it exited
+       * (`exit code 1`, `signal SIGKILL`).
+       */
+      error: string
+      /** Its log file, when it has one. */
+      logFile?: string
+    }
 
 /**
  * The line a person reads for a supervisor event, or undefined for events not worth a line
  * (`started`, `ready`, a `transient` child that finished): `rollout (pid 12) exited (code 1);
  * restarting in 200 ms`, `learner (pid 11) stopped (SIGKILL)` during shutdown, `rollout failed too
- * often; giving up on it`.
+ * often; giving up on it (last: exit code 1)`, `learner failed and a restart cannot help; giving
+ * up on it (<error>)`.
  */
 export function processEventLine(e: ProcessEvent): string | undefined {
-  if (e.type === 'gave-up') return `${e.name} failed too often; giving up on it`
+  if (e.type === 'gave-up')
+    return e.reason === 'limit'
+      ? `${e.name} failed too often; giving up on it (last: ${e.error})`
+      : `${e.name} failed and a restart cannot help; giving up on it (${e.error})`
   if (e.type !== 'exited') return undefined
   const how = e.signal ?? `code ${e.code}`
   const who = `${e.name} (pid ${e.pid})`
@@ -108,6 +174,8 @@ export class ProcessSupervisor {
       log?: WriteStream
       finished: boolean
       onFinished: () => void
+      /** The last `ChildFailure` line of the current start, if any. */
+      failure?: ChildFailure
     }
   >()
   private stopping = false
@@ -160,6 +228,7 @@ export class ProcessSupervisor {
   private launch(name: string): void {
     const entry = this.children.get(name)!
     const { spec } = entry
+    entry.failure = undefined
     const line = dieWithParent(spec.command, spec.args, 'SIGTERM')
     const child = spawn(line.command, line.args, {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -169,6 +238,8 @@ export class ProcessSupervisor {
     entry.ready = new Promise<void>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => {
         entry.log?.write(`${line}\n`)
+        const failure = parseChildFailure(line)
+        if (failure) entry.failure = failure
         if (line.startsWith('{') && line.includes('"event":"ready"')) {
           this.emit({ type: 'ready', name, pid: child.pid! })
           resolve()
@@ -179,31 +250,63 @@ export class ProcessSupervisor {
     entry.ready.catch(() => undefined)
     child.stderr!.on('data', (d: Buffer) => entry.log?.write(d))
     this.emit({ type: 'started', name, pid: child.pid!, restarts: entry.restarts })
+    const outputEnded = new Promise<void>((resolve) => child.stdout!.once('close', () => resolve()))
     child.once('exit', (code, signal) => {
       const exited = { type: 'exited', name, pid: child.pid!, code, signal } as const
       if (this.stopping) {
         this.emit({ ...exited, next: 'stop' })
         return
       }
-      if (spec.restart === 'transient' && code === 0) {
-        this.emit({ ...exited, next: 'done' })
-        entry.finished = true
-        entry.onFinished()
-        return
-      }
-      const decision = entry.tracker.onCrash(Date.now())
-      if (decision.action !== 'restart') {
-        this.emit({ ...exited, next: 'give-up' })
-        this.emit({ type: 'gave-up', name, restarts: entry.restarts })
-        return
-      }
-      this.emit({ ...exited, next: 'restart', restartInMs: decision.delayMs })
-      setTimeout(() => {
-        if (this.stopping) return
-        entry.restarts++
-        this.launch(name)
-      }, decision.delayMs)
+      // The decision waits for the child's last lines (a failure line just before its exit).
+      let timer: NodeJS.Timeout | undefined
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, OUTPUT_GRACE_MS)
+      })
+      void Promise.race([outputEnded, grace]).then(() => {
+        clearTimeout(timer)
+        this.afterExit(name, exited)
+      })
     })
+  }
+
+  /** Decides what follows the exit of a child while the supervisor runs (see `AfterExit`). */
+  private afterExit(
+    name: string,
+    exited: { type: 'exited'; name: string; pid: number; code: number | null; signal: NodeJS.Signals | null },
+  ): void {
+    const entry = this.children.get(name)!
+    const { spec } = entry
+    if (this.stopping) {
+      this.emit({ ...exited, next: 'stop' })
+      return
+    }
+    if (spec.restart === 'transient' && exited.code === 0) {
+      this.emit({ ...exited, next: 'done' })
+      entry.finished = true
+      entry.onFinished()
+      return
+    }
+    const failure = entry.failure
+    const notRestartable = failure?.restart === false
+    const decision = notRestartable ? undefined : entry.tracker.onCrash(Date.now())
+    if (decision?.action !== 'restart') {
+      this.emit({ ...exited, next: 'give-up' })
+      this.emit({
+        type: 'gave-up',
+        name,
+        restarts: entry.restarts,
+        reason: notRestartable ? 'not-restartable' : 'limit',
+        error: failure?.error ?? (exited.signal ? `signal ${exited.signal}` : `exit code ${exited.code}`),
+        ...(spec.logFile ? { logFile: spec.logFile } : {}),
+      })
+      return
+    }
+    this.emit({ ...exited, next: 'restart', restartInMs: decision.delayMs })
+    setTimeout(() => {
+      if (this.stopping) return
+      entry.restarts++
+      this.launch(name)
+    }, decision.delayMs)
   }
 
   /** Sends SIGTERM to every child and waits for them (SIGKILL after `graceMs`, default `STOP_GRACE_MS`). */

@@ -14,6 +14,7 @@ import {
   NotARunDirError,
   openRunDir,
   RoleFailedError,
+  RoleGaveUpError,
   type RunDir,
   RunFileExistsError,
   type RunLock,
@@ -93,7 +94,8 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof NatsConnectError ||
     err instanceof RunFileExistsError ||
     err instanceof RunLockedError ||
-    err instanceof RoleFailedError
+    err instanceof RoleFailedError ||
+    err instanceof RoleGaveUpError
   )
     return new CliError(err.message, { cause: err })
   return err

@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import {
   type ActorSystem,
   CHILD_STOP_WATCHDOG_MS,
+  childFailureLine,
   connectNats,
   type NatsTransport,
   type NodeConfig,
@@ -65,7 +66,9 @@ export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
 /**
  * Runs one role in this process until SIGTERM/SIGINT: connects to NATS as
  * `triad:<run>:<role>:<id>`, starts the role, prints one JSON line `{"event":"ready",...}` on
- * stdout, then serves. A stop that takes longer than `CHILD_STOP_WATCHDOG_MS` ends the process
+ * stdout, then serves. A role that fails to start, or whose work fails, prints one JSON line
+ * `{"event":"failed","error":...,"restart":...}` on stdout (`childFailureLine`: what a supervisor
+ * reports when it gives up on this process, and whether a restart can help) and the process exits 1. A stop that takes longer than `CHILD_STOP_WATCHDOG_MS` ends the process
  * with code 1 and a line `triad worker: <role> did not stop within <s> s; exiting` on stderr.
  * With `TRIAD_CPU_PROFILE=<dir>` in the environment the process records a CPU profile and writes
  * it to `<dir>/<role>-<pid>.cpuprofile` when it stops (`startCpuProfile`).
@@ -93,7 +96,13 @@ export async function runWorker(
   system.onEscalate((e) =>
     process.stderr.write(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}\n`),
   )
-  const handle = await start({ system, transport, run: options.run, id, options })
+  let handle: RoleHandle
+  try {
+    handle = await start({ system, transport, run: options.run, id, options })
+  } catch (err) {
+    process.stdout.write(`${childFailureLine(err)}\n`)
+    throw err
+  }
   // A role whose work ends by itself (the learner at its last step) ends the process.
   const finished = (handle as { done?: Promise<void> }).done
   process.stdout.write(
@@ -104,6 +113,7 @@ export async function runWorker(
     process.once('SIGINT', resolve)
     finished?.then(resolve, (err: Error) => {
       process.stderr.write(`triad worker: ${role} failed: ${err.stack ?? err.message}\n`)
+      process.stdout.write(`${childFailureLine(err)}\n`)
       process.exitCode = 1
       resolve()
     })

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { type ProcessEvent, ProcessSupervisor, processEventLine } from '../../../actors/index.ts'
+import {
+  childFailureLine,
+  NoReadableCheckpointError,
+  type ProcessEvent,
+  ProcessSupervisor,
+  parseChildFailure,
+  processEventLine,
+} from '../../../actors/index.ts'
 
 /** `node -e source` as a supervised child. */
 const nodeChild = (name: string, source: string) => ({
@@ -93,7 +103,7 @@ describe('actors/launcher/process-supervisor', () => {
     assert.deepEqual(w.lines(), [
       `crashy (pid ${pids[0]}) exited (code 3); restarting in 50 ms`,
       `crashy (pid ${pids[1]}) exited (code 3)`,
-      'crashy failed too often; giving up on it',
+      'crashy failed too often; giving up on it (last: exit code 3)',
     ])
     await w.supervisor.stop()
   })
@@ -105,5 +115,72 @@ describe('actors/launcher/process-supervisor', () => {
     assert.equal(w.events.find((e) => e.type === 'exited' && e.next === 'done') !== undefined, true)
     assert.deepEqual(w.lines(), [])
     await w.supervisor.stop()
+  })
+
+  it('supervisor - a child whose failure line says a restart cannot help is given up at once, with its error and log file', async () => {
+    const w = watched(5)
+    const logFile = join(mkdtempSync(join(tmpdir(), 'triad-sup-')), 'broken.log')
+    const line = childFailureLine(
+      new NoReadableCheckpointError('/r/checkpoints', [{ name: 'step-3', error: 'bad' }]),
+    )
+    w.supervisor.start({
+      ...nodeChild('broken', `console.log(${JSON.stringify(line)}); process.exit(1)`),
+      logFile,
+    })
+    await w.until((e) => e.type === 'gave-up')
+    const pids = w.events.flatMap((e) => (e.type === 'started' ? [e.pid] : []))
+    assert.equal(pids.length, 1, 'never restarted')
+    const error = 'no step checkpoint in /r/checkpoints can be read, so the run cannot resume: step-3: bad'
+    assert.deepEqual(w.events.at(-1), {
+      type: 'gave-up',
+      name: 'broken',
+      restarts: 0,
+      reason: 'not-restartable',
+      error,
+      logFile,
+    })
+    assert.deepEqual(w.lines(), [
+      `broken (pid ${pids[0]}) exited (code 1)`,
+      `broken failed and a restart cannot help; giving up on it (${error})`,
+    ])
+    await w.supervisor.stop()
+    assert.ok(readFileSync(logFile, 'utf8').includes(line), 'the failure line is in the log too')
+  })
+
+  it('supervisor - past the restart limit the gave-up event carries the last failure line of the child', async () => {
+    const w = watched(1)
+    const line = childFailureLine(new Error('disk full\n    at somewhere'))
+    w.supervisor.start(nodeChild('flaky', `console.log(${JSON.stringify(line)}); process.exit(2)`))
+    await w.until((e) => e.type === 'gave-up')
+    assert.equal(w.events.filter((e) => e.type === 'started').length, 2)
+    assert.deepEqual(w.events.at(-1), {
+      type: 'gave-up',
+      name: 'flaky',
+      restarts: 1,
+      reason: 'limit',
+      error: 'disk full',
+    })
+    assert.equal(w.lines().at(-1), 'flaky failed too often; giving up on it (last: disk full)')
+    await w.supervisor.stop()
+  })
+
+  it('childFailureLine - one JSON line: the first line of the message; restart false only for restartable: false', () => {
+    assert.equal(
+      childFailureLine(new Error('a\nb')),
+      JSON.stringify({ event: 'failed', error: 'a', restart: true }),
+    )
+    const notRestartable = Object.assign(new Error('bad file'), { restartable: false })
+    assert.deepEqual(parseChildFailure(childFailureLine(notRestartable)), {
+      event: 'failed',
+      error: 'bad file',
+      restart: false,
+    })
+    assert.deepEqual(parseChildFailure(childFailureLine('plain')), {
+      event: 'failed',
+      error: 'plain',
+      restart: true,
+    })
+    for (const other of ['{"event":"ready"}', '{"event":"failed"', '{"event":"failed","error":3}', 'failed'])
+      assert.equal(parseChildFailure(other), undefined, other)
   })
 })
