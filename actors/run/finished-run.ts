@@ -27,8 +27,10 @@ export interface FindFinishedRunOptions {
 /**
  * Whether the run in `dir` is finished for a step budget of `maxSteps`: its latest checkpoint
  * (`checkpoints/latest.json`) is at or past `maxSteps`, and an end-of-run evaluation file
- * `eval/final-<ms>.json` records that checkpoint's step (a run stopped before or during its final
- * evaluation is not finished). Reads only.
+ * `eval/final-<ms>.json` records that checkpoint's step and has rows of it (`checkpoint:
+ * "step-<n>"`). A run stopped before or during its final evaluation, or whose evaluation of that
+ * checkpoint failed (a final file with the SFT rows only), is not finished: a resume evaluates it
+ * again. Reads only.
  * @returns the finished run, or undefined when there is something left to do.
  */
 export async function findFinishedRun(
@@ -47,7 +49,12 @@ export async function findFinishedRun(
   if (!options.evaluates) return finished
   const { results } = await readEvalResults(dir)
   const final = results
-    .filter((r) => isFinalEvalFile(basename(r.file)) && r.result.step === latest.version)
+    .filter(
+      (r) =>
+        isFinalEvalFile(basename(r.file)) &&
+        r.result.step === latest.version &&
+        r.result.rows.some((row) => row.checkpoint === `step-${latest.version}`),
+    )
     .at(-1)
   return final ? { ...finished, evalFile: final.file } : undefined
 }

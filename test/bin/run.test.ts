@@ -248,7 +248,7 @@ describe('bin/run', () => {
     // Stopped during its final evaluation: not finished, a resume evaluates it.
     const unevaluated = ready(await prepareRun(three, { resume: first.dir.path, catalog }))
     await unevaluated.lock.release()
-    const evalFile = await writeEvalResult(first.dir, 'final-1000', { step: 3, rows: [] })
+    const evalFile = await writeEvalResult(first.dir, 'final-1000', { step: 3, rows: [{ checkpoint: 'step-3' }] })
     const before = snapshot(first.dir.path)
     const finished = await prepareRun(three, { resume: first.dir.path, catalog })
     assert.equal(finished.status, 'finished')
@@ -335,7 +335,7 @@ describe('bin/run', () => {
       join(made.dir.checkpointsDir, 'latest.json'),
       JSON.stringify({ version: 3, usedSeqs: [], dir: join(made.dir.checkpointsDir, 'step-3') }),
     )
-    await writeEvalResult(made.dir, 'final-1000', { step: 3, rows: [] })
+    await writeEvalResult(made.dir, 'final-1000', { step: 3, rows: [{ checkpoint: 'step-3' }] })
     const before = snapshot(dir)
     const finished = startTriad(['run', tiny, '--resume', dir])
     assert.equal((await finished.exited).code, 0, finished.stderr())

@@ -59,4 +59,20 @@ describe('actors/run/finished-run', () => {
     })
     assert.equal(await findFinishedRun(await runAt(undefined), { maxSteps: 5, evaluates: false }), undefined)
   })
+
+  it('findFinishedRun - a final evaluation whose rows lack the last checkpoint (its evaluation failed) does not finish the run', async () => {
+    const dir = await runAt(3)
+    // What the end of a run writes when the evaluation of step-3 failed: the SFT rows only.
+    await writeEvalResult(dir, 'final-1000', { step: 3, rows: [{ checkpoint: 'sft', task: 'calc' }] })
+    assert.equal(await findFinishedRun(dir, { maxSteps: 3, evaluates: true }), undefined)
+    const file = await writeEvalResult(dir, 'final-2000', {
+      step: 3,
+      rows: [{ checkpoint: 'sft' }, { checkpoint: 'step-3' }],
+    })
+    assert.deepEqual(await findFinishedRun(dir, { maxSteps: 3, evaluates: true }), {
+      step: 3,
+      maxSteps: 3,
+      evalFile: file,
+    })
+  })
 })
