@@ -4,6 +4,7 @@ import {
   CheckpointFile,
   chooseBackend,
   createTransformer,
+  disposeTransformer,
   getWeights,
   initWeights,
   loadCheckpoint,
@@ -16,8 +17,9 @@ import {
 } from '../../gpu/index.ts'
 import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
-import { type LearnerCore, LearnerLoop, readLatestCheckpoint } from '../pipeline/learner-loop.ts'
+import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
+import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
 import { RewardModel } from '../reward/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
@@ -75,9 +77,11 @@ export function reportMetrics(transport: Transport, run: string, role: string, i
 }
 
 /**
- * The learner node: makes sure the trajectory stream exists, restores the latest checkpoint (or
- * runs the cold-start SFT, or starts from random weights), publishes version 0's weights, and runs
- * the learner loop until `maxSteps`.
+ * The learner node: makes sure the trajectory stream exists, restores the newest step checkpoint
+ * that can be read (`restoreNewestCheckpoint`: an unreadable one is skipped with a line on `log`)
+ * or, when the run has none, runs the cold-start SFT (or starts from random weights), publishes
+ * its weights, and runs the learner loop until `maxSteps`.
+ * @throws NoReadableCheckpointError when the run has step checkpoints but none can be read.
  */
 export async function startLearnerNode(
   transport: Transport,
@@ -117,7 +121,6 @@ export async function startLearnerNode(
     })
     const checkpointDir = join(config.runDir, 'checkpoints')
     const sftDir = join(checkpointDir, 'sft')
-    const latest = readLatestCheckpoint(checkpointDir)
     // The run's tokenizer: learned once (byte-pair merges from the expert corpus), kept in the run
     // directory for resumes and published to the object store for the other nodes.
     const tokenizerFile = join(config.runDir, 'tokenizer.json')
@@ -141,11 +144,62 @@ export async function startLearnerNode(
     await publishRunTokenizer(transport, config.run, tokenizer)
     const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
 
-    let model: ReturnType<typeof createTransformer>
+    const reference =
+      (config.rl.step.klCoef ?? 0) > 0 ? await rlStartingPolicy(sftDir, modelConfig, config.seed) : undefined
+    const newLearner = (model: ReturnType<typeof createTransformer>) =>
+      Learner.create({
+        model,
+        tokenizer,
+        lr: config.rl.lr,
+        rl: config.rl.step,
+        version: 0,
+        ...(reference ? { reference } : {}),
+      })
+    // The dynamic triad: a reward model trained beside the policy (restored with it on a resume).
+    const triad = config.triad
+    const maxTokens = config.model.contextLength + 1
+    const rmLearner = triad?.trainRewardModel
+      ? new RewardModelLearner(
+          modelConfig,
+          tokenizer,
+          config.seed,
+          config.rl.lr,
+          triad,
+          triad.rewardModelBatch,
+        )
+      : undefined
+    let restored = false
+    const resumed: { learner?: Learner } = {}
+    // A resume: the newest step checkpoint that reads whole (policy, optimizer, reward model).
+    const latest = await restoreNewestCheckpoint(
+      checkpointDir,
+      async (c) => {
+        const { model } = await loadCheckpoint(c.dir)
+        const candidate = await newLearner(model)
+        try {
+          await candidate.loadCheckpoint(c.dir)
+          // A resumed run continues the reward model it trained (a checkpoint without one: from its cold start or seed).
+          const rmDir = join(c.dir, REWARD_MODEL_CHECKPOINT_DIR)
+          if (rmLearner && existsSync(rmDir)) {
+            await loadRewardModelCheckpoint(rmDir, rmLearner)
+            restored = true
+            log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
+          } else if (rmLearner) log(`no reward model in ${c.dir}`)
+        } catch (err) {
+          candidate.dispose()
+          disposeTransformer(model)
+          throw err
+        }
+        resumed.learner = candidate
+      },
+      log,
+    )
+    let learner: Learner
     if (latest) {
-      model = (await loadCheckpoint(latest.dir)).model
+      learner = resumed.learner!
       log(`resuming from ${latest.dir} (version ${latest.version})`)
     } else {
+      let model: ReturnType<typeof createTransformer>
       try {
         model = (await loadCheckpoint(sftDir)).model
         log(`starting from the SFT checkpoint ${sftDir}`)
@@ -175,45 +229,11 @@ export async function startLearnerNode(
           })
         }
       }
+      learner = await newLearner(model)
     }
-    const learner = await Learner.create({
-      model,
-      tokenizer,
-      lr: config.rl.lr,
-      rl: config.rl.step,
-      version: latest?.version ?? 0,
-      ...((config.rl.step.klCoef ?? 0) > 0
-        ? { reference: await rlStartingPolicy(sftDir, modelConfig, config.seed) }
-        : {}),
-    })
-    if (latest) await learner.loadCheckpoint(latest.dir)
     live.learner = learner
 
     const store = await WeightStore.open(transport, config.run)
-    // The dynamic triad: step rewards into the batch, and a reward model trained beside the policy
-    // (its weights announced as model `reward`, at the policy's version, for the reward actor).
-    const triad = config.triad
-    const maxTokens = config.model.contextLength + 1
-    const rmLearner = triad?.trainRewardModel
-      ? new RewardModelLearner(
-          modelConfig,
-          tokenizer,
-          config.seed,
-          config.rl.lr,
-          triad,
-          triad.rewardModelBatch,
-        )
-      : undefined
-    let restored = false
-    if (rmLearner && latest) {
-      // A resumed run continues the reward model it trained (a checkpoint without one: from its cold start or seed).
-      const rmDir = join(latest.dir, REWARD_MODEL_CHECKPOINT_DIR)
-      if (existsSync(rmDir)) {
-        await loadRewardModelCheckpoint(rmDir, rmLearner)
-        restored = true
-        log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
-      } else log(`no reward model in ${latest.dir}`)
-    }
     // The reward model's cold start, once per run, before version 0 goes out: the first judgements
     // already come from a judge that answers `+` or `-`.
     let rewardWeights = rmLearner && (await rmLearner.weights())
@@ -224,7 +244,7 @@ export async function startLearnerNode(
         new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
       try {
         const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
-        if (rmSft.init === 'policy') rm.loadWeights(await getWeights(model), rm.version)
+        if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)
         const { report: r, trained } = await rewardModelColdStartOnce(rm, config, rmSft, dir, (rec, total) =>
           report(
             {

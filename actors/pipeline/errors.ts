@@ -40,3 +40,24 @@ export class CheckpointPruneError extends Error {
     )
   }
 }
+
+/**
+ * A resumed learner found step checkpoints (`latest.json` exists) but none of them can be read.
+ * A restart cannot help (`restartable` is false: a supervisor gives up on the process at once).
+ * The message is one line naming each checkpoint tried and why it failed.
+ */
+export class NoReadableCheckpointError extends Error {
+  override name = 'NoReadableCheckpointError'
+  /** A restart of the process would fail the same way. */
+  readonly restartable = false
+  constructor(
+    /** The run's checkpoint directory. */
+    readonly checkpointDir: string,
+    /** Each checkpoint tried, newest first (`latest.json` itself when it does not parse), and why it failed. */
+    readonly tried: readonly { name: string; error: string }[],
+  ) {
+    super(
+      `no step checkpoint in ${checkpointDir} can be read, so the run cannot resume: ${tried.map((t) => `${t.name}: ${t.error}`).join('; ')}`,
+    )
+  }
+}
