@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -7,6 +7,7 @@ import {
   connectNats,
   type NodeConfig,
   type NodeHandle,
+  NoReadableCheckpointError,
   REWARD_MODEL_CHECKPOINT_DIR,
   RewardModelLearner,
   readLatestCheckpoint,
@@ -143,7 +144,7 @@ describe('actors/node/learner-node', () => {
     }
   })
 
-  it('learner-node - a resumed learner restores the reward model of its checkpoint and publishes those weights', async () => {
+  it('learner-node - a resumed learner restores the reward model of its checkpoint and publishes those weights; a truncated latest checkpoint is skipped, saying so, for the one before; none readable is NoReadableCheckpointError naming each file', async () => {
     const run = `rmres${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-rm-'))
     const config = triadConfig(run, runDir)
@@ -181,6 +182,53 @@ describe('actors/node/learner-node', () => {
       const store = await WeightStore.open(watch, run)
       const published = await store.load({ key: weightsKey('reward', 2) })
       assert.ok(sameWeights(published, saved), 'the resumed learner published the checkpoint reward model')
+      await learner.stop()
+      learner = undefined
+
+      // step-2's weights cut in half (a disk that filled up, a copy cut short): the learner says so
+      // and resumes from step-1 (the run keeps every checkpoint here), its reward model included.
+      const checkpoints = join(runDir, 'checkpoints')
+      const bad = join(checkpoints, 'step-2', 'model.safetensors')
+      truncateSync(bad, Math.floor(statSync(bad).size / 2))
+      const lines: string[] = []
+      learner = await startLearnerNode(lt, { ...config, maxSteps: 1 }, '0', { log: (l) => lines.push(l) })
+      await within(learner.done, 30_000, 'the learner resumed from step-1')
+      const skipped = lines.find((l) => l.startsWith('skipping step-2: '))
+      assert.ok(skipped, lines.join('\n'))
+      assert.match(
+        skipped,
+        new RegExp(`^skipping step-2: it cannot be read \\(${bad}: .+\\); trying step-1$`),
+      )
+      assert.ok(lines.includes(`resuming from ${join(checkpoints, 'step-1')} (version 1)`), lines.join('\n'))
+      const rmDir1 = join(checkpoints, 'step-1', REWARD_MODEL_CHECKPOINT_DIR)
+      assert.ok(
+        lines.some((l) => l.startsWith(`reward model restored from ${rmDir1} (`)),
+        lines.join('\n'),
+      )
+      await learner.stop()
+      learner = undefined
+
+      // step-1 broken too: nothing to resume from, and the SFT is not a silent substitute.
+      const bad1 = join(checkpoints, 'step-1', 'optimizer.safetensors')
+      truncateSync(bad1, 4)
+      await assert.rejects(startLearnerNode(lt, config, '0', { log: () => {} }), (err: Error) => {
+        assert.ok(err instanceof NoReadableCheckpointError)
+        assert.equal(err.restartable, false)
+        assert.ok(
+          err.message.startsWith(
+            `no step checkpoint in ${checkpoints} can be read, so the run cannot resume: step-2: ${bad}: `,
+          ),
+          err.message,
+        )
+        assert.ok(
+          err.message.includes(
+            `; step-1: ${join(checkpoints, 'step-1')}: cannot read: ${bad1}: file too short (4 bytes)`,
+          ),
+          err.message,
+        )
+        return true
+      })
+      assert.ok(existsSync(bad) && existsSync(bad1), 'nothing deleted')
     } finally {
       await pair?.stop()
       await learner?.stop()
