@@ -25,7 +25,9 @@ export interface InProcessNodes {
   readonly finished: Promise<void>
   /**
    * Stops the rollout role, then the learner (its last checkpoint), then the actor system. A role
-   * still starting (the learner's cold-start SFT) is waited for: its start-up cannot be cut short.
+   * still starting is waited for (the learner's cold-start SFT cannot be cut short), except where it
+   * waits on the other role: the rollout waiting for the learner's first weights stops at once (a
+   * learner that failed to start never publishes them).
    */
   stop(): Promise<void>
 }
@@ -62,9 +64,12 @@ export function startInProcessNodes(
   const backend = chooseBackend({ backend: config.backend, log: () => {} })
   const learnerLog = logTo('learner')
   const rolloutLog = logTo('rollout')
-  const learner = backend.then(() => startLearnerNode(transport, config, 'learner', { log: learnerLog }))
+  const stopping = new AbortController()
+  const learner = backend.then(() =>
+    startLearnerNode(transport, config, 'learner', { log: learnerLog, signal: stopping.signal }),
+  )
   const rollout = backend.then(() =>
-    startRolloutNode(system, transport, config, 'rollout', { log: rolloutLog }),
+    startRolloutNode(system, transport, config, 'rollout', { log: rolloutLog, signal: stopping.signal }),
   )
   // The rollout side never ends the run by finishing (the learner does); it ends it by failing.
   const never = new Promise<void>(() => {})
@@ -86,6 +91,7 @@ export function startInProcessNodes(
   return {
     finished,
     async stop() {
+      stopping.abort()
       await stopRole(rollout)
       await stopRole(learner)
       await system.stop()

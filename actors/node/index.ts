@@ -1,5 +1,6 @@
 export * from './cold-start.ts'
 export * from './config.ts'
+export * from './errors.ts'
 export * from './learner-node.ts'
 export * from './learner-status.ts'
 export * from './reward-model-checkpoint.ts'

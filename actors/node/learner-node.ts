@@ -58,6 +58,12 @@ export interface NodeOptions {
    * worker process's stderr is its log file).
    */
   log?: (line: string) => void
+  /**
+   * Aborts a start that waits on another role (the rollout waiting for the learner's tokenizer or
+   * first weights): the start then rejects with `StartAbortedError`. Work of the role's own (the
+   * learner's cold-start SFT) is not cut short.
+   */
+  signal?: AbortSignal
 }
 
 /** A started node role. */

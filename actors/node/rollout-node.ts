@@ -17,11 +17,13 @@ import { rewardReplies, StepJudge, startRewardModel, switchMetrics } from '../re
 import { EnvClient } from '../rollout/env-client.ts'
 import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
+import { unlessAborted } from '../runtime/abort.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
+import { StartAbortedError } from './errors.ts'
 import { type NodeHandle, type NodeOptions, reportMetrics } from './learner-node.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
 import { stepJudgeAnnotator } from './step-judging.ts'
@@ -38,6 +40,8 @@ const METRICS_INTERVAL_MS = 2_000
  * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
  * brake). Synchronous mode (the baseline): generate `minGroups` groups, then wait for the next
  * weight version before the next batch.
+ * @throws StartAbortedError when `options.signal` aborts while it waits for the learner's tokenizer
+ *   or first weights (actors it started by then are stopped with the actor system).
  */
 export async function startRolloutNode(
   system: ActorSystem,
@@ -48,7 +52,11 @@ export async function startRolloutNode(
 ): Promise<NodeHandle> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[rollout] ${line}\n`))
   await chooseBackend({ backend: config.backend, log })
-  const tokenizer = await fetchRunTokenizer(transport, config.run)
+  const tokenizer = await unlessAborted(
+    fetchRunTokenizer(transport, config.run),
+    options.signal,
+    () => new StartAbortedError('rollout', "the learner's tokenizer"),
+  )
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
   const p = config.pipeline
   // Environments: a controller and env workers in this process (more workers may join from
@@ -70,7 +78,11 @@ export async function startRolloutNode(
   const store = await WeightStore.open(transport, config.run)
   for (let pause = 100; !(await store.latest('policy')); pause = Math.min(pause * 2, 2_000)) {
     if (pause === 100) log('waiting for the learner to publish the first weights (cold start running)')
-    await new Promise((r) => setTimeout(r, pause))
+    await unlessAborted(
+      new Promise((r) => setTimeout(r, pause)),
+      options.signal,
+      () => new StartAbortedError('rollout', "the learner's first weights"),
+    )
   }
   const engines: PolicyEngine[] = []
   for (let i = 0; i < p.freshEngines; i++)

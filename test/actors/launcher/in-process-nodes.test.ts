@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -9,6 +9,7 @@ import {
   RoleFailedError,
   startInProcessNodes,
 } from '../../../actors/index.ts'
+import { waitUntil } from '../../support/process-tree.ts'
 import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
 /** A node config of a tiny run (no SFT) in `runDir`. */
@@ -41,6 +42,45 @@ describe('actors/launcher/in-process-nodes', () => {
         err.cause instanceof Error,
     )
     await nodes.stop()
+    await transport.close()
+  })
+
+  it('in-process-nodes - a learner that cannot resume fails the run with RoleFailedError naming the file; stop returns though the rollout waits for weights that never come', async () => {
+    const runDir = mkdtempSync(join(tmpdir(), 'triad-solo-'))
+    const checkpoints = join(runDir, 'checkpoints')
+    mkdirSync(join(checkpoints, 'step-1'), { recursive: true })
+    writeFileSync(
+      join(checkpoints, 'latest.json'),
+      JSON.stringify({ version: 1, usedSeqs: [], dir: 'step-1' }),
+    )
+    const transport = new InProcessTransport()
+    const nodes = startInProcessNodes(transport, config(runDir), { logsDir: runDir })
+    const config1 = join(checkpoints, 'step-1', 'config.json')
+    await assert.rejects(nodes.finished, (err: unknown) => {
+      assert.ok(err instanceof RoleFailedError)
+      assert.equal(err.role, 'learner')
+      assert.equal(
+        err.message,
+        `the learner role failed: no step checkpoint in ${checkpoints} can be read, so the run cannot resume: step-1: ${config1}: cannot read`,
+      )
+      return true
+    })
+    // The rollout waits for the first weights, which this learner never publishes.
+    const rolloutLog = join(runDir, 'rollout.log')
+    await waitUntil(
+      () =>
+        existsSync(rolloutLog) &&
+        readFileSync(rolloutLog, 'utf8').includes('waiting for the learner to publish the first weights'),
+      30_000,
+      () => readFileSync(rolloutLog, 'utf8'),
+    )
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      nodes.stop(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('stop did not return within 20 s')), 20_000)
+      }),
+    ]).finally(() => clearTimeout(timer))
     await transport.close()
   })
 })
