@@ -17,8 +17,13 @@ export class RoleFailedError extends Error {
     /** The role: `learner` or `rollout`. */
     readonly role: string,
     cause: unknown,
+    /** The role's log file, named at the end of the message when given. */
+    readonly logFile?: string,
   ) {
-    super(`the ${role} role failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+    super(
+      `the ${role} role failed: ${cause instanceof Error ? cause.message : String(cause)}${logFile ? `; see ${logFile}` : ''}`,
+      { cause },
+    )
   }
 }
 

@@ -74,7 +74,7 @@ export function startInProcessNodes(
   // The rollout side never ends the run by finishing (the learner does); it ends it by failing.
   const never = new Promise<void>(() => {})
   const failed = (role: string) => (err: unknown) => {
-    throw new RoleFailedError(role, err)
+    throw new RoleFailedError(role, err, join(options.logsDir, `${role}.log`))
   }
   const finished = Promise.race([
     learner.then((h) => h.done).catch(failed('learner')),

@@ -61,7 +61,7 @@ describe('actors/launcher/in-process-nodes', () => {
       assert.equal(err.role, 'learner')
       assert.equal(
         err.message,
-        `the learner role failed: no step checkpoint in ${checkpoints} can be read, so the run cannot resume: step-1: ${config1}: cannot read`,
+        `the learner role failed: no step checkpoint in ${checkpoints} can be read, so the run cannot resume: step-1: ${config1}: cannot read; see ${join(runDir, 'learner.log')}`,
       )
       return true
     })
