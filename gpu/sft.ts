@@ -6,7 +6,9 @@ import { ConfigError, ShapeError } from './errors.ts'
 import { lossAndGrads } from './gradients.ts'
 import type { LrSchedule } from './lr-schedule.ts'
 import { createRng, shuffle } from './prng.ts'
+import type { SftWorkers } from './sft-workers.ts'
 import { type Transformer, tokenLogprobs } from './transformer.ts'
+import { getWeights } from './weights.ts'
 
 /**
  * Supervised fine-tuning (the cold start of DemyAgent): cross-entropy on the loss-masked tokens of
@@ -132,19 +134,58 @@ export interface SftLogRecord {
 }
 
 /**
- * One SFT step: loss, gradients, an AdamW update at `lr`.
- * @returns the step's log record (with `epoch` 0; `trainSft` fills it in).
+ * One SFT step: loss, gradients, an AdamW update at `lr`. With `workers`, the step is data-parallel
+ * over `batches[0]` (this thread) and `batches[1..]` (worker thread `i - 1` each, at the current
+ * weights): the gradient is the loss-token-weighted mean of the batches' gradients,
+ * `g = sum_i (n_i / N) g_i` with `n_i` the batch's loss tokens and `N = sum_i n_i`, which is the
+ * gradient of the token-mean loss over all of them (the same step as one batch holding them all).
+ * @param batches one batch, or one per thread (this one first; at most `1 + workers.size`).
+ * @returns the step's log record (with `epoch` 0; `trainSft` fills it in); `loss` and `lossTokens` over all batches.
+ * @throws ConfigError when there are more batches than threads; SftWorkerError when a worker fails.
  */
 export async function sftStep(
   model: Transformer,
   optimizer: AdamW,
-  batch: SftBatch,
+  batches: SftBatch | readonly SftBatch[],
   lr: number,
   now: () => number = () => performance.now(),
+  workers?: SftWorkers,
 ): Promise<SftLogRecord> {
   const start = now()
-  const { loss, grads } = await lossAndGrads(model, () => sftLoss(model, batch))
+  const parts = Array.isArray(batches) ? (batches as readonly SftBatch[]) : [batches as SftBatch]
+  if (parts.length < 1 || parts.length > 1 + (workers?.size ?? 0))
+    throw new ConfigError('batches', parts.length, `must be 1 to ${1 + (workers?.size ?? 0)} (threads)`)
+  const remote = parts.slice(1)
+  const weights = remote.length ? await getWeights(model) : undefined
+  const pending = remote.map((b, i) => workers!.compute(i, b, weights))
+  const local = await lossAndGrads(model, () => sftLoss(model, parts[0]!))
+  let grads = local.grads
+  let loss = local.loss
+  const lossTokens = parts.reduce((n, b) => n + b.lossTokens, 0)
   try {
+    if (remote.length) {
+      const results = await Promise.all(pending)
+      const total = Math.max(1, lossTokens)
+      loss = (local.loss * parts[0]!.lossTokens) / total
+      results.forEach((r, i) => {
+        loss += (r.loss * parts[i + 1]!.lossTokens) / total
+      })
+      const combined = tf.tidy(() => {
+        const out: Record<string, tf.Tensor> = {}
+        for (const [name, g] of Object.entries(local.grads)) {
+          let sum = tf.mul(g, parts[0]!.lossTokens / total) // sum_i (n_i / N) g_i
+          results.forEach((r, i) => {
+            const data = r.grads[name]
+            if (!data) throw new ShapeError(`worker grads.${name}`, `[${g.shape}]`, [0])
+            sum = tf.add(sum, tf.mul(tf.tensor(data, g.shape, 'float32'), parts[i + 1]!.lossTokens / total))
+          })
+          out[name] = sum
+        }
+        return out
+      })
+      tf.dispose(local.grads)
+      grads = combined
+    }
     const info = await optimizer.step(grads, lr)
     return {
       step: info.step,
@@ -152,12 +193,13 @@ export async function sftStep(
       loss,
       lr,
       gradNorm: info.gradNorm,
-      lossTokens: batch.lossTokens,
-      tokens: batch.batch * batch.seqLen,
+      lossTokens,
+      tokens: parts.reduce((n, b) => n + b.batch * b.seqLen, 0),
       ms: now() - start,
     }
   } finally {
     tf.dispose(grads)
+    await Promise.allSettled(pending)
   }
 }
 
@@ -177,6 +219,11 @@ export interface SftConfig {
   maxSteps?: number
   /** Id used for padding; default 0 (masked out, any id works). */
   padId?: number
+  /**
+   * Worker threads for data-parallel steps (`SftWorkers`): each step then takes `1 + workers.size`
+   * batches (one per thread), so an epoch has that many times fewer steps. Default none.
+   */
+  workers?: SftWorkers
   /** Called with every step's record (write it as a JSONL line). */
   onLog?: (record: SftLogRecord) => void
   /** Show a progress bar on stderr; default: only when stderr is a TTY. */
@@ -197,7 +244,11 @@ export function sftStepCount(
     padId: config.padId ?? 0,
     maxBatchSize: config.maxBatchSize,
   })
-  return Math.min(batches.length * (config.epochs ?? 1), config.maxSteps ?? Number.POSITIVE_INFINITY)
+  const perStep = 1 + (config.workers?.size ?? 0)
+  return Math.min(
+    Math.ceil(batches.length / perStep) * (config.epochs ?? 1),
+    config.maxSteps ?? Number.POSITIVE_INFINITY,
+  )
 }
 
 /**
@@ -220,7 +271,11 @@ export async function trainSft(
     padId: config.padId ?? 0,
     maxBatchSize: config.maxBatchSize,
   })
-  const total = Math.min(batches.length * epochs, config.maxSteps ?? Number.POSITIVE_INFINITY)
+  const perStep = 1 + (config.workers?.size ?? 0)
+  const total = Math.min(
+    Math.ceil(batches.length / perStep) * epochs,
+    config.maxSteps ?? Number.POSITIVE_INFINITY,
+  )
   const rng = createRng(config.seed ?? 0)
   const showBar = config.progress ?? process.stderr.isTTY === true
   const bar = showBar
@@ -237,14 +292,16 @@ export async function trainSft(
   const records: SftLogRecord[] = []
   try {
     for (let epoch = 0; epoch < epochs && records.length < total; epoch++) {
-      for (const batch of shuffle([...batches], rng)) {
+      const order = shuffle([...batches], rng)
+      for (let i = 0; i < order.length; i += perStep) {
         if (records.length >= total) break
         const record = await sftStep(
           model,
           optimizer,
-          batch,
+          order.slice(i, i + perStep),
           config.schedule(optimizer.stepCount),
           config.now,
+          config.workers,
         )
         record.epoch = epoch
         records.push(record)

@@ -32,6 +32,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       lr: recipe.sft.lr,
       batchTokens: recipe.sft.batchSize * recipe.model.contextLength,
       ...(recipe.sft.steps === undefined ? {} : { maxSteps: recipe.sft.steps }),
+      threads: recipe.sft.threads,
     },
     rl: {
       groupSize: recipe.rl.groupSize,

@@ -74,6 +74,12 @@ export const SftSchema = z.strictObject({
    * most `batchSize * model.contextLength` padded tokens, so shorter trajectories share a step.
    */
   batchSize: int(1).default(16),
+  /**
+   * Threads computing SFT gradients at once (data parallelism: each optimizer step takes one batch
+   * per thread, so an epoch has that many times fewer, larger steps). For backends that compute on
+   * one core (wasm, cpu): set it to the free cores of the learner's machine (default 1).
+   */
+  threads: int(1).default(1),
   /** AdamW learning rate (default 3e-4). */
   lr: positive().default(3e-4),
   /** Expert trajectories per task the SFT trains on (default 64). */

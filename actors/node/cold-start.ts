@@ -4,6 +4,7 @@ import {
   type RenderedChat,
   renderChat,
   type SftLogRecord,
+  SftWorkers,
   sftStepCount,
   Tokenizer,
   type Transformer,
@@ -106,7 +107,10 @@ export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number)
 
 /**
  * Runs the cold-start SFT on `model`; returns the loss curve. `onLog` gets every step's record and
- * the number of steps the whole SFT takes (`sftStepCount`), for progress views.
+ * the number of steps the whole SFT takes (`sftStepCount`), for progress views. With
+ * `config.sft.threads` above 1 the steps are data-parallel over that many threads (`SftWorkers`,
+ * each on `backend`, the learner's own backend name).
+ * @throws SftWorkerError when a gradient thread fails.
  */
 export async function coldStart(
   model: Transformer,
@@ -114,27 +118,34 @@ export async function coldStart(
   episodes: readonly ExpertEpisode[],
   config: NodeConfig,
   onLog: (record: SftLogRecord, totalSteps: number) => void,
+  backend = 'wasm',
 ): Promise<{ records: SftLogRecord[]; examples: number; truncated: number }> {
   const { examples, truncated } = expertExamples(episodes, tokenizer, model.config.contextLength)
   if (examples.length === 0) throw new Error('no expert trajectories: sft.expertTrajectoriesPerTask is 0')
-  const steps = sftStepCount(examples, model, {
-    epochs: config.sft.epochs,
-    batchTokens: config.sft.batchTokens,
-    maxSteps: config.sft.maxSteps,
-  })
+  const threads = config.sft.threads ?? 1
+  const workers = threads > 1 ? await SftWorkers.start(threads - 1, model.config, backend) : undefined
   const optimizer = new AdamW(model.params)
-  const records = await trainSft(model, optimizer, examples, {
-    epochs: config.sft.epochs,
-    batchTokens: config.sft.batchTokens,
-    maxSteps: config.sft.maxSteps,
-    schedule: warmupCosine({
-      peakLr: config.sft.lr,
-      warmupSteps: Math.max(1, Math.floor(steps / 10)),
-      totalSteps: steps,
-    }),
-    seed: config.seed,
-    onLog: (record) => onLog(record, steps),
-  })
-  optimizer.dispose()
-  return { records, examples: examples.length, truncated }
+  try {
+    const batching = {
+      epochs: config.sft.epochs,
+      batchTokens: config.sft.batchTokens,
+      maxSteps: config.sft.maxSteps,
+      workers,
+    }
+    const steps = sftStepCount(examples, model, batching)
+    const records = await trainSft(model, optimizer, examples, {
+      ...batching,
+      schedule: warmupCosine({
+        peakLr: config.sft.lr,
+        warmupSteps: Math.max(1, Math.floor(steps / 10)),
+        totalSteps: steps,
+      }),
+      seed: config.seed,
+      onLog: (record) => onLog(record, steps),
+    })
+    return { records, examples: examples.length, truncated }
+  } finally {
+    optimizer.dispose()
+    await workers?.close()
+  }
 }

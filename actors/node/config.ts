@@ -79,6 +79,8 @@ export interface NodeConfig {
     batchTokens: number
     /** Stop after this many optimizer steps even if epochs remain (absent: no limit). */
     maxSteps?: number
+    /** Threads computing gradients at once (data-parallel steps, `SftWorkers`); absent: 1. */
+    threads?: number
   }
   rl: {
     /** G: samples per task instance. */

@@ -225,7 +225,7 @@ export async function startLearnerNode(
               0,
             )
           const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
-          const sft = await coldStart(model, tokenizer, episodes, config, onLog)
+          const sft = await coldStart(model, tokenizer, episodes, config, onLog, backend.name)
           log(
             `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
           )

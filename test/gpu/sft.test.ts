@@ -7,12 +7,16 @@ import {
   chooseBackend,
   createTransformer,
   disposeTransformer,
+  getWeights,
   makeBatches,
   type RenderedChat,
   renderChat,
   type SftLogRecord,
+  SftWorkerError,
+  SftWorkers,
   sftLoss,
   sftStep,
+  sftStepCount,
   Tokenizer,
   tokenLogprobs,
   trainSft,
@@ -150,5 +154,61 @@ describe('gpu/sft', () => {
     assert.equal(tf.memory().numBytes, before.numBytes)
     opt.dispose()
     disposeTransformer(model)
+  })
+
+  it('sft - a data-parallel step over a worker thread equals one step on the batches joined', async () => {
+    const config = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 16 }
+    const a = ex([1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 1, 1]) // 4 loss tokens
+    const b = ex([7, 8, 9], [0, 1, 1]) // 2 loss tokens, shorter: padded in the joined batch
+    const joined = makeBatches([a, b], { batchTokens: 64, contextLength: 8, padId: 0 })
+    assert.equal(joined.length, 1)
+    const [one] = makeBatches([a], { batchTokens: 64, contextLength: 8, padId: 0 })
+    const [two] = makeBatches([b], { batchTokens: 64, contextLength: 8, padId: 0 })
+    const reference = createTransformer(config, { seed: 5 })
+    const parallel = createTransformer(config, { seed: 5 })
+    const refOpt = new AdamW(reference.params)
+    const parOpt = new AdamW(parallel.params)
+    const workers = await SftWorkers.start(1, parallel.config, 'wasm')
+    try {
+      for (let i = 0; i < 2; i++) {
+        const r = await sftStep(reference, refOpt, joined[0]!, 1e-2)
+        const p = await sftStep(parallel, parOpt, [one!, two!], 1e-2, undefined, workers)
+        assert.ok(Math.abs(r.loss - p.loss) < 1e-5, `loss ${r.loss} vs ${p.loss}`)
+        assert.ok(Math.abs(r.gradNorm - p.gradNorm) < 1e-5, `grad norm ${r.gradNorm} vs ${p.gradNorm}`)
+        assert.equal(p.lossTokens, 6)
+        assert.equal(p.tokens, 5 + 2)
+      }
+      const rw = await getWeights(reference)
+      const pw = await getWeights(parallel)
+      for (const [name, values] of Object.entries(rw)) {
+        let worst = 0
+        values.forEach((v, j) => {
+          worst = Math.max(worst, Math.abs(v - pw[name]![j]!))
+        })
+        assert.ok(worst < 1e-5, `${name}: largest difference ${worst}`)
+      }
+      // Each step takes one batch per thread: 2 threads halve the steps of an epoch (rounded up).
+      const three = [a, b, ex([1, 3], [0, 1])]
+      const settings = { batchTokens: 8, contextLength: 8, maxBatchSize: 1, epochs: 2 }
+      assert.equal(sftStepCount(three, parallel, settings), 6)
+      assert.equal(sftStepCount(three, parallel, { ...settings, workers }), 4)
+      // More batches than threads is refused before any work.
+      await assert.rejects(
+        sftStep(parallel, parOpt, [one!, two!, one!], 1e-2, undefined, workers),
+        (err: unknown) => err instanceof ConfigError && /must be 1 to 2/.test(err.message),
+      )
+      // A batch the worker cannot compute (ids outside the vocabulary) fails the step with its error.
+      const bad = { ...two!, inputs: Int32Array.from([99, 99]) }
+      await assert.rejects(
+        sftStep(parallel, parOpt, [one!, bad], 1e-2, undefined, workers),
+        (err: unknown) => err instanceof SftWorkerError,
+      )
+    } finally {
+      await workers.close()
+      refOpt.dispose()
+      parOpt.dispose()
+      disposeTransformer(reference)
+      disposeTransformer(parallel)
+    }
   })
 })
