@@ -251,16 +251,22 @@ export async function startLearnerNode(
       try {
         const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
         if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)
-        const { report: r, trained } = await rewardModelColdStartOnce(rm, config, rmSft, dir, (rec, total) =>
-          report(
-            {
-              'reward_model/sft/loss': rec.loss,
-              'reward_model/sft/step': rec.step,
-              'reward_model/sft/steps_total': total,
-              'reward_model/sft/grad_norm': rec.gradNorm,
-            },
-            0,
-          ),
+        const { report: r, trained } = await rewardModelColdStartOnce(
+          rm,
+          config,
+          rmSft,
+          dir,
+          (rec, total) =>
+            report(
+              {
+                'reward_model/sft/loss': rec.loss,
+                'reward_model/sft/step': rec.step,
+                'reward_model/sft/steps_total': total,
+                'reward_model/sft/grad_norm': rec.gradNorm,
+              },
+              0,
+            ),
+          backend.name,
         )
         if (trained) report(rewardModelSftMetrics(r), 0)
         log(

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { readCheckpointWeights, type SftLogRecord, saveCheckpoint } from '../../gpu/index.ts'
+import { readCheckpointWeights, type SftLogRecord, SftWorkers, saveCheckpoint } from '../../gpu/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
 import {
@@ -100,6 +100,14 @@ export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, n
 }
 
 /**
+ * What the reward model's cold start reads of the node's config: the seed, the task mix, and the
+ * SFT threads (`sft.threads`: its steps are data-parallel over that many threads, as the policy's).
+ */
+export type ColdStartNodeConfig = Pick<NodeConfig, 'seed' | 'tasks'> & {
+  sft?: Pick<NodeConfig['sft'], 'threads'>
+}
+
+/**
  * Plays the labelled steps and trains `rm` on them (`trainVerdictSft`); held-out episodes are
  * played apart (other seeds) for the before/after accuracy.
  * @param onLog every step's record and the step total (`reward_model/sft/loss` for progress views).
@@ -107,24 +115,33 @@ export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, n
  */
 export async function rewardModelColdStart(
   rm: RewardModel,
-  config: Pick<NodeConfig, 'seed' | 'tasks'>,
+  config: ColdStartNodeConfig,
   sft: RewardModelSftConfig,
   onLog?: (record: SftLogRecord, totalSteps: number) => void,
+  backend = 'wasm',
 ): Promise<RewardModelSftReport> {
   const start = performance.now()
+  const threads = config.sft?.threads ?? 1
   const expert = { errorRate: sft.errorRate, successRate: sft.successRate }
   const train = await playLabelledSteps(config, sft.episodesPerTask, { ...expert, seedBase: TRAIN_SEED_BASE })
   const heldOut = await playLabelledSteps(config, sft.heldOutEpisodesPerTask, {
     ...expert,
     seedBase: HELD_OUT_SEED_BASE,
   })
-  const r = await trainVerdictSft(rm, train, heldOut, {
-    steps: sft.steps,
-    lr: sft.lr,
-    batchTokens: sft.batchTokens,
-    seed: config.seed,
-    onLog,
-  })
+  const workers = threads > 1 ? await SftWorkers.start(threads - 1, rm.model.config, backend) : undefined
+  let r: Awaited<ReturnType<typeof trainVerdictSft>>
+  try {
+    r = await trainVerdictSft(rm, train, heldOut, {
+      steps: sft.steps,
+      lr: sft.lr,
+      batchTokens: sft.batchTokens,
+      seed: config.seed,
+      onLog,
+      workers,
+    })
+  } finally {
+    await workers?.close()
+  }
   const trainGood = train.filter((s) => s.good).length
   return {
     steps: r.records.length,
@@ -201,14 +218,15 @@ export async function loadRewardModelSft(
  */
 export async function rewardModelColdStartOnce(
   rm: RewardModel,
-  config: Pick<NodeConfig, 'seed' | 'tasks'>,
+  config: ColdStartNodeConfig,
   sft: RewardModelSftConfig,
   dir: string,
   onLog?: (record: SftLogRecord, totalSteps: number) => void,
+  backend = 'wasm',
 ): Promise<{ report: RewardModelSftReport; trained: boolean }> {
   const loaded = await loadRewardModelSft(dir, rm)
   if (loaded) return { report: loaded, trained: false }
-  const report = await rewardModelColdStart(rm, config, sft, onLog)
+  const report = await rewardModelColdStart(rm, config, sft, onLog, backend)
   await saveRewardModelSft(dir, rm, report)
   return { report, trained: true }
 }

@@ -3,6 +3,7 @@ import {
   createRng,
   type RenderedChat,
   type SftLogRecord,
+  type SftWorkers,
   sftStepCount,
   shuffle,
   type Tokenizer,
@@ -141,6 +142,8 @@ export interface VerdictSftConfig {
   seed: number
   /** Called with each step's record and the number of steps. */
   onLog?: (record: SftLogRecord, totalSteps: number) => void
+  /** Worker threads for data-parallel steps (each step takes one batch per thread); default none. */
+  workers?: SftWorkers
 }
 
 /** What `trainVerdictSft` did. */
@@ -190,7 +193,10 @@ export async function trainVerdictSft(
   const examples = balanced.map((s) =>
     verdictSftExample(rm.tokenizer, s, rm.maxPromptTokens, rm.promptOptions),
   )
-  const perEpoch = sftStepCount(examples, rm.model, { batchTokens: config.batchTokens })
+  const perEpoch = sftStepCount(examples, rm.model, {
+    batchTokens: config.batchTokens,
+    workers: config.workers,
+  })
   const epochs = Math.ceil(config.steps / perEpoch)
   const total = Math.min(config.steps, perEpoch * epochs)
   const optimizer = new AdamW(rm.model.params)
@@ -207,6 +213,7 @@ export async function trainVerdictSft(
         totalSteps: total,
       }),
       seed: config.seed,
+      workers: config.workers,
       progress: false,
       onLog: (record) => config.onLog?.(record, total),
     })

@@ -8,6 +8,7 @@ import {
   playLabelledSteps,
   REWARD_MODEL_SFT_FILE,
   type RewardModelSftConfig,
+  rewardModelColdStart,
   rewardModelColdStartOnce,
   rewardModelSftMetrics,
 } from '../../../actors/node/index.ts'
@@ -89,6 +90,29 @@ describe('actors/node/reward-model-cold-start', () => {
     for (const k of Object.keys(w1)) assert.deepEqual(w2[k], w1[k], k)
     rm.dispose()
     again.dispose()
+  })
+
+  it('reward-model-cold-start - with sft.threads 2 each step takes two batches, one per thread', async () => {
+    const single: number[] = []
+    const parallel: number[] = []
+    const a = new RewardModel({ config: modelConfig, seed: 10 })
+    const b = new RewardModel({ config: modelConfig, seed: 10 })
+    try {
+      await rewardModelColdStart(a, run, sft, (r) => single.push(r.lossTokens))
+      const report = await rewardModelColdStart(b, { ...run, sft: { threads: 2 } }, sft, (r) =>
+        parallel.push(r.lossTokens),
+      )
+      assert.equal(report.steps, 12)
+      assert.equal(parallel.length, 12)
+      // One sequence of batchTokens (= contextLength) per batch: a step's loss tokens are its batches' sum.
+      const perBatch = new Set(single)
+      assert.equal(perBatch.size, 1, `one verdict's loss tokens per batch: ${single}`)
+      assert.deepEqual(parallel, Array(12).fill(2 * single[0]!))
+      assert.ok(report.after.unparseable < report.before.unparseable, JSON.stringify(report))
+    } finally {
+      a.dispose()
+      b.dispose()
+    }
   })
 
   it('reward-model-cold-start - an incomplete folder is no cold start; one of another size is an error', async () => {
