@@ -14,6 +14,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   pipeline: () => import('../bench/pipeline.ts'),
   model: () => import('../bench/model.ts'),
   'rl-step': () => import('../bench/rl-step.ts'),
+  'sft-threads': () => import('../bench/sft-threads.ts'),
   sandbox: () => import('../bench/sandbox.ts'),
   engine: () => import('../bench/engine.ts'),
   tokenizer: () => import('../bench/tokenizer.ts'),
