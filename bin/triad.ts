@@ -11,6 +11,7 @@ import { registerSandbox } from './commands/sandbox.ts'
 import { registerStatus } from './commands/status.ts'
 import { registerWorker } from './commands/worker.ts'
 import { CliError } from './errors.ts'
+import { hintHelpAfterErrors } from './help-hint.ts'
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string
@@ -21,7 +22,6 @@ program
   .name('triad')
   .description('agentic reinforcement learning on supervised actors over NATS')
   .version(pkg.version)
-  .showHelpAfterError()
 
 registerRun(program)
 registerMonitor(program)
@@ -36,6 +36,7 @@ registerBench(program)
 registerSandbox(program)
 registerDemo(program)
 registerEnv(program)
+hintHelpAfterErrors(program)
 
 try {
   await program.parseAsync(process.argv)
