@@ -31,12 +31,15 @@ export const finalEvalName = (ms: number) => `final-${ms}`
 /** True for the file name (with `.json`) of an end-of-run evaluation, `final-<ms>.json`. */
 export const isFinalEvalFile = (file: string) => /^final-\d+\.json$/.test(file)
 
+/** The file of the evaluation result `name` of a run: `eval/<name>.json`. */
+export const evalResultFile = (dir: RunDir, name: string) => join(dir.evalDir, `${name}.json`)
+
 /**
  * Writes `eval/<name>.json` (for example `step-000100`).
  * @throws RunFileExistsError when it exists (results are never overwritten).
  */
 export async function writeEvalResult(dir: RunDir, name: string, result: EvalResult): Promise<string> {
-  const file = join(dir.evalDir, `${name}.json`)
+  const file = evalResultFile(dir, name)
   await writeNewFile(file, `${JSON.stringify(EvalResultSchema.parse(result), null, 2)}\n`)
   return file
 }

@@ -4,10 +4,12 @@ import Table from 'cli-table3'
 import type { Command } from 'commander'
 import {
   type AnyTask,
+  evalResultFile,
   evaluatePolicy,
   getTask,
   latestRunCheckpoint,
   openRunDir,
+  RunFileExistsError,
   runDirPaths,
   writeEvalResult,
 } from '../../actors/index.ts'
@@ -83,7 +85,8 @@ function checkLevel(task: AnyTask, level: number, where: string): number {
  * split, k samples of each of `--instances` eval instances. `CHECKPOINT` may be a run directory,
  * which stands for its latest checkpoint. With `--run`, the table also goes to the run's
  * `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
- * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level.
+ * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level, and,
+ *   before anything is evaluated, for a `--name` whose `eval/<name>.json` exists already.
  */
 export async function runEval(path: string, o: EvalOptions): Promise<void> {
   const { k, instances } = o
@@ -116,6 +119,12 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
         })
       ).dir
     : undefined
+  // Before the evaluation, which takes minutes: results are never overwritten.
+  const name = o.name ?? `eval-${Date.now()}`
+  if (run && o.name !== undefined && existsSync(evalResultFile(run, name)))
+    throw new CliError(
+      `--name ${name}: ${evalResultFile(run, name)} already exists; triad never overwrites a run's files (pick another --name)`,
+    )
   await chooseBackend({ backend: o.backend, log: (line) => process.stderr.write(`${line}\n`) })
   let loaded: Awaited<ReturnType<typeof loadCheckpoint>>
   try {
@@ -138,13 +147,17 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
   })
   if (process.stderr.isTTY) process.stderr.write('\n')
   if (run) {
-    const file = await writeEvalResult(run, o.name ?? `eval-${Date.now()}`, {
+    const file = await writeEvalResult(run, name, {
       title: o.title ?? `triad eval ${checkpoint}`,
       checkpoint,
       ...(step === undefined ? {} : { step }),
       k,
       time: Date.now(),
       rows,
+    }).catch((err: unknown) => {
+      // Written meanwhile by another process: the same one line as the check up front.
+      if (err instanceof RunFileExistsError) throw new CliError(err.message, { cause: err })
+      throw err
     })
     process.stderr.write(`written to ${file}\n`)
   }

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { createRunDir } from '../../actors/index.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 import { runTriad } from '../support/triad-process.ts'
+
+/** One sample of one instance, at most 4 new tokens, on wasm: a quick eval of a tiny checkpoint. */
+const QUICK_EVAL = ['--k', '1', '--instances', '1', '--max-new-tokens', '4', '--backend', 'wasm']
 
 describe('bin/eval - bad input', () => {
   it('eval - a corrupt checkpoint is a clear error naming the file', async () => {
@@ -61,6 +64,38 @@ describe('bin/eval - bad input', () => {
     )
   })
 
+  it('eval - --run with the --name of an existing result fails at once with one line; nothing is evaluated or overwritten', async () => {
+    const checkpoint = mkdtempSync(join(tmpdir(), 'triad-evalckpt-'))
+    await writeTinyCheckpoint(checkpoint)
+    const run = await createRunDir({
+      runsDir: mkdtempSync(join(tmpdir(), 'triad-evalrun-')),
+      name: 'ev',
+      recipe: {},
+    })
+    const file = join(run.evalDir, 'step-000002.json')
+    writeFileSync(file, '{"rows": []}\n')
+    const r = await runTriad([
+      'eval',
+      checkpoint,
+      '--run',
+      run.path,
+      '--name',
+      'step-000002',
+      '--tasks',
+      'calc',
+      ...QUICK_EVAL,
+    ])
+    assert.equal(r.code, 1)
+    // One line and nothing before it: no backend was chosen, no episode played.
+    assert.equal(
+      r.stderr,
+      `triad: --name step-000002: ${file} already exists; triad never overwrites a run's files (pick another --name)\n`,
+    )
+    assert.equal(r.stdout, '')
+    assert.equal(readFileSync(file, 'utf8'), '{"rows": []}\n')
+    assert.deepEqual(readdirSync(run.evalDir), ['step-000002.json'])
+  })
+
   it('eval - a run directory without checkpoints says so', async () => {
     const run = await createRunDir({
       runsDir: mkdtempSync(join(tmpdir(), 'triad-evalrun-')),
@@ -75,9 +110,6 @@ describe('bin/eval - bad input', () => {
     )
   })
 })
-
-/** One sample of one instance, at most 4 new tokens, on wasm: a quick eval of a tiny checkpoint. */
-const QUICK_EVAL = ['--k', '1', '--instances', '1', '--max-new-tokens', '4', '--backend', 'wasm']
 
 describe('bin/eval - into a run directory', () => {
   it('eval RUN_DIR - evaluates the latest checkpoint of the run and says which', async () => {
