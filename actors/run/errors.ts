@@ -10,6 +10,22 @@ export class NotARunDirError extends Error {
   }
 }
 
+/**
+ * The parent folder of new run directories (`triad run --runs-dir`) that cannot hold them: it is a
+ * file, a folder above it is a file, or it may not be written. Nothing was created.
+ */
+export class RunsDirError extends Error {
+  override name = 'RunsDirError'
+  constructor(
+    readonly path: string,
+    /** Why, in words: `it is a file, not a folder`. */
+    readonly reason: string,
+    cause?: unknown,
+  ) {
+    super(`cannot make a run directory in ${path}: ${reason}`, { cause })
+  }
+}
+
 /** A run file that already exists and would be overwritten. Nothing of an existing run is replaced. */
 export class RunFileExistsError extends Error {
   override name = 'RunFileExistsError'

@@ -1,7 +1,7 @@
 import { appendFile, link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { type Clock, systemClock } from '../runtime/index.ts'
-import { NotARunDirError, RunFileExistsError } from './errors.ts'
+import { NotARunDirError, RunFileExistsError, RunsDirError } from './errors.ts'
 
 /**
  * The files of one run, `runs/<name>-<timestamp>/`:
@@ -45,6 +45,15 @@ export function runTimestamp(ms: number): string {
 
 const errno = (err: unknown) => (err as NodeJS.ErrnoException).code
 
+/** Why `mkdir -p` of a runs folder failed, by error code, in words (`RunsDirError`). */
+const RUNS_DIR_REASONS: Record<string, string> = {
+  EEXIST: 'it is a file, not a folder',
+  ENOTDIR: 'a folder on its path is a file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+}
+
 /** Options of `createRunDir`. */
 export interface CreateRunDirOptions {
   /** Parent folder of all runs (created when missing), e.g. `runs`. */
@@ -61,11 +70,15 @@ export interface CreateRunDirOptions {
  * `metrics.jsonl` and the `checkpoints/`, `eval/` and `logs/` folders. When a directory of that
  * name exists already (two runs in one second), `-2`, `-3`, ... is appended: an existing run is
  * never touched.
- * @throws RunFileExistsError when no free name is found.
+ * @throws RunsDirError when `runsDir` is a file, lies under one, or may not be written;
+ *   RunFileExistsError when no free name is found.
  */
 export async function createRunDir(options: CreateRunDirOptions): Promise<RunDir> {
   const clock = options.clock ?? systemClock
-  await mkdir(options.runsDir, { recursive: true })
+  await mkdir(options.runsDir, { recursive: true }).catch((err: unknown) => {
+    const reason = RUNS_DIR_REASONS[errno(err) ?? '']
+    throw reason ? new RunsDirError(options.runsDir, reason, err) : err
+  })
   const base = `${options.name}-${runTimestamp(clock.now())}`
   let dir: RunDir | undefined
   for (let n = 1; n <= 100 && !dir; n++) {

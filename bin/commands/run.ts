@@ -19,6 +19,7 @@ import {
   RunFileExistsError,
   type RunLock,
   RunLockedError,
+  RunsDirError,
   systemClock,
 } from '../../actors/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
@@ -93,6 +94,7 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof NotARunDirError ||
     err instanceof NatsConnectError ||
     err instanceof RunFileExistsError ||
+    err instanceof RunsDirError ||
     err instanceof RunLockedError ||
     err instanceof RoleFailedError ||
     err instanceof RoleGaveUpError

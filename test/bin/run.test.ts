@@ -281,6 +281,25 @@ describe('bin/run', () => {
     assert.equal(existsSync(join(dir, 'runs')), false)
   })
 
+  it('triad run - a --runs-dir that is a file, or lies under one, is one clear line; nothing is made', async () => {
+    const file = join(tmp(), 'runs')
+    writeFileSync(file, 'not a folder\n')
+    const child = startTriad(['run', tiny, '--runs-dir', file])
+    assert.equal((await child.exited).code, 1)
+    assert.equal(
+      child.stderr(),
+      `triad: cannot make a run directory in ${file}: it is a file, not a folder\n`,
+    )
+    assert.deepEqual(child.stdout, [])
+    assert.equal(readFileSync(file, 'utf8'), 'not a folder\n')
+    const under = startTriad(['run', tiny, '--runs-dir', join(file, 'sub')])
+    assert.equal((await under.exited).code, 1)
+    assert.equal(
+      under.stderr(),
+      `triad: cannot make a run directory in ${join(file, 'sub')}: a folder on its path is a file\n`,
+    )
+  })
+
   it('triad run - --resume of a directory that is not a run says so', async () => {
     const notRun = tmp()
     const child = startTriad(['run', tiny, '--resume', notRun])

@@ -10,6 +10,7 @@ import {
   NotARunDirError,
   openRunDir,
   RunFileExistsError,
+  RunsDirError,
   runTimestamp,
   writeNewFile,
 } from '../../../actors/index.ts'
@@ -52,6 +53,26 @@ describe('actors/run/run-dir', () => {
     assert.equal(second.id, 'r-20261129-182147-2')
     assert.deepEqual(JSON.parse(readFileSync(first.recipeFile, 'utf8')), { n: 1 })
     assert.equal(readFileSync(first.metricsFile, 'utf8'), 'line\n')
+  })
+
+  it('createRunDir - a runs folder that is a file is a RunsDirError naming it; the file is untouched', async () => {
+    const file = join(tmp(), 'runs')
+    writeFileSync(file, 'x')
+    await assert.rejects(
+      createRunDir({ runsDir: file, name: 'r', recipe: {} }),
+      (err: Error) =>
+        err instanceof RunsDirError &&
+        err.path === file &&
+        err.message === `cannot make a run directory in ${file}: it is a file, not a folder`,
+    )
+    await assert.rejects(
+      createRunDir({ runsDir: join(file, 'deeper', 'runs'), name: 'r', recipe: {} }),
+      (err: Error) =>
+        err instanceof RunsDirError &&
+        err.message ===
+          `cannot make a run directory in ${join(file, 'deeper', 'runs')}: a folder on its path is a file`,
+    )
+    assert.equal(readFileSync(file, 'utf8'), 'x')
   })
 
   it('writeNewFile - never overwrites an existing file', async () => {
