@@ -78,6 +78,15 @@ export function finishedLine(dir: RunDir, finished: FinishedRun): string {
 }
 
 /**
+ * The first line `triad run` prints: `run <id> started in <dir>` for a new run, `run <id> resumed
+ * in <dir>` for a resumed one (the directory absolute). The machine-readable record of the same
+ * event is the `start` or `resume` line of the run's `logs/run.jsonl`.
+ */
+export function startedLine(dir: RunDir, resumed: boolean): string {
+  return `run ${dir.id} ${resumed ? 'resumed' : 'started'} in ${dir.path}`
+}
+
+/**
  * `recipes/` loads the tensor library (for its closed sets of backends and estimators), so the CLI
  * imports it only when a `run` command needs it: other commands start faster.
  */
@@ -201,9 +210,7 @@ export function registerRun(program: Command): void {
             process.stdout.write(`${finishedLine(run.dir, run.finished)}\n`)
             return
           }
-          process.stdout.write(
-            `${JSON.stringify({ event: run.resumed ? 'run.resumed' : 'run.created', run: run.dir.id, dir: run.dir.path })}\n`,
-          )
+          process.stdout.write(`${startedLine(run.dir, run.resumed)}\n`)
           const view = new LiveView({
             run: run.dir.id,
             maxSteps: run.recipe.budget.maxSteps,

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { readLatestCheckpoint, readRunTransport } from '../../actors/index.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { waitUntil } from '../support/process-tree.ts'
-import { startTriad } from '../support/triad-process.ts'
+import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
 
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
@@ -57,8 +57,11 @@ describe('bin/run - one process', () => {
       PATH: pathWithNatsServer(),
     })
     try {
-      const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
-      const dir = String(created.dir)
+      const created = await run.waitForText(RUN_STARTED, 60_000)
+      const dir = created[2]!
+      // The first line is for people: the run id and its directory, no JSON.
+      assert.equal(created[1], basename(dir))
+      assert.equal(run.stdout[0], `run ${basename(dir)} started in ${join(tmp, 'runs', basename(dir))}`)
       await waitUntil(
         () => learnerStep(dir) >= 1,
         120_000,
@@ -73,6 +76,7 @@ describe('bin/run - one process', () => {
         /^--in-process: running learner and rollout in one process on the in-process transport \(triad monitor cannot attach\)$/m,
       )
       assert.doesNotMatch(out, /embedded nats-server/)
+      assert.doesNotMatch(out, /^\{/m, 'no JSON line on stdout')
       assert.match(out, /stopping \(interrupted\)/)
       assert.equal((await readRunTransport(dir))?.transport, 'in-process')
       const stop = readFileSync(join(dir, 'logs', 'run.jsonl'), 'utf8')

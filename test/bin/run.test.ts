@@ -22,14 +22,15 @@ import {
   RUN_LOCK_FILE,
   RunLockedError,
   readLatestCheckpoint,
+  runDirPaths,
   writeEvalResult,
 } from '../../actors/index.ts'
-import { type PreparedRun, prepareRun, type ReadyRun } from '../../bin/commands/run.ts'
+import { type PreparedRun, prepareRun, type ReadyRun, startedLine } from '../../bin/commands/run.ts'
 import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { descendants, isGone, killSurvivors, type ProcStat, waitUntil } from '../support/process-tree.ts'
-import { startTriad, type TriadProcess } from '../support/triad-process.ts'
+import { RUN_STARTED, startTriad, type TriadProcess } from '../support/triad-process.ts'
 
 /** The installed `triad` command (package.json `bin`), which registers tsx's loaders itself. */
 const installedTriad = fileURLToPath(new URL('../../bin/triad.js', import.meta.url))
@@ -91,8 +92,8 @@ async function startLongRun(): Promise<{ run: TriadProcess; dir: string }> {
   const run = startTriad(['run', longTinyRecipe(tmpDir), '--runs-dir', join(tmpDir, 'runs')], {
     PATH: pathWithNatsServer(),
   })
-  const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
-  const dir = String(created.dir)
+  const created = await run.waitForText(RUN_STARTED, 60_000)
+  const dir = created[2]!
   const readyRoles = () => {
     const log = join(dir, 'logs', 'run.jsonl')
     if (!existsSync(log)) return []
@@ -270,6 +271,18 @@ describe('bin/run', () => {
         err.message === `${notRun} is not a triad run directory (no recipe.json)`,
     )
     assert.deepEqual(readdirSync(notRun), [])
+  })
+
+  it('startedLine - names the run and its directory, new or resumed', () => {
+    const dir = runDirPaths('/data/runs/tiny-20261130-034039')
+    assert.equal(
+      startedLine(dir, false),
+      'run tiny-20261130-034039 started in /data/runs/tiny-20261130-034039',
+    )
+    assert.equal(
+      startedLine(dir, true),
+      'run tiny-20261130-034039 resumed in /data/runs/tiny-20261130-034039',
+    )
   })
 
   it('triad run - a wrong field is reported with its path and no run directory is made', async () => {
@@ -502,8 +515,8 @@ describe('bin/run', () => {
       join(tmpDir, 'runs'),
       '--in-process',
     ])
-    const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
-    const dir = String(created.dir)
+    const created = await run.waitForText(RUN_STARTED, 60_000)
+    const dir = created[2]!
     const copy = join(dir, 'eval', '.step-000002-checkpoint')
     await waitUntil(
       () => existsSync(copy),

@@ -7,7 +7,7 @@ import { natsServerOnPath, readRunTransport } from '../../actors/index.ts'
 import { pathWithoutNatsServer } from '../support/nats-path.ts'
 import { descendants } from '../support/process-tree.ts'
 import { checkTinyRun } from '../support/tiny-run-checks.ts'
-import { startTriad } from '../support/triad-process.ts'
+import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
 
 /**
  * End to end, without nats-server: `triad run recipes/tiny.ts` with PATH stripped of every folder
@@ -21,7 +21,7 @@ describe('e2e - triad run recipes/tiny.ts without nats-server on PATH', () => {
     const PATH = pathWithoutNatsServer()
     assert.equal(natsServerOnPath(PATH), undefined)
     const run = startTriad(['run', 'recipes/tiny.ts', '--runs-dir', runsDir], { PATH })
-    const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
+    const created = await run.waitForText(RUN_STARTED, 60_000)
     // No nats-server and no worker process is started: sample the process tree while it runs.
     const pid = run.child.pid!
     const children = new Set<string>()
@@ -45,7 +45,7 @@ describe('e2e - triad run recipes/tiny.ts without nats-server on PATH', () => {
     const { code } = await run.exited
     clearInterval(watch)
     assert.equal(code, 0, run.stderr())
-    const dir = String(created.dir)
+    const dir = created[2]!
     const said = run.stdout.find((l) => l.startsWith('nats-server not found on PATH'))
     assert.ok(said, run.stdout.join('\n'))
     assert.match(

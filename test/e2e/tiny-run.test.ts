@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { readRunTransport } from '../../actors/index.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { checkTinyRun } from '../support/tiny-run-checks.ts'
-import { startTriad } from '../support/triad-process.ts'
+import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
 
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
@@ -69,10 +69,10 @@ describe('e2e - triad run recipes/tiny.ts', () => {
   it('e2e - every role takes part, the step budget is reached, metrics and evaluation are written', async () => {
     const runsDir = mkdtempSync(join(tmpdir(), 'triad-e2e-'))
     const run = startTriad(['run', 'recipes/tiny.ts', '--runs-dir', runsDir], { PATH: pathWithNatsServer() })
-    const created = await run.waitForLine((j) => j.event === 'run.created', 60_000)
+    const created = await run.waitForText(RUN_STARTED, 60_000)
     const { code } = await run.exited
     assert.equal(code, 0, run.stderr())
-    const dir = String(created.dir)
+    const dir = created[2]!
     checkTinyRun(dir, run.stdout)
     assert.ok(
       run.stdout.some((l) => /^embedded nats-server at nats:/.test(l)),

@@ -4,6 +4,9 @@ import { fileURLToPath } from 'node:url'
 
 const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
 
+/** The first line of `triad run` for a new run (`startedLine`): groups 1 the run id, 2 its directory. */
+export const RUN_STARTED = /^run (\S+) started in (\/.+)$/
+
 /** A `triad` CLI child process started by a test. */
 export interface TriadProcess {
   child: ChildProcess
@@ -16,6 +19,8 @@ export interface TriadProcess {
     match: (json: Record<string, unknown>) => boolean,
     timeoutMs?: number,
   ): Promise<Record<string, unknown>>
+  /** Resolves with the match of the first stdout line that `pattern` matches, or rejects at the deadline or exit. */
+  waitForText(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>
   /** Resolves with the exit code (or signal) once the process has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   kill(signal?: NodeJS.Signals): Promise<void>
@@ -40,43 +45,51 @@ export function startTriad(args: string[], env: NodeJS.ProcessEnv = {}): TriadPr
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   )
+  /** Resolves with `found(line)` of the first stdout line for which it is defined. */
+  const waitFor = <T>(found: (line: string) => T | undefined, timeoutMs: number): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const check = (line: string) => {
+        const value = found(line)
+        if (value !== undefined) {
+          done()
+          resolve(value)
+        }
+      }
+      const timer = setTimeout(() => {
+        done()
+        reject(
+          new Error(`no matching line from triad ${args.join(' ')} within ${timeoutMs} ms; stderr:\n${err}`),
+        )
+      }, timeoutMs)
+      const onExit = () => {
+        done()
+        reject(new Error(`triad ${args.join(' ')} exited before printing the line; stderr:\n${err}`))
+      }
+      const done = () => {
+        clearTimeout(timer)
+        waiters.delete(check)
+        child.off('exit', onExit)
+      }
+      waiters.add(check)
+      child.once('exit', onExit)
+      for (const line of stdout) check(line)
+    })
   return {
     child,
     stdout,
     stderr: () => err,
     exited,
     waitForLine: (match, timeoutMs = 30_000) =>
-      new Promise((resolve, reject) => {
-        const check = (line: string) => {
-          try {
-            const json = JSON.parse(line) as Record<string, unknown>
-            if (json && typeof json === 'object' && match(json)) {
-              done()
-              resolve(json)
-            }
-          } catch {}
+      waitFor((line) => {
+        try {
+          const json = JSON.parse(line) as Record<string, unknown>
+          return json && typeof json === 'object' && match(json) ? json : undefined
+        } catch {
+          return undefined
         }
-        const timer = setTimeout(() => {
-          done()
-          reject(
-            new Error(
-              `no matching line from triad ${args.join(' ')} within ${timeoutMs} ms; stderr:\n${err}`,
-            ),
-          )
-        }, timeoutMs)
-        const onExit = () => {
-          done()
-          reject(new Error(`triad ${args.join(' ')} exited before printing the line; stderr:\n${err}`))
-        }
-        const done = () => {
-          clearTimeout(timer)
-          waiters.delete(check)
-          child.off('exit', onExit)
-        }
-        waiters.add(check)
-        child.once('exit', onExit)
-        for (const line of stdout) check(line)
-      }),
+      }, timeoutMs),
+    waitForText: (pattern, timeoutMs = 30_000) =>
+      waitFor((line) => pattern.exec(line) ?? undefined, timeoutMs),
     kill: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill(signal)
