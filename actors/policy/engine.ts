@@ -158,7 +158,8 @@ interface EngineState {
  * flight finishes on the weights it started with and reports that version. Every
  * `metricsIntervalMs` it publishes `metrics.report` with `engine/tokens_per_s`,
  * `engine/batch_size_mean` and `engine/version` on `Subjects.metrics(run, role)` (role `policy` or
- * `policy-stale`).
+ * `policy-stale`), and once more when it stops (over the time since the previous report, unless
+ * that was under 1 s ago).
  *
  * @throws PolicyEngineConfigError on bad options (bad `staleEvery`); ConfigError/ShapeError from
  *   gpu/ for a bad model config or initial weights.
@@ -363,7 +364,9 @@ export async function startPolicyEngine(
   let timer: unknown
   const interval = options.metricsIntervalMs ?? 5_000
   let last = { time: clock.now(), tokens: 0, steps: 0, rows: 0, busyMs: 0 }
-  const report = () => {
+  let reports = 0
+  /** Publishes the rates since the previous report; false when the transport is closed. */
+  const publishReport = (): boolean => {
     const s = stats()
     const now = clock.now()
     const seconds = Math.max(1e-3, (now - last.time) / 1000)
@@ -389,12 +392,10 @@ export async function startPolicyEngine(
         }),
       )
     } catch (err) {
-      if (err instanceof TransportClosedError) {
-        timer = undefined
-        return
-      }
+      if (err instanceof TransportClosedError) return false
       throw err
     }
+    reports++
     last = {
       time: now,
       tokens: s.tokens,
@@ -402,7 +403,10 @@ export async function startPolicyEngine(
       rows: s.batchRows,
       busyMs: s.prefillMs + s.decodeMs,
     }
-    timer = clock.setTimeout(report, interval)
+    return true
+  }
+  const report = () => {
+    timer = publishReport() ? clock.setTimeout(report, interval) : undefined
   }
   if (interval > 0) timer = clock.setTimeout(report, interval)
 
@@ -417,8 +421,13 @@ export async function startPolicyEngine(
         versionWaiters.push({ version, resolve })
       }),
     stop: async () => {
+      const reporting = timer !== undefined
       if (timer !== undefined) clock.clearTimeout(timer)
       timer = undefined
+      // A last report over the time since the previous one, so a phase shorter than the interval
+      // (the tiny recipe's RL lasts a few seconds) still records the engine's throughput. After a
+      // report less than 1 s ago it is left out: a rate over a few ms says little.
+      if (reporting && (reports === 0 || clock.now() - last.time >= 1_000)) publishReport()
       await exposed.stop()
       await weightsSub.stop()
       await live?.batcher.drain(options.drainTimeoutMs ?? 10_000)

@@ -7,6 +7,7 @@ import { Svcm } from '@nats-io/services'
 import {
   acceptsVersion,
   connectNats,
+  ManualClock,
   type NatsServer,
   type NatsTransport,
   PolicyEngineConfigError,
@@ -203,6 +204,67 @@ describe('actors/policy/engine - policy engines over NATS', () => {
       'engine/version',
     ])
     await engine.stop()
+  })
+
+  it('policy engine - stop publishes a last metrics report, so a phase shorter than the interval is recorded; not one under 1 s after the previous', async () => {
+    const reports: { id: string; values: Record<string, number> }[] = []
+    const markers: (() => void)[] = []
+    client.subscribe(Subjects.metrics(RUN, 'policy-stale'), {
+      accepts: new MessageRegistry([MetricsReport]),
+      handler: (m) => {
+        const p = m.payload as { id: string; values: Record<string, number> }
+        if (p.id === 'marker') markers.shift()?.()
+        else if (p.id.startsWith('last-')) reports.push(p)
+      },
+    })
+    await client.flush()
+    /** Resolves once every report `server` published before it has arrived (one publisher keeps its order). */
+    const delivered = () => {
+      const arrived = new Promise<void>((resolve) => markers.push(resolve))
+      server.publish(
+        Subjects.metrics(RUN, 'policy-stale'),
+        MetricsReport.make({ role: 'policy-stale', id: 'marker', step: 0, time: 0, values: {} }),
+      )
+      return within(arrived, 5_000, 'the marker report')
+    }
+    const start = async (id: string, clock: ManualClock) =>
+      startPolicyEngine(system, server, {
+        run: RUN,
+        id,
+        modelConfig: config,
+        weights: spread(1),
+        stale: true,
+        metricsIntervalMs: 5_000,
+        clock,
+      })
+
+    // Stopped 2.5 s in, before its first report: one report over those 2.5 s.
+    const shortClock = new ManualClock(0)
+    const short = await start('last-short', shortClock)
+    await ask(Subjects.policyStale(RUN), [1, 2, 3], 6)
+    const tokens = short.stats().tokens
+    assert.ok(tokens >= 6)
+    shortClock.advance(2_500)
+    await short.stop()
+    await delivered()
+    assert.deepEqual(
+      reports.map((r) => [r.id, r.values['engine/tokens_per_s']]),
+      [['last-short', tokens / 2.5]],
+    )
+
+    // Stopped 0.5 s after its first report: no second one.
+    reports.length = 0
+    const longClock = new ManualClock(0)
+    const long = await start('last-long', longClock)
+    await ask(Subjects.policyStale(RUN), [1, 2, 3], 6)
+    const longTokens = long.stats().tokens
+    longClock.advance(5_500)
+    await long.stop()
+    await delivered()
+    assert.deepEqual(
+      reports.map((r) => [r.id, r.values['engine/tokens_per_s']]),
+      [['last-long', longTokens / 5]],
+    )
   })
 
   it('policy engine - a weight update mid-generation: the request in flight keeps its version, later ones get the new', async () => {
