@@ -214,6 +214,7 @@ export function registerRun(program: Command): void {
           const view = new LiveView({
             run: run.dir.id,
             maxSteps: run.recipe.budget.maxSteps,
+            maxMinutes: run.recipe.budget.maxMinutes,
             tty: process.stdout.isTTY === true,
           })
           try {

@@ -5,8 +5,14 @@ import { MetricsState, renderSnapshot, sftRunning } from './metrics-state.ts'
 /** Options of `LiveView`. */
 export interface LiveViewOptions {
   run: string
-  /** End of the learner-step progress bar. */
+  /** End of the learner-step progress bar (the recipe's `budget.maxSteps`). */
   maxSteps?: number
+  /**
+   * The run's time budget, minutes (the recipe's `budget.maxMinutes`), counted from the view's
+   * creation: the header shows the time used of it and the bar follows it when it is further along
+   * than the steps.
+   */
+  maxMinutes?: number
   /** Redraw in place (a terminal): every `ttyEveryMs`; otherwise append a snapshot every `plainEveryMs`. */
   tty: boolean
   /** Where the text goes (default: stdout). */
@@ -25,7 +31,7 @@ type Phase = 'waiting' | 'sft' | 'rl'
 
 /**
  * The live view of `triad run`: the monitor's snapshot (`renderSnapshot`: the cold-start SFT's
- * progress while it runs, then learner steps, success and reward per task, tokens/s, staleness,
+ * progress while it runs, then learner steps or time against the budget, success and reward per task, tokens/s, staleness,
  * loss, restarts) kept under the log lines. On a terminal it is redrawn in place; elsewhere a
  * snapshot is appended every `plainEveryMs` and whenever the phase changes (SFT starts, RL
  * starts), so a log shows the SFT's progress and the start of RL without waiting for the timer.
@@ -38,10 +44,13 @@ export class LiveView {
   private phase: Phase = 'waiting'
   private timer: unknown
   private stopped = false
+  /** When the view was made (the run's start), ms on `clock`. */
+  private readonly started: number
 
   constructor(private readonly options: LiveViewOptions) {
     this.write = options.write ?? ((text) => process.stdout.write(text))
     this.clock = options.clock ?? systemClock
+    this.started = this.clock.now()
     this.schedule()
   }
 
@@ -68,6 +77,9 @@ export class LiveView {
       run: this.options.run,
       maxSteps: this.options.maxSteps,
       barSize: this.options.barSize,
+      time: this.options.maxMinutes
+        ? { elapsedMs: this.clock.now() - this.started, limitMs: this.options.maxMinutes * 60_000 }
+        : undefined,
     })
     this.clear()
     this.write(`${text}\n`)

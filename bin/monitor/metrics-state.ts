@@ -8,9 +8,19 @@ export interface SftMark {
   time: number
 }
 
-/** The newest value of each metric key, per reporting actor (`role:id`). */
+/** One value of a metric key from one actor and the time of its report, ms since the epoch. */
+interface Sample {
+  value: number
+  time: number
+}
+
+/**
+ * The newest value of each metric key, per reporting actor (`role:id`), and the one before it (the
+ * rate of a counter, `rate`).
+ */
 export class MetricsState {
-  private readonly latest = new Map<string, Map<string, number>>()
+  private readonly latest = new Map<string, Map<string, Sample>>()
+  private readonly previous = new Map<string, Map<string, Sample>>()
   /** Highest learner step seen. */
   step = 0
   /** Reports received. */
@@ -41,9 +51,17 @@ export class MetricsState {
     const who = `${line.role}:${line.id}`
     for (const [key, value] of Object.entries(line.values)) {
       if (!Number.isFinite(value)) continue
-      const byActor = this.latest.get(key) ?? new Map<string, number>()
+      const byActor = this.latest.get(key) ?? new Map<string, Sample>()
       this.latest.set(key, byActor)
-      byActor.set(who, value)
+      const before = byActor.get(who)
+      // Reports can arrive out of order: an older one changes nothing.
+      if (before && line.time < before.time) continue
+      if (before && line.time > before.time) {
+        const previous = this.previous.get(key) ?? new Map<string, Sample>()
+        this.previous.set(key, previous)
+        previous.set(who, before)
+      }
+      byActor.set(who, { value, time: line.time })
     }
   }
 
@@ -56,8 +74,26 @@ export class MetricsState {
   value(key: string, combine: 'mean' | 'sum' = 'mean'): number | undefined {
     const byActor = this.latest.get(key)
     if (!byActor || byActor.size === 0) return undefined
-    const sum = [...byActor.values()].reduce((a, b) => a + b, 0)
+    const sum = [...byActor.values()].reduce((a, b) => a + b.value, 0)
     return combine === 'sum' ? sum : sum / byActor.size
+  }
+
+  /**
+   * The rate of the counter `key`, per second, summed over actors: for each actor, the change
+   * between its two newest reports of it over the time between them. An actor with one report, or
+   * whose counter went down (its process restarted), is left out; undefined when none is left.
+   */
+  rate(key: string): number | undefined {
+    const latest = this.latest.get(key)
+    const previous = this.previous.get(key)
+    if (!latest || !previous) return undefined
+    let sum: number | undefined
+    for (const [who, now] of latest) {
+      const before = previous.get(who)
+      if (!before || now.time <= before.time || now.value < before.value) continue
+      sum = (sum ?? 0) + ((now.value - before.value) * 1000) / (now.time - before.time)
+    }
+    return sum
   }
 
   /** Tasks named by per-task keys of these families (`rollout/success/<task>`, ...), sorted. */
@@ -80,7 +116,14 @@ export const MonitorKeys = {
   success: 'rollout/success',
   reward: 'rollout/reward',
   difficulty: 'env/difficulty',
+  /**
+   * Generation throughput: the engines' `engine/tokens_per_s` (summed), reported every 5 s by each
+   * engine; until the first of those arrives (an RL phase of a few seconds, as in recipes/tiny.ts,
+   * ends before it), the rate of the rollout's counter `generatedTokens` between its reports.
+   */
   tokensPerS: 'engine/tokens_per_s',
+  /** Tokens the policy generated for the rollout's episodes, a counter since the rollout started. */
+  generatedTokens: 'rollout/generated_tokens',
   stalenessMean: 'pipeline/staleness_mean',
   stalenessMax: 'pipeline/staleness_max',
   /**
@@ -148,6 +191,12 @@ export interface SnapshotOptions {
   /** Characters of the bar (default 30). */
   barSize?: number
   /**
+   * The run's time budget (`budget.maxMinutes`) as ms, and the time since the run started, ms. The
+   * run stops at whichever budget ends first, so the bar shows the larger of the step and time
+   * fractions, and the header shows both.
+   */
+  time?: { elapsedMs: number; limitMs: number }
+  /**
    * Actor restarts of the run's services (`$SRV.STATS` data `restarts`, summed), when known;
    * otherwise the actor metrics ending in `/restarts` are summed. The process restarts
    * (`process/<name>/restarts`) are added either way (`totalRestarts`).
@@ -180,6 +229,18 @@ function bar(progress: number, barsize: number): string {
   } as never)
 }
 
+/** ` time 1m 05s/15m 00s`, the time budget part of a header (empty without a time budget). */
+function timePart(options: SnapshotOptions): string {
+  const t = options.time
+  return t ? `  time ${formatDuration(Math.min(t.elapsedMs, t.limitMs))}/${formatDuration(t.limitMs)}` : ''
+}
+
+/** The fraction of the time budget used, in [0, 1]; undefined without a time budget. */
+function timeFraction(options: SnapshotOptions): number | undefined {
+  const t = options.time
+  return t && t.limitMs > 0 ? Math.min(1, Math.max(0, t.elapsedMs / t.limitMs)) : undefined
+}
+
 /**
  * The view while the cold-start SFT runs: a bar of SFT steps (`step k/N`), then the newest loss,
  * tokens/s, gradient norm and the ETA.
@@ -191,9 +252,9 @@ function renderSft(state: MetricsState, options: SnapshotOptions): string {
   if (total && total > 0) {
     const progress = Math.min(1, k / total)
     lines.push(
-      `run ${options.run}  cold-start SFT  ${bar(progress, options.barSize ?? 30)} ${Math.round(progress * 100)}%  step ${k}/${total}`,
+      `run ${options.run}  cold-start SFT  ${bar(progress, options.barSize ?? 30)} ${Math.round(progress * 100)}%  step ${k}/${total}${timePart(options)}`,
     )
-  } else lines.push(`run ${options.run}  cold-start SFT  step ${k}`)
+  } else lines.push(`run ${options.run}  cold-start SFT  step ${k}${timePart(options)}`)
   const eta = sftEtaMs(state)
   const stats = new Table({
     head: ['loss', 'tokens/s', 'grad norm', 'ETA'],
@@ -211,22 +272,27 @@ function renderSft(state: MetricsState, options: SnapshotOptions): string {
 
 /**
  * Renders one terminal snapshot. While the cold-start SFT runs (`sftRunning`): a progress bar of
- * SFT steps with loss, tokens/s, gradient norm and ETA. Afterwards: a progress bar of learner
- * steps (under it one line on the finished SFT, when it was seen), a table of success, reward and
- * difficulty per task, and a line of tokens/s (summed over engines), staleness, loss and restarts.
- * Plain text without colours.
+ * SFT steps with loss, tokens/s, gradient norm and ETA. Afterwards: a progress bar of the run's
+ * budget, learner steps or time, whichever is further along (under it one line on the finished
+ * SFT, when it was seen), a table of success, reward and difficulty per task, and a line of
+ * tokens/s (summed over engines, see `MonitorKeys.tokensPerS`), staleness, loss and restarts. With
+ * a time budget (`time`) both headers show the time used of it. Plain text without colours.
  */
 export function renderSnapshot(state: MetricsState, options: SnapshotOptions): string {
   if (sftRunning(state)) return renderSft(state, options)
   const maxSteps = options.maxSteps ?? state.value(MonitorKeys.maxSteps, 'mean') ?? options.budgetMaxSteps
   const barsize = options.barSize ?? 30
   const lines: string[] = []
-  if (maxSteps && maxSteps > 0) {
-    const progress = Math.min(1, state.step / maxSteps)
+  // The run ends at whichever budget runs out first: the bar follows the one further along.
+  const stepFraction = maxSteps && maxSteps > 0 ? Math.min(1, state.step / maxSteps) : undefined
+  const timeFrac = timeFraction(options)
+  const steps = stepFraction === undefined ? `step ${state.step}` : `step ${state.step}/${maxSteps}`
+  if (stepFraction !== undefined || timeFrac !== undefined) {
+    const progress = Math.max(stepFraction ?? 0, timeFrac ?? 0)
     lines.push(
-      `run ${options.run}  ${bar(progress, barsize)} ${Math.round(progress * 100)}%  step ${state.step}/${maxSteps}`,
+      `run ${options.run}  ${bar(progress, barsize)} ${Math.round(progress * 100)}%  ${steps}${timePart(options)}`,
     )
-  } else lines.push(`run ${options.run}  step ${state.step}`)
+  } else lines.push(`run ${options.run}  ${steps}`)
   if (state.sft) {
     const total = state.value(MonitorKeys.sft.stepsTotal)
     lines.push(
@@ -257,7 +323,7 @@ export function renderSnapshot(state: MetricsState, options: SnapshotOptions): s
     style: { head: [], border: [], compact: true },
   })
   stats.push([
-    fmt(state.value(MonitorKeys.tokensPerS, 'sum'), 1),
+    fmt(state.value(MonitorKeys.tokensPerS, 'sum') ?? state.rate(MonitorKeys.generatedTokens), 1),
     fmt(state.value(MonitorKeys.stalenessMean), 2),
     fmt(state.value(MonitorKeys.stalenessMax), 0),
     fmt(lossKey ? state.value(lossKey) : undefined, 4),

@@ -38,6 +38,27 @@ describe('bin/monitor/live-view', () => {
     assert.equal(out.length, 5, 'nothing after stop')
   })
 
+  it('live-view - with a time budget: the time since the view started against it, the bar following the budget further along', () => {
+    const clock = new ManualClock(1_000_000)
+    const out: string[] = []
+    const v = new LiveView({
+      run: 'r',
+      maxSteps: 100,
+      maxMinutes: 10,
+      tty: false,
+      clock,
+      write: (t) => out.push(t),
+      barSize: 10,
+    })
+    for (const line of syntheticMetrics(3)) v.add(line)
+    assert.equal(out.length, 1, 'RL started: drawn at its first step')
+    assert.match(out[0]!, /^run r {2}\u2591{10} 1% {2}step 1\/100 {2}time 0s\/10m 00s\n/)
+    clock.advance(180_000) // six snapshots, one every 30 s
+    assert.equal(out.length, 7)
+    assert.match(out[6]!, /^run r {2}\u2588{3}\u2591{7} 30% {2}step 2\/100 {2}time 3m 00s\/10m 00s\n/)
+    v.stop()
+  })
+
   it('live-view - on a terminal: redrawn in place every 2 s, log lines above it', () => {
     const { v, clock, out } = view(true)
     for (const line of syntheticSftMetrics(10, 120)) v.add(line)

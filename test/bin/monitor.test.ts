@@ -152,6 +152,80 @@ describe('bin/monitor', () => {
     ])
   })
 
+  it('renderSnapshot - with a time budget the bar follows whichever budget is further along; the header shows both', () => {
+    const state = new MetricsState()
+    for (const line of syntheticMetrics(10)) state.add(line) // learner step 9
+    const first = (o: Parameters<typeof renderSnapshot>[1]) => renderSnapshot(state, o).split('\n')[0]
+    const bar = (full: number) => `${'\u2588'.repeat(full)}${'\u2591'.repeat(10 - full)}`
+    // the time budget ends first: 9 of 100 steps, 6 of 10 minutes
+    assert.equal(
+      first({ run: 'r1', maxSteps: 100, barSize: 10, time: { elapsedMs: 360_000, limitMs: 600_000 } }),
+      `run r1  ${bar(6)} 60%  step 9/100  time 6m 00s/10m 00s`,
+    )
+    // the step budget ends first: 9 of 18 steps, 1 of 10 minutes
+    assert.equal(
+      first({ run: 'r1', maxSteps: 18, barSize: 10, time: { elapsedMs: 60_000, limitMs: 600_000 } }),
+      `run r1  ${bar(5)} 50%  step 9/18  time 1m 00s/10m 00s`,
+    )
+    // a time budget only
+    assert.equal(
+      first({ run: 'r1', barSize: 10, time: { elapsedMs: 180_000, limitMs: 600_000 } }),
+      `run r1  ${bar(3)} 30%  step 9  time 3m 00s/10m 00s`,
+    )
+    // past the limit (the run is stopping): full, and the time shown stops at the limit
+    assert.equal(
+      first({ run: 'r1', maxSteps: 100, barSize: 10, time: { elapsedMs: 660_000, limitMs: 600_000 } }),
+      `run r1  ${bar(10)} 100%  step 9/100  time 10m 00s/10m 00s`,
+    )
+    // during the SFT, which the time budget includes
+    const sft = new MetricsState()
+    for (const line of syntheticSftMetrics(60, 120)) sft.add(line)
+    assert.equal(
+      renderSnapshot(sft, { run: 'r1', barSize: 10, time: { elapsedMs: 65_000, limitMs: 600_000 } }).split(
+        '\n',
+      )[0],
+      `run r1  cold-start SFT  ${bar(5)} 50%  step 60/120  time 1m 05s/10m 00s`,
+    )
+  })
+
+  it("MetricsState.rate - a counter's change between each actor's two newest reports, per second, summed", () => {
+    const state = new MetricsState()
+    const add = (id: string, time: number, tokens: number) =>
+      state.add({ role: 'rollout', id, step: 1, time, values: { 'rollout/generated_tokens': tokens } })
+    add('a', 1_000, 100)
+    assert.equal(state.rate('rollout/generated_tokens'), undefined, 'one report: no rate yet')
+    add('a', 3_000, 500) // 200/s
+    add('b', 1_000, 0)
+    add('b', 2_000, 50) // 50/s
+    assert.equal(state.rate('rollout/generated_tokens'), 250)
+    add('a', 2_500, 9_999) // an older report arriving late changes nothing
+    assert.equal(state.value('rollout/generated_tokens', 'sum'), 550)
+    assert.equal(state.rate('rollout/generated_tokens'), 250)
+    add('b', 3_000, 10) // b restarted: its counter went down and is left out
+    assert.equal(state.rate('rollout/generated_tokens'), 200)
+    assert.equal(state.rate('engine/tokens_per_s'), undefined)
+  })
+
+  it("renderSnapshot - tokens/s is the engines' report, else the rate of the rollout's generated tokens", () => {
+    const state = new MetricsState()
+    const rollout = (step: number, time: number, tokens: number) =>
+      state.add({
+        role: 'rollout',
+        id: 'rollout',
+        step,
+        time,
+        values: { 'rollout/generated_tokens': tokens },
+      })
+    // the tiny recipe's RL: rollout reports at steps 2 and 3, 687 ms apart, no engine report yet
+    rollout(2, 1_000, 566)
+    assert.match(renderSnapshot(state, { run: 'r1' }), row('-', '-', '-', '-', '-', '1'))
+    rollout(3, 1_687, 655)
+    // 89 tokens in 0.687 s
+    assert.match(renderSnapshot(state, { run: 'r1' }), row('129.5', '-', '-', '-', '-', '2'))
+    state.add({ role: 'policy', id: 'fresh', step: 3, time: 2_000, values: { 'engine/tokens_per_s': 800 } })
+    assert.match(renderSnapshot(state, { run: 'r1' }), row('800.0', '-', '-', '-', '-', '3'))
+  })
+
   it('renderSnapshot - without a step limit or metrics it says so', () => {
     const text = renderSnapshot(new MetricsState(), { run: 'r2' })
     assert.match(text, /^run r2 {2}step 0\n\(no per-task metrics yet\)\n/)

@@ -13,8 +13,8 @@ export interface MetricsJsonLine {
 
 /**
  * What a finished `triad run recipes/tiny.ts` must have left in its run directory, however its roles
- * ran: every role reported, the step budget was reached, both kinds of engine served, the SFT
- * reported, the checkpoints, the ack audit trail, the evaluation table and the role logs exist.
+ * ran: every role reported, the step budget was reached, both kinds of engine served and reported
+ * their throughput (shown by the live view), the SFT reported, the checkpoints, the ack audit trail, the evaluation table and the role logs exist.
  * It checks that every part took part, not learning. Returns the metrics lines.
  */
 export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJsonLine[] {
@@ -50,6 +50,16 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
     sftSteps >= 1 && sftSteps <= stored.derived.sftStepsAtMost,
     `SFT steps ${sftSteps}, bound ${stored.derived.sftStepsAtMost}`,
   )
+  // Each kind of engine reported its throughput: the RL phase of tiny.ts is shorter than their
+  // report interval, so this is the report each engine makes when it stops.
+  for (const role of ['policy', 'policy-stale'])
+    assert.ok(
+      lines.some((l) => l.role === role && (l.values['engine/tokens_per_s'] ?? 0) > 0),
+      `no engine/tokens_per_s from ${role}`,
+    )
+  // ...and the live view's last snapshot shows a number in its tokens/s column.
+  const header = stdout.findLastIndex((l) => /^│ tokens\/s │ staleness mean/.test(l))
+  assert.match(stdout[header + 2] ?? '', /^│ \d+(\.\d)? +│/, stdout.slice(header).join('\n'))
 
   // Checkpoints, the ack audit trail, the evaluation table and the run log.
   const checkpoints = join(dir, 'checkpoints')
@@ -93,7 +103,9 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   assert.ok(existsSync(join(checkpoints, 'reward-sft', 'reward-sft.json')))
   // The live view showed the cold-start SFT's progress before the RL view.
   assert.ok(
-    stdout.some((l) => /^run \S+ {2}cold-start SFT {2}\S+ +\d+% {2}step \d+\/\d+$/.test(l)),
+    stdout.some((l) =>
+      /^run \S+ {2}cold-start SFT {2}\S+ +\d+% {2}step \d+\/\d+ {2}time (\d+s|1m \d\ds)\/1m 30s$/.test(l),
+    ),
     stdout.join('\n'),
   )
   assert.ok(stdout.some((l) => /^cold-start SFT done: (\d+)\/\1 steps/.test(l)))
