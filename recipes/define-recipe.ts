@@ -62,6 +62,16 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out
 }
 
+/**
+ * True when two issue paths name the same field or one lies inside the other (`tasks[0]` and
+ * `tasks[0].difficulty.start`, `rl.overlong` and `rl.overlong.L_max`).
+ */
+export function pathsOverlap(a: string, b: string): boolean {
+  const inside = (inner: string, outer: string) =>
+    inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`)
+  return inside(a, b) || inside(b, a)
+}
+
 /** The fields an object schema accepts at `path` (for "unknown field" messages). */
 function fieldsAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   let s: z.ZodType | undefined = schema
@@ -146,67 +156,102 @@ export function issuesFromZod(error: z.ZodError, schema: z.ZodType = RecipeSchem
   return out
 }
 
-/** Checks that involve more than one field. */
-function crossFieldIssues(r: ParsedRecipe): RecipeIssue[] {
-  const issues: RecipeIssue[] = []
-  const add = (path: string, message: string) => issues.push({ path, message })
+/** A problem found by a check across fields, with every field the check read. */
+interface CrossFieldIssue extends RecipeIssue {
+  /** The paths of the fields the check read (`path` among them). */
+  involves: string[]
+}
+
+/**
+ * Checks that involve more than one field. Each issue is reported at one field and names every
+ * field its check read (`involves`): a caller that found a field itself invalid leaves out the
+ * checks that read it.
+ */
+function crossFieldIssues(r: ParsedRecipe): CrossFieldIssue[] {
+  const issues: CrossFieldIssue[] = []
+  /** The problem at `path`; the check read `path` and `others` (default: the fields its message names). */
+  const add = (path: string, message: string, others: string[] = []) =>
+    issues.push({ path, message, involves: [path, ...others] })
 
   const seen = new Map<string, number>()
   r.tasks.forEach((t, i) => {
     const first = seen.get(t.name)
     if (first !== undefined)
-      add(`tasks[${i}].name`, `task '${t.name}' is listed twice (also tasks[${first}])`)
+      add(`tasks[${i}].name`, `task '${t.name}' is listed twice (also tasks[${first}])`, [
+        `tasks[${first}].name`,
+      ])
     else seen.set(t.name, i)
     const d = t.difficulty
     if (d.min !== undefined && d.max !== undefined && d.min > d.max)
-      add(`tasks[${i}].difficulty.min`, `must be <= difficulty.max (${d.max})`)
+      add(`tasks[${i}].difficulty.min`, `must be <= difficulty.max (${d.max})`, [
+        `tasks[${i}].difficulty.max`,
+      ])
     if (d.start !== undefined && d.min !== undefined && d.start < d.min)
-      add(`tasks[${i}].difficulty.start`, `must be >= difficulty.min (${d.min})`)
+      add(`tasks[${i}].difficulty.start`, `must be >= difficulty.min (${d.min})`, [
+        `tasks[${i}].difficulty.min`,
+      ])
     if (d.start !== undefined && d.max !== undefined && d.start > d.max)
-      add(`tasks[${i}].difficulty.start`, `must be <= difficulty.max (${d.max})`)
+      add(`tasks[${i}].difficulty.start`, `must be <= difficulty.max (${d.max})`, [
+        `tasks[${i}].difficulty.max`,
+      ])
     if (r.evaluation.instancesPerTask > t.evalSize)
       add(
         `tasks[${i}].evalSize`,
         `must be >= evaluation.instancesPerTask (${r.evaluation.instancesPerTask}): the eval split is too small`,
+        ['evaluation.instancesPerTask'],
       )
   })
 
   const m = r.model
-  if (m.width % m.heads !== 0) add('model.width', `must be a multiple of model.heads (${m.heads})`)
+  if (m.width % m.heads !== 0)
+    add('model.width', `must be a multiple of model.heads (${m.heads})`, ['model.heads'])
   else if ((m.width / m.heads) % 2 !== 0)
-    add('model.width', `width / heads (${m.width / m.heads}) must be even for rotary positions`)
+    add('model.width', `width / heads (${m.width / m.heads}) must be even for rotary positions`, [
+      'model.heads',
+    ])
 
   const p = r.pipeline
   if (p.maxNewTokens >= m.contextLength)
-    add('pipeline.maxNewTokens', `must be < model.contextLength (${m.contextLength})`)
+    add('pipeline.maxNewTokens', `must be < model.contextLength (${m.contextLength})`, [
+      'model.contextLength',
+    ])
   if (p.bufferGroups < p.minBatchGroups)
-    add('pipeline.bufferGroups', `must be >= pipeline.minBatchGroups (${p.minBatchGroups})`)
+    add('pipeline.bufferGroups', `must be >= pipeline.minBatchGroups (${p.minBatchGroups})`, [
+      'pipeline.minBatchGroups',
+    ])
   if (p.rho > 0 && p.staleEngines === 0)
-    add('pipeline.rho', 'must be 0 when pipeline.staleEngines is 0 (no stale engine to send turns to)')
+    add('pipeline.rho', 'must be 0 when pipeline.staleEngines is 0 (no stale engine to send turns to)', [
+      'pipeline.staleEngines',
+    ])
   if (p.rho > 0 && p.staleEngines > 0 && p.stalenessBound < p.staleEvery)
     add(
       'pipeline.stalenessBound',
       `must be >= pipeline.staleEvery (${p.staleEvery}), or every stale engine's trajectory would be dropped`,
+      ['pipeline.rho', 'pipeline.staleEngines', 'pipeline.staleEvery'],
     )
 
   const o = r.rl.overlong
-  if (o.L_buf > o.L_max) add('rl.overlong.L_buf', `must be <= rl.overlong.L_max (${o.L_max})`)
+  if (o.L_buf > o.L_max)
+    add('rl.overlong.L_buf', `must be <= rl.overlong.L_max (${o.L_max})`, ['rl.overlong.L_max'])
   if (o.enabled && o.L_max > m.contextLength)
     add(
       'rl.overlong.L_max',
       `${o.L_max} must be <= model.contextLength (${m.contextLength}): a response never outgrows the context, so the -1 beyond L_max could never apply`,
+      ['rl.overlong.enabled', 'model.contextLength'],
     )
 
   const t = r.triad
-  if (t.adaptLow >= t.adaptHigh) add('triad.adaptLow', `must be < triad.adaptHigh (${t.adaptHigh})`)
+  if (t.adaptLow >= t.adaptHigh)
+    add('triad.adaptLow', `must be < triad.adaptHigh (${t.adaptHigh})`, ['triad.adaptHigh'])
   if (t.trainRewardModel && !t.stepReward.enabled)
     add(
       'triad.trainRewardModel',
       'needs triad.stepReward.enabled: the reward model learns from its step judgements',
+      ['triad.stepReward.enabled'],
     )
 
   if (r.sft.steps !== undefined && r.sft.epochs === 0)
-    add('sft.steps', 'set with sft.epochs 0 (SFT is off); remove it or set epochs')
+    add('sft.steps', 'set with sft.epochs 0 (SFT is off); remove it or set epochs', ['sft.epochs'])
   return issues
 }
 
@@ -254,25 +299,91 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
+/** A copy of plain objects and arrays (other values shared), for `withoutBadFields` to delete from. */
+function copyPlain(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(copyPlain)
+  if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copyPlain(v)]))
+  return value
+}
+
 /**
- * Validates any value as a recipe (a recipe file's default export, a `recipe.json`), fills in
- * the defaults and computes the derived sizes.
- * @throws RecipeError listing every problem with its field path (`rl.eps_high: must be > 0`).
+ * `value` without the fields zod found bad (and without unknown fields), so that parsing it again
+ * fills their defaults in and the checks across fields can run on the rest. Undefined when a bad
+ * value cannot be left out on its own: the whole recipe, or an item of a list (`tasks[1]`).
  */
-export function parseRecipe(value: unknown): Recipe {
-  const parsed = RecipeSchema.safeParse(value)
-  if (!parsed.success) throw new RecipeError(issuesFromZod(parsed.error))
-  const r = withOverlongDefaults(parsed.data, value)
-  const cross = crossFieldIssues(r)
-  if (cross.length) throw new RecipeError(cross)
+function withoutBadFields(value: unknown, issues: readonly z.core.$ZodIssue[]): unknown {
+  const copy = copyPlain(value)
+  const paths = issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...issue.path, k]) : [issue.path],
+  )
+  for (const path of paths) {
+    if (path.length === 0) return undefined
+    let parent: unknown = copy
+    for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown>)?.[key]
+    if (!parent || typeof parent !== 'object' || Array.isArray(parent)) return undefined
+    delete (parent as Record<PropertyKey, unknown>)[path.at(-1)!]
+  }
+  return copy
+}
+
+/** The recipe from parsed settings: the default step budget and the derived sizes added. */
+function completeRecipe(r: ParsedRecipe): Recipe {
   const budget = {
     ...r.budget,
     maxSteps: r.budget.maxSteps ?? (r.budget.maxMinutes === undefined ? DEFAULT_MAX_STEPS : undefined),
   }
   if (budget.maxSteps === undefined) delete budget.maxSteps
-  const recipe: Recipe = { ...r, budget, derived: deriveSizes(r) }
+  return { ...r, budget, derived: deriveSizes(r) }
+}
+
+/** What `checkRecipe` found in a value. */
+export interface RecipeCheck {
+  /** Every problem, of single fields and across fields, in one list; empty for a valid recipe. */
+  issues: RecipeIssue[]
+  /**
+   * The recipe (deeply frozen). When `issues` is not empty: the recipe with every bad field at its
+   * default, for further checks that report more problems in the same round (the task catalog's,
+   * `resolveRecipe`); undefined when the bad fields cannot be left out (a bad or missing `tasks`
+   * list or task, a value that is no object).
+   */
+  recipe?: Recipe
+}
+
+/**
+ * Checks any value as a recipe and reports every problem at once: the fields zod refuses, and the
+ * checks across fields on the rest (the bad fields left at their defaults; a check that reads a
+ * bad field is left out, so nothing is reported twice). Throws nothing.
+ */
+export function checkRecipe(value: unknown): RecipeCheck {
+  const parsed = RecipeSchema.safeParse(value)
+  if (parsed.success) {
+    const r = withOverlongDefaults(parsed.data, value)
+    const issues = crossFieldIssues(r).map(({ path, message }) => ({ path, message }))
+    return { issues, recipe: deepFreeze(completeRecipe(r)) }
+  }
+  const fieldIssues = issuesFromZod(parsed.error)
+  const rest = withoutBadFields(value, parsed.error.issues)
+  const again = rest === undefined ? undefined : RecipeSchema.safeParse(rest)
+  if (!again?.success) return { issues: fieldIssues }
+  const r = withOverlongDefaults(again.data, rest)
+  const cross = crossFieldIssues(r)
+    .filter((c) => !c.involves.some((p) => fieldIssues.some((f) => pathsOverlap(p, f.path))))
+    .map(({ path, message }) => ({ path, message }))
+  return { issues: [...fieldIssues, ...cross], recipe: deepFreeze(completeRecipe(r)) }
+}
+
+/**
+ * Validates any value as a recipe (a recipe file's default export, a `recipe.json`), fills in
+ * the defaults and computes the derived sizes.
+ * @throws RecipeError listing every problem with its field path (`rl.eps_high: must be > 0`), of
+ *   single fields and across fields at once (`checkRecipe`); its `value` is `value`.
+ */
+export function parseRecipe(value: unknown): Recipe {
+  const { issues, recipe } = checkRecipe(value)
+  if (issues.length || !recipe) throw new RecipeError(issues, { value })
   made.add(recipe)
-  return deepFreeze(recipe)
+  return recipe
 }
 
 /**
@@ -291,16 +402,26 @@ export function isRecipe(value: unknown): value is Recipe {
   return typeof value === 'object' && value !== null && made.has(value)
 }
 
+/** A stored recipe (`recipe.json`, a recipe value) without its `derived` block, which is recomputed. */
+function storedSettings(value: unknown): unknown {
+  if (value && typeof value === 'object' && !Array.isArray(value) && 'derived' in value) {
+    const { derived: _derived, ...settings } = value as Record<string, unknown>
+    return settings
+  }
+  return value
+}
+
+/** `checkRecipe` of a stored recipe (`recipe.json`): its `derived` block is dropped and recomputed. */
+export function checkStoredRecipe(value: unknown): RecipeCheck {
+  return checkRecipe(storedSettings(value))
+}
+
 /**
  * Parses a stored recipe (`recipe.json`): its `derived` block is dropped and recomputed.
  * @throws RecipeError as `parseRecipe`.
  */
 export function parseStoredRecipe(value: unknown): Recipe {
-  if (value && typeof value === 'object' && !Array.isArray(value) && 'derived' in value) {
-    const { derived: _derived, ...settings } = value as Record<string, unknown>
-    return parseRecipe(settings)
-  }
-  return parseRecipe(value)
+  return parseRecipe(storedSettings(value))
 }
 
 /** The recipe without its derived sizes: what `parseRecipe` accepts back unchanged. */

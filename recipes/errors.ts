@@ -18,11 +18,18 @@ export class RecipeError extends Error {
   readonly issues: readonly RecipeIssue[]
   /** The recipe file, when the recipe came from one. */
   readonly file?: string
-  constructor(issues: readonly RecipeIssue[], options?: { file?: string; cause?: unknown }) {
+  /**
+   * The value that was validated, when known (else undefined): a caller that knows more (the task catalog, when
+   * `defineRecipe` threw while a recipe file was imported) checks it again to report every problem
+   * at once.
+   */
+  readonly value?: unknown
+  constructor(issues: readonly RecipeIssue[], options?: { file?: string; cause?: unknown; value?: unknown }) {
     const where = options?.file ? `invalid recipe ${options.file}:\n` : 'invalid recipe:\n'
     super(`${where}${formatIssues(issues)}`, { cause: options?.cause })
     this.issues = issues
     this.file = options?.file
+    this.value = options?.value
   }
 }
 

@@ -1,17 +1,21 @@
 import { stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { isRecipe, parseStoredRecipe } from './define-recipe.ts'
+import { isRecipe } from './define-recipe.ts'
 import { RecipeError, type RecipeIssue, RecipeLoadError } from './errors.ts'
-import { type ResolvedRecipe, resolveTasks, type TaskCatalog } from './task-catalog.ts'
+import { type ResolvedRecipe, resolveRecipe, resolveTasks, type TaskCatalog } from './task-catalog.ts'
 
-/** The issues of a RecipeError, also one thrown by another copy of this module; else undefined. */
-function recipeIssuesOf(err: unknown): readonly RecipeIssue[] | undefined {
-  if (err instanceof RecipeError) return err.issues
+/**
+ * The issues of a RecipeError, also one thrown by another copy of this module, and the value it
+ * validated when it carries one; else undefined.
+ */
+function recipeErrorOf(err: unknown): { issues: readonly RecipeIssue[]; value?: unknown } | undefined {
   const e = err as { name?: unknown; issues?: unknown }
-  if (e && typeof e === 'object' && e.name === 'RecipeError' && Array.isArray(e.issues))
-    return e.issues as RecipeIssue[]
-  return undefined
+  if (!(err instanceof RecipeError || (e && typeof e === 'object' && e.name === 'RecipeError')))
+    return undefined
+  if (!Array.isArray(e.issues)) return undefined
+  const value = (err as { value?: unknown }).value
+  return value === undefined ? { issues: e.issues } : { issues: e.issues, value }
 }
 
 /** Options of `loadRecipe`. */
@@ -27,7 +31,8 @@ export interface LoadRecipeOptions {
  * recipe outside a `"type": "module"` package, which Node treats as CommonJS, loads too).
  * @throws RecipeLoadError when the file is missing, fails to import or has no default export (or
  *   is CommonJS in a process with only tsx's ES module loader: the message says what to do);
- *   RecipeError (with `file` set) naming every bad field and unknown task.
+ *   RecipeError (with `file` set) naming every bad field, failed check across fields, unknown
+ *   task and level outside its task's range, all at once (`resolveRecipe`).
  */
 export async function loadRecipe(file: string, options: LoadRecipeOptions = {}): Promise<ResolvedRecipe> {
   const abs = resolve(file)
@@ -40,8 +45,13 @@ export async function loadRecipe(file: string, options: LoadRecipeOptions = {}):
   } catch (err) {
     // A recipe outside a `"type": "module"` package loads as CommonJS with its own copy of this
     // folder's modules, so its RecipeError is recognised by name and shape, not by class.
-    const issues = recipeIssuesOf(err)
-    if (issues) throw new RecipeError(issues, { file, cause: err })
+    const invalid = recipeErrorOf(err)
+    if (invalid) {
+      // `defineRecipe` knew no catalog: the value it refused is checked again with it, so the
+      // unknown tasks and levels come in the same list as the bad fields.
+      if ('value' in invalid) resolveRecipeIn(file, invalid.value, options.catalog, err)
+      throw new RecipeError(invalid.issues, { file, cause: err })
+    }
     if ((err as { code?: unknown })?.code === 'ERR_REQUIRE_CYCLE_MODULE')
       throw new RecipeLoadError(
         file,
@@ -60,13 +70,33 @@ export async function loadRecipe(file: string, options: LoadRecipeOptions = {}):
       file,
       'it has no default export; end it with `export default defineRecipe({...})`',
     )
+  // `isRecipe` is false for a recipe built by another copy of `defineRecipe`: it is parsed again
+  // (its `derived` block is recomputed).
+  if (isRecipe(mod.default)) {
+    try {
+      return resolveTasks(mod.default, options.catalog)
+    } catch (err) {
+      if (err instanceof RecipeError) throw new RecipeError(err.issues, { file, cause: err })
+      throw err
+    }
+  }
+  return resolveRecipeIn(file, mod.default, options.catalog)
+}
+
+/**
+ * `resolveRecipe` of the value a recipe file gave.
+ * @throws RecipeError with `file` set, listing every problem.
+ */
+function resolveRecipeIn(
+  file: string,
+  value: unknown,
+  catalog?: TaskCatalog,
+  cause?: unknown,
+): ResolvedRecipe {
   try {
-    // `isRecipe` is false for a recipe built by another copy of `defineRecipe`: it is parsed again
-    // (its `derived` block is recomputed).
-    const recipe = isRecipe(mod.default) ? mod.default : parseStoredRecipe(mod.default)
-    return resolveTasks(recipe, options.catalog)
+    return resolveRecipe(value, catalog)
   } catch (err) {
-    if (err instanceof RecipeError) throw new RecipeError(err.issues, { file, cause: err })
+    if (err instanceof RecipeError) throw new RecipeError(err.issues, { file, cause: cause ?? err })
     throw err
   }
 }

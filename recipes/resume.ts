@@ -1,6 +1,5 @@
-import { parseStoredRecipe } from './define-recipe.ts'
 import { RecipeError, RecipeMismatchError } from './errors.ts'
-import { type ResolvedRecipe, resolveTasks, type TaskCatalog } from './task-catalog.ts'
+import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
 
 /** One setting that differs between a run's stored recipe and the recipe given to resume it. */
 export interface RecipeDifference {
@@ -45,7 +44,7 @@ export function resumeRecipe(
 ): ResolvedRecipe {
   let stored: ResolvedRecipe
   try {
-    stored = resolveTasks(parseStoredRecipe(storedJson), options.catalog)
+    stored = resolveRecipe(storedJson, options.catalog)
   } catch (err) {
     if (err instanceof RecipeError) throw new RecipeError(err.issues, { file: options.file, cause: err })
     throw err

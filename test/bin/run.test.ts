@@ -313,6 +313,27 @@ describe('bin/run', () => {
     )
   })
 
+  it('triad run - every problem of a bad recipe is reported in one run, each once', async () => {
+    const dir = tmp()
+    const file = recipeFile(
+      dir,
+      'bad-all',
+      "tasks: [{ name: 'calc', difficulty: { start: 9 } }, { name: 'chess' }], model: { width: 100, heads: 3 }, rl: { eps_high: 0 }",
+    )
+    const child = startTriad(['run', file, '--runs-dir', join(dir, 'runs')])
+    assert.equal((await child.exited).code, 1)
+    assert.equal(
+      child.stderr(),
+      `triad: invalid recipe ${file}:\n` +
+        'rl.eps_high: must be > 0\n' +
+        'model.width: must be a multiple of model.heads (3)\n' +
+        "tasks[0].difficulty.start: 9 is above calc's highest level (7)\n" +
+        "tasks[1].name: unknown task 'chess'; valid tasks: calc, code, maze, sql\n",
+    )
+    assert.deepEqual(child.stdout, [])
+    assert.equal(existsSync(join(dir, 'runs')), false)
+  })
+
   it('triad run - --resume of a directory that is not a run says so', async () => {
     const notRun = tmp()
     const child = startTriad(['run', tiny, '--resume', notRun])

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
+  checkRecipe,
   DEFAULT_MAX_STEPS,
   defineRecipe,
   isRecipe,
@@ -243,6 +244,54 @@ describe('recipes/define-recipe', () => {
         err instanceof RecipeError &&
         err.message === 'invalid recipe:\ntasks[0].weight: must be > 0\nrl.eps_high: must be > 0',
     )
+  })
+
+  it('defineRecipe - bad fields and checks across fields come in one list, not in rounds', () => {
+    assert.deepEqual(
+      problems({
+        tasks: [{ name: 'calc' }],
+        sft: { epochs: -1 },
+        rl: { eps_high: 0 },
+        model: { width: 100, heads: 3 },
+        pipeline: { maxNewTokens: 2048 },
+        triad: { adaptLow: 0.9 },
+      }),
+      [
+        'sft.epochs: must be >= 0',
+        'rl.eps_high: must be > 0',
+        'model.width: must be a multiple of model.heads (3)',
+        'pipeline.maxNewTokens: must be < model.contextLength (1024)',
+        'triad.adaptLow: must be < triad.adaptHigh (0.8)',
+      ],
+    )
+  })
+
+  it('defineRecipe - a check across fields that reads a bad field is left out: each problem is said once', () => {
+    // heads 0 is refused; width % heads is not checked against it (nor against the default heads)
+    assert.deepEqual(problems({ ...base, model: { width: 100, heads: 0 } }), ['model.heads: must be >= 1'])
+    assert.deepEqual(problems({ ...base, model: { contextLength: 8 }, pipeline: { maxNewTokens: 2048 } }), [
+      'model.contextLength: must be >= 16',
+    ])
+    assert.deepEqual(problems({ tasks: [{ name: 'calc', difficulty: { start: 1.5, max: 0 } }] }), [
+      'tasks[0].difficulty.start: must be an integer',
+    ])
+    // a bad item of the task list cannot be left out on its own: the fields' problems only
+    assert.deepEqual(problems({ tasks: [5], pipeline: { maxNewTokens: 2048 } }), [
+      'tasks[0]: expected object, got number',
+    ])
+  })
+
+  it('checkRecipe - throws nothing: every problem, and the recipe with the bad fields at their defaults', () => {
+    const check = checkRecipe({ tasks: [{ name: 'calc', weight: -1 }], rl: { lr: 0 } })
+    assert.deepEqual(check.issues, [
+      { path: 'tasks[0].weight', message: 'must be > 0' },
+      { path: 'rl.lr', message: 'must be > 0' },
+    ])
+    assert.equal(check.recipe?.tasks[0]?.weight, 1)
+    assert.equal(check.recipe?.rl.lr, 1e-4)
+    assert.equal(isRecipe(check.recipe), false, 'not a valid recipe')
+    assert.equal(checkRecipe(42).recipe, undefined)
+    assert.deepEqual(checkRecipe(base).issues, [])
   })
 
   it('defineRecipe - the result is deeply frozen and recognised', () => {

@@ -53,6 +53,45 @@ describe('recipes/load-recipe', () => {
     })
   })
 
+  it('loadRecipe - every problem of a recipe in one error: bad fields, checks across fields, unknown tasks and levels', async () => {
+    const body =
+      "{ tasks: [{ name: 'calc', difficulty: { start: 9 } }, { name: 'chess' }], rl: { eps_high: 0 }, pipeline: { maxNewTokens: 2048 } }"
+    const expected = [
+      'rl.eps_high: must be > 0',
+      'pipeline.maxNewTokens: must be < model.contextLength (1024)',
+      "tasks[0].difficulty.start: 9 is above calc's highest level (4)",
+      "tasks[1].name: unknown task 'chess'; valid tasks: calc, maze, sql",
+    ].join('\n')
+    // through defineRecipe, which throws while the file is imported, and as a plain object
+    const defined = recipeFile(`export default defineRecipe(${body})`)
+    await assert.rejects(
+      loadRecipe(defined, { catalog }),
+      (err: Error) => err instanceof RecipeError && err.message === `invalid recipe ${defined}:\n${expected}`,
+    )
+    const plain = recipeFile(`export default ${body}`)
+    await assert.rejects(
+      loadRecipe(plain, { catalog }),
+      (err: Error) => err instanceof RecipeError && err.message === `invalid recipe ${plain}:\n${expected}`,
+    )
+  })
+
+  it('loadRecipe - a start level above the task range is one problem, also when it is above difficulty.max too', async () => {
+    const above = recipeFile(
+      "export default defineRecipe({ tasks: [{ name: 'calc', difficulty: { start: 9 } }] })",
+    )
+    await assert.rejects(loadRecipe(above, { catalog }), {
+      name: 'RecipeError',
+      message: `invalid recipe ${above}:\ntasks[0].difficulty.start: 9 is above calc's highest level (4)`,
+    })
+    const both = recipeFile(
+      "export default defineRecipe({ tasks: [{ name: 'calc', difficulty: { start: 9, max: 3 } }] })",
+    )
+    await assert.rejects(loadRecipe(both, { catalog }), {
+      name: 'RecipeError',
+      message: `invalid recipe ${both}:\ntasks[0].difficulty.start: must be <= difficulty.max (3)`,
+    })
+  })
+
   it('loadRecipe - a plain object default export is validated too', async () => {
     const ok = join(dir, 'plain.ts')
     writeFileSync(ok, "export default { tasks: [{ name: 'sql' }], seed: 3 }\n")
