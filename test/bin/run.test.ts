@@ -249,7 +249,10 @@ describe('bin/run', () => {
     // Stopped during its final evaluation: not finished, a resume evaluates it.
     const unevaluated = ready(await prepareRun(three, { resume: first.dir.path, catalog }))
     await unevaluated.lock.release()
-    const evalFile = await writeEvalResult(first.dir, 'final-1000', { step: 3, rows: [{ checkpoint: 'step-3' }] })
+    const evalFile = await writeEvalResult(first.dir, 'final-1000', {
+      step: 3,
+      rows: [{ checkpoint: 'step-3' }],
+    })
     const before = snapshot(first.dir.path)
     const finished = await prepareRun(three, { resume: first.dir.path, catalog })
     assert.equal(finished.status, 'finished')
