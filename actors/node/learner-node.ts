@@ -150,10 +150,13 @@ export async function startLearnerNode(
     await publishRunTokenizer(transport, config.run, tokenizer)
     const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
 
-    const reference =
-      (config.rl.step.klCoef ?? 0) > 0 ? await rlStartingPolicy(sftDir, modelConfig, config.seed) : undefined
-    const newLearner = (model: ReturnType<typeof createTransformer>) =>
-      Learner.create({
+    // The KL reference is read when the first learner is made: on a fresh run that is after the
+    // cold-start SFT wrote checkpoints/sft (read before it, it would be the seeded random init).
+    let reference: ReturnType<typeof createTransformer> | undefined
+    const newLearner = async (model: ReturnType<typeof createTransformer>) => {
+      if ((config.rl.step.klCoef ?? 0) > 0)
+        reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
+      return Learner.create({
         model,
         tokenizer,
         lr: config.rl.lr,
@@ -161,6 +164,7 @@ export async function startLearnerNode(
         version: 0,
         ...(reference ? { reference } : {}),
       })
+    }
     // The dynamic triad: a reward model trained beside the policy (restored with it on a resume).
     const triad = config.triad
     const maxTokens = config.model.contextLength + 1

@@ -238,14 +238,12 @@ describe('actors/node/learner-node', () => {
     }
   })
 
-  it('learner-node - with kl.beta > 0 the learner steps against its starting weights as the reference (actor/kl_ref)', async () => {
+  it('learner-node - with kl.beta > 0 the learner of a fresh run steps against the SFT it just trained as the reference (actor/kl_ref)', async () => {
     const run = `kl${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-kl-'))
-    // A context that holds the calc prompt (byte tokenizer), so the episodes have trained tokens.
-    const base = tinyNodeConfig(run, runDir, {
-      seed: 6,
-      model: { layers: 1, width: 16, heads: 2, contextLength: 768 },
-    })
+    // A fresh run with a cold-start SFT: the reference must be read after the SFT wrote
+    // checkpoints/sft (read before, it was the seeded random init: kl_ref ~5 nats at step 1).
+    const base = sftConfig(run, runDir)
     const config: NodeConfig = { ...base, rl: { ...base.rl, step: { klCoef: 0.1 } } }
     const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
     const watch = await connect('test')
