@@ -28,14 +28,14 @@ export interface DerivedSizes {
   /** Expert trajectories the SFT trains on: `tasks * expertTrajectoriesPerTask` (0 when SFT is off). */
   sftTrajectories: number
   /**
-   * Most padded input tokens of one SFT optimizer step: `sft.batchSize * model.contextLength`
-   * (0 when SFT is off). Steps are packed by tokens, so a step holds at least `batchSize`
-   * trajectories and more when they are short.
+   * Most padded input tokens of one SFT batch: `sft.batchSize * model.contextLength` (0 when SFT
+   * is off). Batches are packed by tokens, so a batch holds at least `batchSize` trajectories and
+   * more when they are short; an optimizer step takes one batch per thread (`sft.threads`).
    */
   sftBatchTokens: number
   /**
-   * An upper bound of the SFT optimizer steps: `ceil(sftTrajectories / batchSize) * epochs`, capped
-   * by `sft.steps`. The run takes fewer when trajectories are shorter than `model.contextLength`
+   * An upper bound of the SFT optimizer steps: `ceil(ceil(sftTrajectories / batchSize) / threads) *
+   * epochs`, capped by `sft.steps`. The run takes fewer when trajectories are shorter than `model.contextLength`
    * (the packing depends on their token lengths, known only once the tokenizer is learned); the
    * live view and the `sft/steps_total` metric give the real total.
    */
@@ -275,7 +275,7 @@ function deriveSizes(r: ParsedRecipe): DerivedSizes {
   const taskProbabilities: Record<string, number> = {}
   for (const t of r.tasks) taskProbabilities[t.name] = t.weight / total
   const sftTrajectories = r.sft.epochs === 0 ? 0 : r.tasks.length * r.sft.expertTrajectoriesPerTask
-  const perEpoch = Math.ceil(sftTrajectories / r.sft.batchSize)
+  const perEpoch = Math.ceil(Math.ceil(sftTrajectories / r.sft.batchSize) / r.sft.threads)
   const sftStepsAtMost = Math.min(perEpoch * r.sft.epochs, r.sft.steps ?? Number.POSITIVE_INFINITY)
   return {
     taskProbabilities,

@@ -17,9 +17,10 @@ export default defineRecipe({
   ],
   model: { layers: 2, width: 128, heads: 4, contextLength: 512, merges: 512 },
   sft: {
-    epochs: 2,
+    epochs: 6,
     batchSize: 2,
-    lr: 2e-3,
+    threads: 2, // data-parallel over both cores: the rollout side idles during the cold start
+    lr: 5e-3,
     expertTrajectoriesPerTask: 512,
     expertErrorRate: 0.05,
     expertSuccessRate: 1,
@@ -48,9 +49,9 @@ export default defineRecipe({
     stepReward: { enabled: true, lambda: 0.5, m: 3, judgeShare: 0.25 },
     trainRewardModel: true,
     rewardModelBatch: 16,
-    rewardModelSft: { steps: 200, heldOutTrajectoriesPerTask: 6 },
+    rewardModelSft: { steps: 100, heldOutTrajectoriesPerTask: 6 },
   },
-  evaluation: { every: 0, k: 8, instancesPerTask: 16 },
+  evaluation: { every: 0, k: 8, instancesPerTask: 32 },
   checkpoints: { every: 25, keep: 2 },
-  budget: { maxSteps: 200, maxMinutes: 16.5 },
+  budget: { maxSteps: 200, maxMinutes: 16 },
 })

@@ -104,6 +104,9 @@ describe('recipes/define-recipe', () => {
       evalSamples: 80,
     })
     assert.deepEqual(r.budget, { maxMinutes: 5 }, 'no default step limit when maxMinutes is given')
+    // Two SFT threads: each step takes two batches, so an epoch has half the steps (rounded up).
+    const threaded = defineRecipe({ ...base, sft: { epochs: 3, batchSize: 16, threads: 2 } })
+    assert.equal(threaded.derived.sftStepsAtMost, 6) // ceil(ceil(64 / 16) / 2) * 3
   })
 
   it('defineRecipe - a wrong value is an error naming the field path', () => {
