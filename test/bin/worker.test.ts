@@ -22,6 +22,7 @@ import { collectMetricsReports, type Report } from '../support/metrics-reports.t
 import { suiteNatsServer } from '../support/suite-nats-server.ts'
 import { tinyNodeConfig, tinyTriad } from '../support/tiny-node-config.ts'
 import { startTriad, type TriadProcess } from '../support/triad-process.ts'
+import { within } from '../support/within.ts'
 
 /**
  * How long a rollout worker may take from SIGTERM to its exit: well inside the 10 s its supervisor
@@ -30,17 +31,6 @@ import { startTriad, type TriadProcess } from '../support/triad-process.ts'
 const ROLLOUT_STOP_MS = 5_000
 /** The same for the learner, whose step in progress finishes first (a step is never cut short). */
 const LEARNER_STOP_MS = 8_000
-
-/** Resolves with `p`, or rejects after `ms` with `what()`. */
-async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what()}`)), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
-}
 
 /** Sends SIGTERM and waits for the exit, at most `ms`. */
 function terminate(p: TriadProcess, role: string, ms: number) {

@@ -16,6 +16,7 @@ import { readRunTransport } from '../../actors/index.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { checkTinyRun } from '../support/tiny-run-checks.ts'
 import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
+import { within } from '../support/within.ts'
 
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
@@ -43,17 +44,6 @@ function files(dir: string): Map<string, Buffer> {
   }
   walk(dir)
   return out
-}
-
-/** Resolves with `p`, or rejects after `ms` with `what()`. */
-async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what()}`)), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
 }
 
 /**

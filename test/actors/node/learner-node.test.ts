@@ -30,6 +30,7 @@ import { type LearnerRolloutPair, startLearnerRolloutPair } from '../../support/
 import { collectMetricsReports } from '../../support/metrics-reports.ts'
 import { suiteNatsServer } from '../../support/suite-nats-server.ts'
 import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
+import { within } from '../../support/within.ts'
 
 /** A learner of a tiny model with a short cold-start SFT (2 expert episodes per task). */
 const sftConfig = (run: string, runDir: string): NodeConfig =>
@@ -58,17 +59,6 @@ const triadConfig = (run: string, runDir: string): NodeConfig =>
     model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
     triad: tinyTriad(false, true),
   })
-
-/** Resolves with `p`, or rejects after `ms` with `what`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} not within ${ms} ms`)), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
-}
 
 const sameWeights = (a: Record<string, Float32Array>, b: Record<string, Float32Array>) =>
   Object.keys(a).length === Object.keys(b).length &&

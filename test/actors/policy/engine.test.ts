@@ -40,6 +40,7 @@ import {
   RemoteError,
   Subjects,
 } from '../../../protocols/index.ts'
+import { within } from '../../support/within.ts'
 
 const config: TransformerConfig = { layers: 1, width: 16, heads: 2, contextLength: 48, vocabSize: 13 }
 const RUN = 'eng'
@@ -59,17 +60,6 @@ async function greedy(weights: WeightMap, prompt: number[], maxNewTokens: number
   const [g] = await generate(model, [prompt], { maxNewTokens, temperature: 0 })
   disposeTransformer(model)
   return Array.from(g!.tokens)
-}
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)
-    }),
-  ])
 }
 
 /** A promise with its resolver. */
