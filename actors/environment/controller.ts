@@ -143,6 +143,7 @@ export function envControllerBehaviour(
       if (!w) break
       tried.add(w.beat.worker)
       w.active += 1
+      w.pending += 1
       let container: { id: string; name: string } | undefined
       try {
         if (spec) container = await options.containers!.acquire(request.task, spec)
@@ -162,8 +163,10 @@ export function envControllerBehaviour(
           startedAt: clock.now(),
         })
         s.counts.started += 1
+        w.pending -= 1
         return reply
       } catch (e) {
+        w.pending -= 1
         w.active -= 1
         if (container) await options.containers!.release(container.id)
         if (e instanceof ContainerError) {

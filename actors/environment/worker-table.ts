@@ -16,6 +16,12 @@ export interface WorkerEntry {
   seen: Millis
   /** Sessions believed live: the last reported plus those started through the controller since. */
   active: number
+  /**
+   * Starts sent to the worker and not answered yet. A heartbeat may have left the worker before
+   * it took them, so each heartbeat's count is raised by these (else a burst of starts between two
+   * heartbeats would all see the same free places and pile onto one worker).
+   */
+  pending: number
   /** Set once the worker went silent (cleared by a new heartbeat). */
   silentSince?: Millis
 }
@@ -61,9 +67,17 @@ export class WorkerTable {
   /** Records a heartbeat; returns `registered` for a new worker, `revived` for a silent one. */
   heartbeat(beat: Heartbeat, now: Millis): 'registered' | 'revived' | 'updated' {
     const old = this.workers.get(beat.worker)
-    this.workers.set(beat.worker, { beat, seen: now, active: beat.active })
-    if (!old) return 'registered'
-    return old.silentSince !== undefined ? 'revived' : 'updated'
+    if (!old) {
+      this.workers.set(beat.worker, { beat, seen: now, active: beat.active, pending: 0 })
+      return 'registered'
+    }
+    // Updated in place: a start in flight holds this entry and settles its `pending` on it.
+    const revived = old.silentSince !== undefined
+    old.beat = beat
+    old.seen = now
+    old.active = beat.active + old.pending
+    old.silentSince = undefined
+    return revived ? 'revived' : 'updated'
   }
 
   /** The entry of a worker. */

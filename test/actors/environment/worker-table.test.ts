@@ -30,6 +30,25 @@ describe('actors/environment/worker-table', () => {
     assert.equal(t.choose('calc', 10, new Set(['a', 'b'])), undefined)
   })
 
+  it('worker-table - a heartbeat sent before the worker took a pending start does not lose that start', () => {
+    const t = new WorkerTable()
+    t.heartbeat(beat('a'), 0)
+    t.heartbeat(beat('b'), 0)
+    // Two starts go out to a (both unanswered), then a heartbeat of a that left before either.
+    const a = t.choose('calc', 10)!
+    assert.equal(a.beat.worker, 'a')
+    a.active += 1
+    a.pending += 1
+    t.heartbeat(beat('a', { active: 0 }), 20)
+    assert.equal(t.get('a')!.active, 1, 'the pending start still counts')
+    assert.equal(t.get('a'), a, 'updated in place: the start in flight settles on the same entry')
+    assert.equal(t.choose('calc', 30)!.beat.worker, 'b', 'b has more free places')
+    // Answered: no longer pending; the next heartbeat reports it.
+    a.pending -= 1
+    t.heartbeat(beat('a', { active: 1 }), 40)
+    assert.equal(t.get('a')!.active, 1)
+  })
+
   it('worker-table - silent after three missed intervals, revived by a heartbeat', () => {
     const t = new WorkerTable(3)
     t.heartbeat(beat('a'), 0)
