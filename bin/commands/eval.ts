@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Table from 'cli-table3'
 import type { Command } from 'commander'
@@ -17,16 +17,22 @@ import { CheckpointError, chooseBackend, loadCheckpoint } from '../../gpu/index.
 import { CliError } from '../errors.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 
-/** Options of `triad eval` (numbers already parsed and bounded by commander). */
+/**
+ * Options of `triad eval` (numbers already parsed and bounded by commander). `tasks`, `k`,
+ * `instances` and `maxNewTokens` left out come from the run's recipe when the argument is a run
+ * directory (`runEvalSettings`), else from `EVAL_DEFAULTS`.
+ */
 export interface EvalOptions {
-  tasks: string
+  /** Comma-separated task names, each optionally with its level (`calc:2,maze`). */
+  tasks?: string
   /** Samples per instance, >= 1. */
-  k: number
+  k?: number
   /** Held-out instances per task, >= 1. */
-  instances: number
+  instances?: number
   /** Level of every task without its own level in `tasks`. */
   difficulty?: number
-  maxNewTokens: number
+  /** Most new tokens per assistant turn, >= 1. */
+  maxNewTokens?: number
   temperature: number
   seed: number
   run?: string
@@ -39,6 +45,18 @@ export interface EvalOptions {
   /** Tensor backend to force (default: the best available). */
   backend?: string
   json?: boolean
+}
+
+/** What `triad eval` evaluates when neither an option nor a run's recipe says otherwise. */
+export const EVAL_DEFAULTS = { tasks: 'calc,sql,maze', k: 8, instances: 16, maxNewTokens: 96 } as const
+
+/** The settings of `triad eval` that a run directory's recipe can fill in. */
+type RunEvalSetting = keyof typeof EVAL_DEFAULTS
+
+/** A task of an evaluation and its level (undefined: the task's default level). */
+interface EvalTask {
+  name: string
+  difficulty: number | undefined
 }
 
 /**
@@ -81,16 +99,13 @@ function checkLevel(task: AnyTask, level: number, where: string): number {
 }
 
 /**
- * `triad eval CHECKPOINT`: avg@k and pass@k (with standard errors) per task on the held-out
- * split, k samples of each of `--instances` eval instances. `CHECKPOINT` may be a run directory,
- * which stands for its latest checkpoint. With `--run`, the table also goes to the run's
- * `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
- * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level, and,
- *   before anything is evaluated, for a `--name` whose `eval/<name>.json` exists already.
+ * `--tasks` parsed and checked: each entry `name` or `name:level`; an entry without a level gets
+ * `difficulty` (undefined: the task's default level).
+ * @throws CliError for an unknown task (listing the valid ones), a level that is not an integer,
+ *   and a level outside the task's levels.
  */
-export async function runEval(path: string, o: EvalOptions): Promise<void> {
-  const { k, instances } = o
-  const tasks = o.tasks.split(',').map((entry) => {
+function parseTasks(list: string, difficulty: number | undefined): EvalTask[] {
+  return list.split(',').map((entry) => {
     const [name = '', level] = entry.trim().split(':')
     let task: AnyTask
     try {
@@ -103,15 +118,105 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
         throw new CliError(`--tasks ${entry.trim()}: the level after ':' must be an integer, got '${level}'`)
       return { name, difficulty: checkLevel(task, Number(level), `--tasks ${entry.trim()}`) }
     }
-    if (o.difficulty === undefined) return { name, difficulty: undefined }
-    return { name, difficulty: checkLevel(task, o.difficulty, `--difficulty ${o.difficulty}`) }
+    if (difficulty === undefined) return { name, difficulty: undefined }
+    return { name, difficulty: checkLevel(task, difficulty, `--difficulty ${difficulty}`) }
   })
+}
+
+/**
+ * The settings of `triad eval RUN_DIR` that the command line left out (`given[s] === undefined`),
+ * taken from the run's `recipe.json` as the run's own evaluations use them (`heldOutSettings`):
+ * its tasks, each at its `difficulty.start` level (at `difficulty` instead when given),
+ * `evaluation.k`, `evaluation.instancesPerTask` and `pipeline.maxNewTokens`. One line to `log`
+ * says which; nothing is read or said when every setting was given.
+ * @throws CliError when `recipe.json` is not JSON or not a valid recipe (the recipe's problems,
+ *   and how to evaluate without it).
+ */
+async function runEvalSettings(
+  path: string,
+  given: Record<RunEvalSetting, unknown>,
+  difficulty: number | undefined,
+  log: (line: string) => void,
+): Promise<{ tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number }> {
+  const missing = (Object.keys(given) as RunEvalSetting[]).filter((s) => given[s] === undefined)
+  if (missing.length === 0) return {}
+  const file = runDirPaths(path).recipeFile
+  const without = 'give --tasks, --k, --instances and --max-new-tokens to evaluate without it'
+  let stored: unknown
+  try {
+    stored = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new CliError(`cannot read the run's recipe: ${file}: not JSON; ${without}`, { cause: err })
+  }
+  // `recipes/` loads the tensor library: imported only when a run's recipe is read.
+  const { builtinTaskCatalog, heldOutSettings, RecipeError, resolveRecipe } = await import(
+    '../../recipes/index.ts'
+  )
+  let settings: ReturnType<typeof heldOutSettings>
+  try {
+    settings = heldOutSettings(resolveRecipe(stored, builtinTaskCatalog(), file))
+  } catch (err) {
+    if (err instanceof RecipeError) throw new CliError(`${err.message}\n${without}`, { cause: err })
+    throw err
+  }
+  const out: { tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number } = {}
+  const said: string[] = []
+  if (given.tasks === undefined) {
+    out.tasks = settings.tasks.map((t) => ({
+      name: t.name,
+      difficulty:
+        difficulty === undefined
+          ? t.difficulty
+          : checkLevel(getTask(t.name), difficulty, `--difficulty ${difficulty}`),
+    }))
+    said.push(
+      `tasks ${settings.tasks.map((t) => (difficulty === undefined ? `${t.name}:${t.difficulty}` : t.name)).join(',')}`,
+    )
+  }
+  if (given.k === undefined) {
+    out.k = settings.k
+    said.push(`k ${settings.k}`)
+  }
+  if (given.instances === undefined) {
+    out.instances = settings.instances
+    said.push(`${settings.instances} instances per task`)
+  }
+  if (given.maxNewTokens === undefined) {
+    out.maxNewTokens = settings.maxNewTokens
+    said.push(`at most ${settings.maxNewTokens} new tokens per turn`)
+  }
+  log(`using the run's ${said.join(', ')} (${file}; an option given on the command line wins)`)
+  return out
+}
+
+/**
+ * `triad eval CHECKPOINT`: avg@k and pass@k (with standard errors) per task on the held-out
+ * split, k samples of each of `--instances` eval instances. `CHECKPOINT` may be a run directory,
+ * which stands for its latest checkpoint and evaluates as the run does: the tasks, k, instances
+ * and turn length not given come from its `recipe.json` (`runEvalSettings`). With `--run`, the
+ * table also goes to the run's `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
+ * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level, a run
+ *   directory whose `recipe.json` is not a valid recipe (when a setting is read from it), and,
+ *   before anything is evaluated, for a `--name` whose `eval/<name>.json` exists already.
+ */
+export async function runEval(path: string, o: EvalOptions): Promise<void> {
+  const explicitTasks = o.tasks === undefined ? undefined : parseTasks(o.tasks, o.difficulty)
   if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
     throw new CliError('--name, --step and --title describe the file written with --run: give --run too')
   if (o.name !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.name))
     throw new CliError(`--name must be a file name of letters, digits, '.', '_' and '-', got '${o.name}'`)
   const step = o.step
   const checkpoint = resolveEvalCheckpoint(path, (line) => process.stderr.write(`${line}\n`))
+  const given = { tasks: o.tasks, k: o.k, instances: o.instances, maxNewTokens: o.maxNewTokens }
+  // A checkpoint directory comes back as it is; a run directory as its latest checkpoint.
+  const fromRun =
+    checkpoint === path
+      ? {}
+      : await runEvalSettings(path, given, o.difficulty, (line) => process.stderr.write(`${line}\n`))
+  const tasks = explicitTasks ?? fromRun.tasks ?? parseTasks(EVAL_DEFAULTS.tasks, o.difficulty)
+  const k = o.k ?? fromRun.k ?? EVAL_DEFAULTS.k
+  const instances = o.instances ?? fromRun.instances ?? EVAL_DEFAULTS.instances
+  const maxNewTokens = o.maxNewTokens ?? fromRun.maxNewTokens ?? EVAL_DEFAULTS.maxNewTokens
   const run = o.run
     ? (
         await openRunDir(o.run).catch((err: Error) => {
@@ -138,7 +243,7 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     tasks,
     k,
     instances,
-    maxNewTokens: o.maxNewTokens,
+    maxNewTokens,
     temperature: o.temperature,
     seed: o.seed,
     onProgress: (done, total) => {
@@ -188,17 +293,32 @@ export function registerEval(program: Command): void {
     .description('avg@k and pass@k per task on the held-out split, with standard errors')
     .argument(
       '<checkpoint>',
-      'a checkpoint directory (model.safetensors, config.json, tokenizer.json), or a run directory for its latest checkpoint',
+      "a checkpoint directory (model.safetensors, config.json, tokenizer.json), or a run directory for its latest checkpoint, evaluated with the run's settings",
     )
     .option(
       '--tasks <names>',
-      'comma-separated tasks, each optionally with its level (calc:2)',
-      'calc,sql,maze',
+      `comma-separated tasks, each optionally with its level (calc:2) (default: a run directory's tasks at their starting levels, else "${EVAL_DEFAULTS.tasks}")`,
     )
-    .option('--k <n>', 'samples per instance', integerOption({ min: 1 }), 8)
-    .option('--instances <n>', 'held-out instances per task', integerOption({ min: 1 }), 16)
-    .option('--difficulty <level>', "difficulty level (default: each task's default)", integerOption())
-    .option('--max-new-tokens <n>', 'most tokens per turn', integerOption({ min: 1 }), 96)
+    .option(
+      '--k <n>',
+      `samples per instance (default: a run directory's evaluation.k, else ${EVAL_DEFAULTS.k})`,
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--instances <n>',
+      `held-out instances per task (default: a run directory's evaluation.instancesPerTask, else ${EVAL_DEFAULTS.instances})`,
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--difficulty <level>',
+      "level of each task without one in --tasks (default: each task's default; a run directory's tasks: their starting levels)",
+      integerOption(),
+    )
+    .option(
+      '--max-new-tokens <n>',
+      `most tokens per turn (default: a run directory's pipeline.maxNewTokens, else ${EVAL_DEFAULTS.maxNewTokens})`,
+      integerOption({ min: 1 }),
+    )
     .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
     .option('--seed <n>', 'sampling seed', integerOption({ min: 0 }), 0)
     .option('--run <dir>', 'also write the table into this run directory (eval/)')

@@ -10,6 +10,36 @@ import { runTriad } from '../support/triad-process.ts'
 /** One sample of one instance, at most 4 new tokens, on wasm: a quick eval of a tiny checkpoint. */
 const QUICK_EVAL = ['--k', '1', '--instances', '1', '--max-new-tokens', '4', '--backend', 'wasm']
 
+/** A run directory with `recipe` as its recipe.json and a tiny checkpoint at learner step 4. */
+async function runWithCheckpoint(recipe: object): Promise<{ path: string; recipeFile: string }> {
+  const run = await createRunDir({
+    runsDir: mkdtempSync(join(tmpdir(), 'triad-evalrun-')),
+    name: 'rd',
+    recipe,
+  })
+  const step = join(run.checkpointsDir, 'step-4')
+  await writeTinyCheckpoint(step)
+  writeFileSync(
+    join(run.checkpointsDir, 'latest.json'),
+    JSON.stringify({ version: 4, usedSeqs: [], dir: step }),
+  )
+  return { path: run.path, recipeFile: run.recipeFile }
+}
+
+/** A run's recipe that evaluates calc only, k 2 on 2 instances, 4 new tokens per turn: quick. */
+const CALC_RECIPE = {
+  name: 'rd',
+  tasks: [{ name: 'calc' }],
+  evaluation: { k: 2, instancesPerTask: 2 },
+  pipeline: { maxNewTokens: 4 },
+}
+
+type EvalJson = {
+  k: number
+  instances: number
+  rows: { task: string; difficulty: number; n: number; k: number }[]
+}
+
 describe('bin/eval - bad input', () => {
   it('eval - a corrupt checkpoint is a clear error naming the file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'triad-badckpt-'))
@@ -96,6 +126,49 @@ describe('bin/eval - bad input', () => {
     assert.deepEqual(readdirSync(run.evalDir), ['step-000002.json'])
   })
 
+  it('eval RUN_DIR - a recipe.json that is not a valid recipe is an error when a setting is read from it', async () => {
+    const run = await runWithCheckpoint({})
+    const r = await runTriad([
+      'eval',
+      run.path,
+      '--tasks',
+      'calc',
+      '--k',
+      '1',
+      '--instances',
+      '1',
+      '--backend',
+      'wasm',
+    ])
+    assert.equal(r.code, 1)
+    assert.equal(
+      r.stderr.split('\n').slice(1).join('\n'),
+      `triad: invalid recipe ${run.recipeFile}:\ntasks: is required (array)\ngive --tasks, --k, --instances and --max-new-tokens to evaluate without it\n`,
+    )
+    assert.equal(r.stdout, '')
+  })
+
+  it('eval RUN_DIR - a recipe.json that is not JSON is an error when a setting is read from it', async () => {
+    const run = await runWithCheckpoint(CALC_RECIPE)
+    writeFileSync(run.recipeFile, '{not json')
+    const r = await runTriad(['eval', run.path, '--tasks', 'calc', '--backend', 'wasm'])
+    assert.equal(r.code, 1)
+    assert.equal(
+      r.stderr.split('\n').slice(1).join('\n'),
+      `triad: cannot read the run's recipe: ${run.recipeFile}: not JSON; give --tasks, --k, --instances and --max-new-tokens to evaluate without it\n`,
+    )
+  })
+
+  it("eval RUN_DIR - --difficulty outside a level of the run's tasks is refused, naming the option", async () => {
+    const run = await runWithCheckpoint(CALC_RECIPE)
+    const r = await runTriad(['eval', run.path, '--difficulty', '9', '--backend', 'wasm'])
+    assert.equal(r.code, 1)
+    assert.equal(
+      r.stderr.split('\n').slice(1).join('\n'),
+      "triad: --difficulty 9: difficulty 9 is invalid: task 'calc' has levels 1..7\n",
+    )
+  })
+
   it('eval - a run directory without checkpoints says so', async () => {
     const run = await createRunDir({
       runsDir: mkdtempSync(join(tmpdir(), 'triad-evalrun-')),
@@ -141,6 +214,47 @@ describe('bin/eval - into a run directory', () => {
     assert.deepEqual(
       out.rows.map((row) => [row.task, row.n]),
       [['calc', 1]],
+    )
+  })
+
+  it("eval RUN_DIR - options not given come from the run's recipe.json, and one line says which", async () => {
+    const run = await runWithCheckpoint(CALC_RECIPE)
+    const r = await runTriad(['eval', run.path, '--backend', 'wasm', '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.ok(
+      r.stderr
+        .split('\n')
+        .includes(
+          `using the run's tasks calc:1, k 2, 2 instances per task, at most 4 new tokens per turn (${run.recipeFile}; an option given on the command line wins)`,
+        ),
+      r.stderr,
+    )
+    const out = JSON.parse(r.stdout) as EvalJson
+    assert.equal(out.k, 2)
+    assert.equal(out.instances, 2)
+    assert.deepEqual(
+      out.rows.map((row) => [row.task, row.difficulty, row.n, row.k]),
+      [['calc', 1, 2, 2]],
+    )
+  })
+
+  it("eval RUN_DIR - options given on the command line win over the run's recipe", async () => {
+    const run = await runWithCheckpoint(CALC_RECIPE)
+    const r = await runTriad(['eval', run.path, '--tasks', 'maze', '--k', '1', '--backend', 'wasm', '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.ok(
+      r.stderr
+        .split('\n')
+        .includes(
+          `using the run's 2 instances per task, at most 4 new tokens per turn (${run.recipeFile}; an option given on the command line wins)`,
+        ),
+      r.stderr,
+    )
+    const out = JSON.parse(r.stdout) as EvalJson
+    assert.equal(out.k, 1)
+    assert.deepEqual(
+      out.rows.map((row) => [row.task, row.n, row.k]),
+      [['maze', 2, 1]],
     )
   })
 
