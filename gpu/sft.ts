@@ -158,11 +158,13 @@ export async function sftStep(
   const remote = parts.slice(1)
   const weights = remote.length ? await getWeights(model) : undefined
   const pending = remote.map((b, i) => workers!.compute(i, b, weights))
-  const local = await lossAndGrads(model, () => sftLoss(model, parts[0]!))
-  let grads = local.grads
-  let loss = local.loss
   const lossTokens = parts.reduce((n, b) => n + b.lossTokens, 0)
+  let grads: Record<string, tf.Tensor> | undefined
   try {
+    // Inside the try: when this thread's pass fails, the workers' replies are still awaited below.
+    const local = await lossAndGrads(model, () => sftLoss(model, parts[0]!))
+    grads = local.grads
+    let loss = local.loss
     if (remote.length) {
       const results = await Promise.all(pending)
       const total = Math.max(1, lossTokens)
@@ -198,7 +200,7 @@ export async function sftStep(
       ms: now() - start,
     }
   } finally {
-    tf.dispose(grads)
+    if (grads) tf.dispose(grads)
     await Promise.allSettled(pending)
   }
 }
