@@ -211,6 +211,7 @@ export class NatsTransport implements Transport {
     const aborted = () => new RequestAbortedError(subject, signal?.reason)
     const deadline = this.clock.now() + options.timeoutMs
     let pause = 10
+    let noResponders = false
     for (;;) {
       if (signal?.aborted) throw aborted()
       const left = deadline - this.clock.now()
@@ -226,10 +227,15 @@ export class NatsTransport implements Transport {
         if (err instanceof RequestAbortedError) throw err
         if (isNoResponders(err)) {
           if (options.retryNoResponders === false) throw new NoRespondersError(subject)
+          noResponders = true
           await sleep(this.clock, Math.min(pause, Math.max(1, deadline - this.clock.now())), signal)
           pause = Math.min(pause * 2, 250)
           continue
         }
+        // A retry after "no responders" that ran out of time: its timeout was only what was left of
+        // the deadline (less than a round trip near the end), and nobody had answered before it.
+        if (isTimeout(err) && noResponders && this.clock.now() >= deadline)
+          throw new NoRespondersError(subject)
         if (isTimeout(err)) throw new RequestTimeoutError(subject, options.timeoutMs, err)
         if (this.closed || this.nc.isClosed()) throw new TransportClosedError(`nats (${this.name})`)
         throw err

@@ -85,7 +85,8 @@ describe('actors/rollout/policy-router - cross-policy sampling', () => {
   })
 
   it('router - with no stale engine serving, stale turns fall back to the fresh engines at once', async () => {
-    const router = new PolicyRouter(t, 'other-run', 1, mulberry32(1))
+    // A 2 s deadline: the fresh side retries "no responders" until it (the default is 2 minutes).
+    const router = new PolicyRouter(t, 'other-run', 1, mulberry32(1), 2_000)
     await assert.rejects(
       router.generate({
         prompt: Int32Array.from([1]),
