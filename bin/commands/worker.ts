@@ -109,8 +109,11 @@ export async function runWorker(
     `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
   )
   await new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve)
-    process.once('SIGINT', resolve)
+    // `on`, not `once`: a second signal during the stop (Ctrl-C reaches the whole process group,
+    // then `triad run` sends SIGTERM) must not kill the process mid-stop by the default action;
+    // the watchdog below bounds the stop.
+    process.on('SIGTERM', () => resolve())
+    process.on('SIGINT', () => resolve())
     finished?.then(resolve, (err: Error) => {
       process.stderr.write(`triad worker: ${role} failed: ${err.stack ?? err.message}\n`)
       process.stdout.write(`${childFailureLine(err)}\n`)
