@@ -130,3 +130,23 @@ export class SftWorkers {
     await Promise.all(this.threads.map((t) => t.worker.terminate()))
   }
 }
+
+/**
+ * Runs `body` with the worker threads a data-parallel SFT over `threads` threads needs (`threads -
+ * 1` of them, each on `backend` with a model of `config`; none for one thread) and stops them
+ * afterwards, whether `body` resolves or throws.
+ * @throws SftWorkerError when a thread fails to start; whatever `body` throws.
+ */
+export async function withSftWorkers<T>(
+  threads: number,
+  config: FullTransformerConfig,
+  backend: string,
+  body: (workers: SftWorkers | undefined) => Promise<T>,
+): Promise<T> {
+  const workers = threads > 1 ? await SftWorkers.start(threads - 1, config, backend) : undefined
+  try {
+    return await body(workers)
+  } finally {
+    await workers?.close()
+  }
+}

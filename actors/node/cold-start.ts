@@ -4,12 +4,12 @@ import {
   type RenderedChat,
   renderChat,
   type SftLogRecord,
-  SftWorkers,
   sftStepCount,
   Tokenizer,
   type Transformer,
   trainSft,
   warmupCosine,
+  withSftWorkers,
 } from '../../gpu/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
@@ -122,30 +122,29 @@ export async function coldStart(
 ): Promise<{ records: SftLogRecord[]; examples: number; truncated: number }> {
   const { examples, truncated } = expertExamples(episodes, tokenizer, model.config.contextLength)
   if (examples.length === 0) throw new Error('no expert trajectories: sft.expertTrajectoriesPerTask is 0')
-  const threads = config.sft.threads ?? 1
-  const workers = threads > 1 ? await SftWorkers.start(threads - 1, model.config, backend) : undefined
-  const optimizer = new AdamW(model.params)
-  try {
-    const batching = {
-      epochs: config.sft.epochs,
-      batchTokens: config.sft.batchTokens,
-      maxSteps: config.sft.maxSteps,
-      workers,
+  return withSftWorkers(config.sft.threads ?? 1, model.config, backend, async (workers) => {
+    const optimizer = new AdamW(model.params)
+    try {
+      const batching = {
+        epochs: config.sft.epochs,
+        batchTokens: config.sft.batchTokens,
+        maxSteps: config.sft.maxSteps,
+        workers,
+      }
+      const steps = sftStepCount(examples, model, batching)
+      const records = await trainSft(model, optimizer, examples, {
+        ...batching,
+        schedule: warmupCosine({
+          peakLr: config.sft.lr,
+          warmupSteps: Math.max(1, Math.floor(steps / 10)),
+          totalSteps: steps,
+        }),
+        seed: config.seed,
+        onLog: (record) => onLog(record, steps),
+      })
+      return { records, examples: examples.length, truncated }
+    } finally {
+      optimizer.dispose()
     }
-    const steps = sftStepCount(examples, model, batching)
-    const records = await trainSft(model, optimizer, examples, {
-      ...batching,
-      schedule: warmupCosine({
-        peakLr: config.sft.lr,
-        warmupSteps: Math.max(1, Math.floor(steps / 10)),
-        totalSteps: steps,
-      }),
-      seed: config.seed,
-      onLog: (record) => onLog(record, steps),
-    })
-    return { records, examples: examples.length, truncated }
-  } finally {
-    optimizer.dispose()
-    await workers?.close()
-  }
+  })
 }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { readCheckpointWeights, type SftLogRecord, SftWorkers, saveCheckpoint } from '../../gpu/index.ts'
+import { readCheckpointWeights, type SftLogRecord, saveCheckpoint, withSftWorkers } from '../../gpu/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
 import {
@@ -128,20 +128,16 @@ export async function rewardModelColdStart(
     ...expert,
     seedBase: HELD_OUT_SEED_BASE,
   })
-  const workers = threads > 1 ? await SftWorkers.start(threads - 1, rm.model.config, backend) : undefined
-  let r: Awaited<ReturnType<typeof trainVerdictSft>>
-  try {
-    r = await trainVerdictSft(rm, train, heldOut, {
+  const r = await withSftWorkers(threads, rm.model.config, backend, (workers) =>
+    trainVerdictSft(rm, train, heldOut, {
       steps: sft.steps,
       lr: sft.lr,
       batchTokens: sft.batchTokens,
       seed: config.seed,
       onLog,
       workers,
-    })
-  } finally {
-    await workers?.close()
-  }
+    }),
+  )
   const trainGood = train.filter((s) => s.good).length
   return {
     steps: r.records.length,
