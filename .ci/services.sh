@@ -9,6 +9,15 @@ command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
 [ -x /bin/busybox ] || need_apt+=(busybox-static)
 command -v chromium >/dev/null || need_apt+=(chromium)
+# The sandbox's toolchains (sandboxes/languages.ts): Debian's, under /usr, which the sandbox image
+# bind-mounts. Checked by path: a rustc or go under ~/.cargo or /usr/local is not what the sandbox sees.
+[ -x /usr/bin/javac ] || need_apt+=(default-jdk-headless)
+[ -x /usr/bin/go ] || need_apt+=(golang-go)
+[ -x /usr/bin/rustc ] || need_apt+=(rustc)
+[ -f /usr/share/nodejs/typescript/lib/typescript.js ] || need_apt+=(node-typescript)
+[ -x /usr/bin/g++ ] || need_apt+=(g++)
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || need_apt+=(python3-numpy)
+dpkg -s libopenblas0-pthread >/dev/null 2>&1 || need_apt+=(libopenblas0-pthread)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "services: installing ${need_apt[*]}"
   apt-get update -qq

@@ -7,12 +7,19 @@ import { defineMessage } from './message.ts'
  * exactly SandboxFusion's (note `memory_limit_MB` with capitals).
  */
 
-/** Languages a triad sandbox runs. Closed set; a request for another is refused (HTTP 422). */
+/**
+ * Languages a triad sandbox runs, named as SandboxFusion names them. Closed set; a request for
+ * another is refused (HTTP 422). How each is compiled and run: `sandboxes/languages.ts`.
+ */
 export const SandboxLanguage = {
   Python: 'python',
   Bash: 'bash',
   Nodejs: 'nodejs',
   Cpp: 'cpp',
+  Java: 'java',
+  Go: 'go',
+  Rust: 'rust',
+  Typescript: 'typescript',
 } as const
 export type SandboxLanguage = (typeof SandboxLanguage)[keyof typeof SandboxLanguage]
 export const SANDBOX_LANGUAGES = Object.values(SandboxLanguage) as [SandboxLanguage, ...SandboxLanguage[]]
@@ -51,7 +58,8 @@ export const RunCodeRequestSchema = z.object({
   compile_timeout: z.number().positive().default(10),
   /** Wall-clock limit of the run step, seconds (`Seconds`). */
   run_timeout: z.number().positive().default(10),
-  /** Memory limit of the program in MiB; -1 for the server's own limit (the largest allowed). */
+  /** Memory limit of the program in MiB; -1 (or 0) for the server's own limit (the largest allowed).
+   *  Below the language's minimum (`sandboxes/languages.ts`, 16 MiB for python) it is refused. */
   memory_limit_MB: z.number().int().min(-1).default(-1),
   /** Files written into the work dir before the run: relative path to base64 content. */
   files: z.record(z.string(), z.string().nullable()).default({}),

@@ -6,13 +6,17 @@ import {
   mkdtempSync,
   readlinkSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Docker from 'dockerode'
+import { SANDBOX_LANGUAGES, type SandboxLanguage } from '../protocols/index.ts'
 import { SandboxImageError } from './errors.ts'
+import { hostEtcPaths } from './host-etc.ts'
+import { LANGUAGES, missingToolchain } from './languages.ts'
 
 /** The default image name. */
 export const DEFAULT_IMAGE = 'triad-sandbox:latest'
@@ -23,21 +27,26 @@ export const BINDS_LABEL = 'triad.sandbox.binds'
 /** Image label: layout version; a backend refuses an image of another layout. */
 export const LAYOUT_LABEL = 'triad.sandbox.layout'
 /** Current layout version of the image. */
-export const LAYOUT_VERSION = '2'
+export const LAYOUT_VERSION = '3'
 
 /** What `buildSandboxImage` made. */
 export interface BuiltImage {
   image: string
   id: string
-  /** Host folders bind-mounted read-only into every container (they bring python3, node, bash, g++). */
+  /** Host folders bind-mounted read-only into every container (they bring the toolchains). */
   binds: string[]
+  /** Languages whose toolchain is not on this host (see `missingToolchain`): they fail to run. */
+  missing: { language: SandboxLanguage; paths: string[]; packages: readonly string[] }[]
 }
 
 /**
  * Builds the sandbox image locally, without a registry: a tiny root filesystem (mount points,
  * `/etc/passwd` with the `sandbox` user, symlinks mirroring the host's merged /usr) imported with
- * `docker import`. The interpreters come from the host's /usr (and /lib, /lib64 when they are not
- * symlinks), bind-mounted read-only into each container; the binds are recorded in a label.
+ * `docker import`. The interpreters and compilers come from the host's /usr (and /lib, /lib64 when
+ * they are not symlinks) and the /etc entries they need (`hostEtcPaths`: alternatives, the loader
+ * cache, the JDK's configuration), bind-mounted read-only into each container; the binds are
+ * recorded in a label. The toolchains are Debian's packages on the host (`.ci/services.sh`
+ * installs them); languages whose toolchain is missing are reported in `missing`.
  * @throws SandboxImageError when docker is not reachable or the import fails.
  */
 export async function buildSandboxImage(o: { image?: string; docker?: Docker } = {}): Promise<BuiltImage> {
@@ -62,6 +71,12 @@ export async function buildSandboxImage(o: { image?: string; docker?: Docker } =
         mkdirSync(join(root, top))
         binds.push(`/${top}:/${top}:ro`)
       }
+    }
+    for (const p of hostEtcPaths()) {
+      // the mount point: a folder for a folder, an empty file for a file
+      if (statSync(p).isDirectory()) mkdirSync(join(root, p))
+      else writeFileSync(join(root, p), '')
+      binds.push(`${p}:${p}:ro`)
     }
     writeFileSync(
       join(root, 'etc/passwd'),
@@ -98,7 +113,12 @@ export async function buildSandboxImage(o: { image?: string; docker?: Docker } =
     const failed = events.find((e) => e.error)
     if (failed) throw new SandboxImageError(image, `docker import failed: ${failed.error}`)
     const info = await docker.getImage(image).inspect()
-    return { image, id: info.Id, binds }
+    const missing = SANDBOX_LANGUAGES.map((language) => ({
+      language,
+      paths: missingToolchain(language),
+      packages: LANGUAGES[language].packages,
+    })).filter((m) => m.paths.length > 0)
+    return { image, id: info.Id, binds, missing }
   } finally {
     rmSync(root, { recursive: true, force: true })
   }

@@ -1,9 +1,15 @@
+import { existsSync, readFileSync } from 'node:fs'
 import type { SandboxLanguage } from '../protocols/index.ts'
 
 /**
  * How each language is compiled and run inside a sandbox. Paths are absolute so that no `PATH`
- * lookup happens inside the sandbox. `{src}` is the source file name and `{bin}` the compiled
- * program, both relative to the job's work dir.
+ * lookup happens inside the sandbox. Commands and environment values may hold placeholders, filled
+ * per job by `languageCommands`:
+ * - `{workdir}`: the job's work dir (absolute);
+ * - `{heap_mb}`: half the job's memory limit, MiB (the JVM's `-Xmx`, leaving the other half for
+ *   the JVM's own code, metaspace, thread stacks and the program's native memory);
+ * - `{cpus}`: the job's CPU limit rounded up to whole cores (at least 1), so that the JVM and Go
+ *   size their thread pools to the cores the job may use, not to the host's.
  */
 export interface LanguageSpec {
   /** File the code is written to, relative to the work dir. */
@@ -12,16 +18,143 @@ export interface LanguageSpec {
   readonly compile?: readonly string[]
   /** Run command (argv). */
   readonly run: readonly string[]
+  /** Environment added to the sandbox's own for both steps (compile and run). */
+  readonly env?: Readonly<Record<string, string>>
+  /**
+   * Smallest `memory_limit_MB` (MiB) the language is served with: about 1.5 times the peak resident
+   * memory of its compiler or interpreter on a hello-world program (measured with Debian 12's
+   * toolchains), so that a smaller ask is refused (HTTP 422) instead of failing in an OOM kill.
+   */
+  readonly minMemoryMB: number
+  /** Debian 12 packages that bring the toolchain onto the host's /usr (`.ci/services.sh`
+   *  installs them; the image bind-mounts /usr). */
+  readonly packages: readonly string[]
+  /** Paths besides the commands' programs that the toolchain needs. */
+  readonly needs?: readonly string[]
 }
 
-/** The language table. Read-only; a failed lookup lists the valid names (see `languageSpec`). */
+/**
+ * TypeScript is transpiled, not type-checked, as `tsx` and `ts-node --transpile-only` run it: a
+ * syntax error fails the compile step, a type error does not (Debian ships no `@types/node`, so a
+ * type check would refuse every program that reads stdin with `require('fs')`). This script, run by
+ * node with Debian's TypeScript (`node-typescript`), writes `main.js` or prints the diagnostics.
+ */
+const TYPESCRIPT_TRANSPILE: string = readFileSync(
+  new URL('./typescript-transpile.cjs', import.meta.url),
+  'utf8',
+)
+
+/** The language table. Read-only; unknown names are refused by the request schema (HTTP 422). */
 export const LANGUAGES: Readonly<Record<SandboxLanguage, LanguageSpec>> = {
-  python: { source: 'main.py', run: ['/usr/bin/python3', 'main.py'] },
-  bash: { source: 'main.sh', run: ['/bin/bash', 'main.sh'] },
-  nodejs: { source: 'main.js', run: ['/usr/bin/node', 'main.js'] },
+  python: { source: 'main.py', run: ['/usr/bin/python3', 'main.py'], minMemoryMB: 16, packages: ['python3'] },
+  bash: { source: 'main.sh', run: ['/bin/bash', 'main.sh'], minMemoryMB: 16, packages: ['bash'] },
+  nodejs: { source: 'main.js', run: ['/usr/bin/node', 'main.js'], minMemoryMB: 64, packages: ['nodejs'] },
   cpp: {
     source: 'main.cpp',
     compile: ['/usr/bin/g++', '-O2', '-std=c++17', '-o', 'main', 'main.cpp'],
     run: ['./main'],
+    minMemoryMB: 128,
+    packages: ['g++'],
   },
+  java: {
+    // The public class must be `Main` (the file is Main.java), as in SandboxFusion.
+    source: 'Main.java',
+    compile: [
+      '/usr/bin/javac',
+      '-J-Xmx{heap_mb}m',
+      '-J-XX:+UseSerialGC',
+      '-J-XX:TieredStopAtLevel=1',
+      '-J-XX:ActiveProcessorCount={cpus}',
+      '-encoding',
+      'UTF-8',
+      'Main.java',
+    ],
+    run: [
+      '/usr/bin/java',
+      '-Xmx{heap_mb}m',
+      '-XX:+UseSerialGC',
+      '-XX:ActiveProcessorCount={cpus}',
+      '-XX:ReservedCodeCacheSize=64m',
+      '-XX:CompressedClassSpaceSize=64m',
+      '-cp',
+      '.',
+      'Main',
+    ],
+    minMemoryMB: 128,
+    packages: ['default-jdk-headless'],
+  },
+  go: {
+    source: 'main.go',
+    compile: ['/usr/bin/go', 'build', '-o', 'main', 'main.go'],
+    run: ['./main'],
+    env: {
+      // the build cache lives in the work dir (wiped after the job); /usr is read-only
+      GOCACHE: '{workdir}/.cache/go-build',
+      GOPATH: '{workdir}/.go',
+      GOMAXPROCS: '{cpus}',
+      GOFLAGS: '-p={cpus}',
+    },
+    minMemoryMB: 128,
+    packages: ['golang-go'],
+  },
+  rust: {
+    source: 'main.rs',
+    compile: ['/usr/bin/rustc', '-O', '--edition', '2021', '-o', 'main', 'main.rs'],
+    run: ['./main'],
+    minMemoryMB: 256,
+    packages: ['rustc'],
+  },
+  typescript: {
+    source: 'main.ts',
+    compile: ['/usr/bin/node', '-e', TYPESCRIPT_TRANSPILE, 'main.ts', 'main.js'],
+    run: ['/usr/bin/node', 'main.js'],
+    minMemoryMB: 192,
+    packages: ['node-typescript', 'nodejs'],
+    needs: ['/usr/share/nodejs/typescript/lib/typescript.js'],
+  },
+}
+
+/** The commands and environment of one job of a language, placeholders filled. */
+export interface LanguageCommands {
+  source: string
+  compile: string[] | null
+  run: string[]
+  env: Record<string, string>
+}
+
+/**
+ * Fills a language's placeholders for one job.
+ * @param o.memoryMB the job's memory limit, MiB; o.cpus its CPU limit, cores; o.workdir its work dir.
+ */
+export function languageCommands(
+  language: SandboxLanguage,
+  o: { memoryMB: number; cpus: number; workdir: string },
+): LanguageCommands {
+  const spec = LANGUAGES[language]
+  const values: Record<string, string> = {
+    workdir: o.workdir,
+    heap_mb: String(Math.max(8, Math.floor(o.memoryMB / 2))),
+    cpus: String(Math.max(1, Math.ceil(o.cpus))),
+  }
+  const fill = (s: string) => s.replace(/\{(workdir|heap_mb|cpus)\}/g, (_, k: string) => values[k]!)
+  // the transpile script is passed whole: its text is not a template
+  const fillArgv = (argv: readonly string[]) => argv.map((a) => (a === TYPESCRIPT_TRANSPILE ? a : fill(a)))
+  return {
+    source: spec.source,
+    compile: spec.compile ? fillArgv(spec.compile) : null,
+    run: fillArgv(spec.run),
+    env: Object.fromEntries(Object.entries(spec.env ?? {}).map(([k, v]) => [k, fill(v)])),
+  }
+}
+
+/**
+ * The toolchain paths of a language missing on this host (its commands' programs and `needs`).
+ * @returns absolute paths, empty when the language can run.
+ */
+export function missingToolchain(language: SandboxLanguage): string[] {
+  const spec = LANGUAGES[language]
+  const paths = [spec.compile?.[0], spec.run[0], ...(spec.needs ?? [])].filter(
+    (p): p is string => p?.startsWith('/') === true,
+  )
+  return paths.filter((p) => !existsSync(p))
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import type { RunCodeRequest } from '../protocols/index.ts'
 import { BackendKind, type BackendStats, type SandboxBackend } from './backend.ts'
 import { SlotCgroup } from './cgroup.ts'
+import { hostEtcPaths } from './host-etc.ts'
 import type { SandboxLimits } from './limits.ts'
 import { RunnerChannel } from './runner-channel.ts'
 import { makeJob, memoryOf, RUNNER_ARGV, type RunnerJob, type RunnerResult, WORKDIR } from './runner-job.ts'
@@ -207,6 +208,9 @@ export class LocalBackend implements SandboxBackend {
         // absent on this host
       }
     }
+    // bwrap makes a missing parent 0700: /etc must be readable by the job's uid
+    args.push('--perms', '0755', '--dir', '/etc')
+    for (const p of hostEtcPaths()) args.push('--ro-bind', p, p)
     const size = String(this.limits.workdirBytes)
     args.push(
       ...['--proc', '/proc', '--dev', '/dev'],

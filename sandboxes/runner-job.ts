@@ -10,8 +10,9 @@ import {
   statusOf,
 } from '../protocols/index.ts'
 import { SandboxRequestError } from './errors.ts'
-import { LANGUAGES } from './languages.ts'
+import { languageCommands } from './languages.ts'
 import type { SandboxLimits } from './limits.ts'
+import { checkRequest } from './request-checks.ts'
 
 /**
  * The job runner that runs inside every sandbox (`runner.py`, Python standard library only): it
@@ -72,18 +73,6 @@ export type RunnerResult =
 /** The work dir of a job inside the sandbox. */
 export const WORKDIR = '/work'
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
-
-/**
- * Checks a path of `files` / `fetch_files`: relative, inside the work dir.
- * @throws SandboxRequestError (HTTP 422) for an absolute path, `..`, or an empty path.
- */
-export function checkRelativePath(path: string, field: string): void {
-  const parts = path.split('/').filter((p) => p !== '' && p !== '.')
-  if (path.startsWith('/') || path.includes('\0') || parts.length === 0 || parts.includes('..'))
-    throw new SandboxRequestError(`${field}: path '${path}' must be relative and stay inside the work dir`)
-}
-
 /** Memory limit of a job, MiB: the request's ask clamped to the server's limit (-1 means the limit). */
 export function memoryOf(request: RunCodeRequest, limits: SandboxLimits): number {
   return request.memory_limit_MB <= 0 ? limits.memoryMB : Math.min(request.memory_limit_MB, limits.memoryMB)
@@ -91,7 +80,7 @@ export function memoryOf(request: RunCodeRequest, limits: SandboxLimits): number
 
 /**
  * Builds the runner job of a request.
- * @throws SandboxRequestError for bad file paths, bad base64, or files larger than the work dir.
+ * @throws SandboxRequestError for what `checkRequest` refuses, or files larger than the work dir.
  */
 export function makeJob(
   request: RunCodeRequest,
@@ -105,14 +94,15 @@ export function makeJob(
     rlimitAsBytes?: Bytes
   },
 ): RunnerJob {
-  const spec = LANGUAGES[request.language]
+  checkRequest(request, limits)
+  const workdir = o.workdir ?? WORKDIR
+  const lang = languageCommands(request.language, {
+    memoryMB: memoryOf(request, limits),
+    cpus: limits.cpus,
+    workdir,
+  })
   let total = Buffer.byteLength(request.code)
-  for (const [path, b64] of Object.entries(request.files)) {
-    checkRelativePath(path, 'files')
-    if (b64 !== null && !BASE64.test(b64)) throw new SandboxRequestError(`files: '${path}' is not base64`)
-    total += ((b64?.length ?? 0) * 3) / 4
-  }
-  for (const path of request.fetch_files) checkRelativePath(path, 'fetch_files')
+  for (const b64 of Object.values(request.files)) total += ((b64?.length ?? 0) * 3) / 4
   if (total > limits.workdirBytes)
     throw new SandboxRequestError(
       `files and code take ${Math.round(total)} bytes, over the work dir size of ${limits.workdirBytes}`,
@@ -126,22 +116,22 @@ export function makeJob(
   }
   if (o.rlimitAsBytes !== undefined) rlimits['as'] = o.rlimitAsBytes
   return {
-    workdir: o.workdir ?? WORKDIR,
+    workdir,
     uid: o.uid,
     gid: o.gid,
-    source: spec.source,
+    source: lang.source,
     code: request.code,
     stdin: request.stdin ?? null,
     files: request.files,
     fetch_files: request.fetch_files,
-    compile: spec.compile ?? null,
-    run: spec.run,
+    compile: lang.compile,
+    run: lang.run,
     compile_timeout: Math.min(request.compile_timeout, limits.maxTimeout),
     run_timeout: Math.min(request.run_timeout, limits.maxTimeout),
     output_limit: limits.outputBytes,
     fetch_limit: limits.fetchBytes,
     rlimits,
-    env: { ...SANDBOX_ENV },
+    env: { ...SANDBOX_ENV, ...lang.env },
     cleanup: o.cleanup,
     kill_mode: o.killMode ?? 'all',
   }

@@ -32,9 +32,17 @@ export function buildSandboxServer(o: SandboxServerOptions): FastifyInstance {
     forceCloseConnections: true,
   })
   const backend = o.backend
+  // JSON only: fastify's built-in text/plain parser would hand a string body to validation (422);
+  // without it any other content type is answered 415.
+  app.removeContentTypeParser('text/plain')
 
-  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
+  app.setErrorHandler((err: { statusCode?: number; message: string }, req, reply) => {
     const code = err.statusCode ?? 500
+    if (code === 415)
+      return reply.code(415).send({
+        status: RunStatus.SandboxError,
+        message: `content-type '${req.headers['content-type'] ?? '(none)'}' is not supported: send application/json`,
+      })
     if (code === 413) return reply.code(413).send(refusal(413, `request body too large: ${err.message}`).body)
     if (code === 400) return reply.code(400).send(refusal(400, `malformed request: ${err.message}`).body)
     if (code >= 400 && code < 500)

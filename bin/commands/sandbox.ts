@@ -179,5 +179,9 @@ export function registerSandbox(program: Command): void {
       const { buildSandboxImage } = await import('../../sandboxes/index.ts')
       const built = await buildSandboxImage({ image: o.image })
       process.stdout.write(`${JSON.stringify(built, null, 2)}\n`)
+      for (const m of built.missing)
+        process.stderr.write(
+          `warning: ${m.language} cannot run: ${m.paths.join(', ')} missing; install with apt-get install ${m.packages.join(' ')}\n`,
+        )
     })
 }
