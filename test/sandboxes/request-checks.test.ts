@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { RunCodeRequestSchema } from '../../protocols/index.ts'
+import {
+  checkRequest,
+  DEFAULT_LIMITS,
+  LANGUAGES,
+  languageCommands,
+  SandboxRequestError,
+} from '../../sandboxes/index.ts'
+
+const req = (o: Record<string, unknown>) => RunCodeRequestSchema.parse({ code: '', language: 'python', ...o })
+const refusal = (re: RegExp) => (e: unknown) =>
+  e instanceof SandboxRequestError && e.statusCode === 422 && re.test(e.message)
+
+describe('sandboxes/request-checks', () => {
+  it('a language whose minimum is over the sandbox limit is refused even at -1', () => {
+    const limits = { ...DEFAULT_LIMITS, memoryMB: 128 }
+    assert.throws(
+      () => checkRequest(req({ language: 'rust' }), limits),
+      refusal(/^memory_limit_MB: rust needs at least 256 MiB; this sandbox allows 128$/),
+    )
+    checkRequest(req({ language: 'java' }), limits)
+    checkRequest(req({ language: 'java', memory_limit_MB: 128 }), limits)
+  })
+
+  it('-1, 0 and asks at or above the minimum pass; one below is refused', () => {
+    for (const mb of [-1, 0, 16, 17, 4096]) checkRequest(req({ memory_limit_MB: mb }), DEFAULT_LIMITS)
+    assert.throws(
+      () => checkRequest(req({ memory_limit_MB: 15 }), DEFAULT_LIMITS),
+      refusal(/15 is below the minimum of 16 MiB/),
+    )
+  })
+
+  it('canonical base64 (any padding), empty and null contents pass', () => {
+    checkRequest(
+      req({ files: { a: '', b: null, c: 'aGk=', d: 'aA==', e: 'aGVsbG8h', f: '+/+/' } }),
+      DEFAULT_LIMITS,
+    )
+  })
+
+  it('a file may replace the source file but not sit under it', () => {
+    checkRequest(req({ language: 'java', files: { 'Main.java': '' } }), DEFAULT_LIMITS)
+    assert.throws(
+      () => checkRequest(req({ language: 'java', files: { 'Main.java/x': '' } }), DEFAULT_LIMITS),
+      refusal(/needs 'Main\.java \(the source file\)' as a folder/),
+    )
+  })
+
+  it('names are measured in UTF-8 bytes: 128 two-byte characters are 256 bytes, over 255', () => {
+    assert.throws(
+      () => checkRequest(req({ files: { ['é'.repeat(128)]: '' } }), DEFAULT_LIMITS),
+      refusal(/has a name of 256 bytes, over the limit of 255/),
+    )
+    checkRequest(req({ files: { ['é'.repeat(127)]: '' } }), DEFAULT_LIMITS)
+  })
+})
+
+describe('sandboxes/languages', () => {
+  it('placeholders are filled per job: heap half the memory, cores rounded up, the work dir', () => {
+    const java = languageCommands('java', { memoryMB: 300, cpus: 1.5, workdir: '/w' })
+    assert.ok(
+      java.run.includes('-Xmx150m') && java.run.includes('-XX:ActiveProcessorCount=2'),
+      java.run.join(' '),
+    )
+    assert.ok(java.compile?.includes('-J-Xmx150m'))
+    const go = languageCommands('go', { memoryMB: 512, cpus: 0.5, workdir: '/w' })
+    assert.deepEqual(go.env, {
+      GOCACHE: '/w/.cache/go-build',
+      GOPATH: '/w/.go',
+      GOMAXPROCS: '1',
+      GOFLAGS: '-p=1',
+    })
+    assert.deepEqual(languageCommands('python', { memoryMB: 64, cpus: 1, workdir: '/w' }), {
+      source: 'main.py',
+      compile: null,
+      run: ['/usr/bin/python3', 'main.py'],
+      env: {},
+    })
+  })
+
+  it('no command is left with a placeholder', () => {
+    for (const language of Object.keys(LANGUAGES) as (keyof typeof LANGUAGES)[]) {
+      const c = languageCommands(language, { memoryMB: 512, cpus: 1, workdir: '/work' })
+      const text = [...(c.compile ?? []), ...c.run, ...Object.values(c.env)].join(' ')
+      assert.doesNotMatch(text, /\{(heap_mb|cpus|workdir)\}/, language)
+    }
+  })
+})
