@@ -1,6 +1,6 @@
-import type { RunCodeRequest } from '../protocols/index.ts'
+import type { RunCodeRequest, SandboxLanguage } from '../protocols/index.ts'
 import { SandboxRequestError } from './errors.ts'
-import { LANGUAGES } from './languages.ts'
+import { installedLanguages, LANGUAGES, missingToolchain } from './languages.ts'
 import type { SandboxLimits } from './limits.ts'
 
 /** Longest name of one path component, bytes of UTF-8 (Linux `NAME_MAX`). */
@@ -39,7 +39,9 @@ export function checkRelativePath(path: string, field: string): string[] {
  * Checks what the schema cannot: a request's memory ask against its language's minimum and the
  * server's limit, and its `files` / `fetch_files` paths and contents. Run before a slot is taken,
  * so a bad request costs no sandbox.
+ * @param installed the languages whose toolchain this host has (default `installedLanguages()`).
  * @throws SandboxRequestError (HTTP 422) naming the field:
+ * - `language` whose toolchain is not installed here;
  * - `memory_limit_MB` below the language's `minMemoryMB` (or the server's limit below it);
  * - a `files` value that is not canonical base64;
  * - a `files` path that is not relative, has a name over 255 bytes or is over 1024 bytes;
@@ -47,8 +49,16 @@ export function checkRelativePath(path: string, field: string): string[] {
  *   folder (`a` and `a/b`; the source file, e.g. `main.py`, counts as a file);
  * - a bad `fetch_files` path.
  */
-export function checkRequest(request: RunCodeRequest, limits: SandboxLimits): void {
+export function checkRequest(
+  request: RunCodeRequest,
+  limits: SandboxLimits,
+  installed: ReadonlySet<SandboxLanguage> = installedLanguages(),
+): void {
   const spec = LANGUAGES[request.language]
+  if (!installed.has(request.language))
+    throw new SandboxRequestError(
+      `language: ${request.language} is not installed in this sandbox (missing: ${missingToolchain(request.language).join(', ') || 'its toolchain'}); install Debian's ${spec.packages.join(' ')} (.ci/services.sh) and restart`,
+    )
   const asked = request.memory_limit_MB
   if (limits.memoryMB < spec.minMemoryMB)
     throw new SandboxRequestError(

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { RunStatus, SANDBOX_LANGUAGES, type SandboxHealth } from '../protocols/index.ts'
 import type { SandboxBackend } from './backend.ts'
+import { installedLanguages } from './languages.ts'
 import { refusal, runCode } from './run-code.ts'
 
 /** Options of the HTTP service. */
@@ -17,7 +18,8 @@ export interface SandboxServerOptions {
  * - `POST /run_code`: run code (request and response as `protocols/sandbox-api.ts`);
  *   200 with the result, 400 malformed JSON, 413 body too large, 415 not JSON, 422 invalid request or
  *   unsupported language, 503 queue full.
- * - `GET /health`: backend, isolation, languages, running and queued jobs.
+ * - `GET /health`: backend, isolation, languages (those whose toolchain is installed), running and
+ *   queued jobs.
  * - `GET /v1/ping`: `pong` (SandboxFusion's liveness check).
  * The backend must be started; `close()` on the app does not close the backend.
  */
@@ -61,7 +63,7 @@ export function buildSandboxServer(o: SandboxServerOptions): FastifyInstance {
       status: 'ok',
       backend: backend.kind,
       isolation: backend.isolation,
-      languages: [...SANDBOX_LANGUAGES],
+      languages: SANDBOX_LANGUAGES.filter((l) => installedLanguages().has(l)),
       running: s.running,
       queued: s.queued,
     }

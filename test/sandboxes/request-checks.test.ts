@@ -24,6 +24,16 @@ describe('sandboxes/request-checks', () => {
     checkRequest(req({ language: 'java', memory_limit_MB: 128 }), limits)
   })
 
+  it('a language whose toolchain is not installed is refused naming the language and its packages', () => {
+    assert.throws(
+      () => checkRequest(req({ language: 'java' }), DEFAULT_LIMITS, new Set(['python'])),
+      refusal(
+        /^language: java is not installed in this sandbox \(missing: .*\); install Debian's default-jdk-headless/,
+      ),
+    )
+    checkRequest(req({ language: 'python' }), DEFAULT_LIMITS, new Set(['python']))
+  })
+
   it('-1, 0 and asks at or above the minimum pass; one below is refused', () => {
     for (const mb of [-1, 0, 16, 17, 4096]) checkRequest(req({ memory_limit_MB: mb }), DEFAULT_LIMITS)
     assert.throws(
