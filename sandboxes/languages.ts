@@ -121,6 +121,16 @@ export const LANGUAGES: Readonly<Record<SandboxLanguage, LanguageSpec>> = {
   },
 }
 
+/**
+ * Environment of every job, before the language's own: OpenMP and OpenBLAS (numpy's BLAS) start one
+ * thread per core of the job, not per core of the host (a 64-core host would start 64 threads at
+ * `import numpy`, over a pids limit of 64).
+ */
+export const THREAD_ENV: Readonly<Record<string, string>> = {
+  OMP_NUM_THREADS: '{cpus}',
+  OPENBLAS_NUM_THREADS: '{cpus}',
+}
+
 /** The commands and environment of one job of a language, placeholders filled. */
 export interface LanguageCommands {
   source: string
@@ -150,7 +160,7 @@ export function languageCommands(
     source: spec.source,
     compile: spec.compile ? fillArgv(spec.compile) : null,
     run: fillArgv(spec.run),
-    env: Object.fromEntries(Object.entries(spec.env ?? {}).map(([k, v]) => [k, fill(v)])),
+    env: Object.fromEntries(Object.entries({ ...THREAD_ENV, ...spec.env }).map(([k, v]) => [k, fill(v)])),
   }
 }
 

@@ -76,6 +76,8 @@ describe('sandboxes/languages', () => {
     assert.ok(java.compile?.includes('-J-Xmx150m'))
     const go = languageCommands('go', { memoryMB: 512, cpus: 0.5, workdir: '/w' })
     assert.deepEqual(go.env, {
+      OMP_NUM_THREADS: '1',
+      OPENBLAS_NUM_THREADS: '1',
       GOCACHE: '/w/.cache/go-build',
       GOPATH: '/w/.go',
       GOMAXPROCS: '1',
@@ -85,7 +87,7 @@ describe('sandboxes/languages', () => {
       source: 'main.py',
       compile: null,
       run: ['/usr/bin/python3', 'main.py'],
-      env: {},
+      env: { OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1' },
     })
   })
 
