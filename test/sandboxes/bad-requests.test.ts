@@ -136,6 +136,26 @@ for (const kind of ['docker', 'local'] as const) {
       assert.equal(ok.body.run_result?.stdout, 'longest\n')
     })
 
+    it(`${kind} - fields of the wrong type or out of range are 422 naming them`, async () => {
+      await refused(
+        { code: 'print(1)', language: 'python', run_timeout: 0 },
+        /^invalid request: run_timeout: /,
+      )
+      await refused(
+        { code: 'print(1)', language: 'python', compile_timeout: -1 },
+        /^invalid request: compile_timeout: /,
+      )
+      await refused(
+        { code: 'print(1)', language: 'python', files: { a: 12 } },
+        /^invalid request: files\.a: /,
+      )
+      await refused(
+        { code: 'print(1)', language: 'python', fetch_files: 'out.txt' },
+        /^invalid request: fetch_files: /,
+      )
+      await refused({ code: 7, language: 'python' }, /^invalid request: code: /)
+    })
+
     it(`${kind} - a body that is not JSON is 415 naming the content type`, async () => {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
         const res = await fetch(`${url}/run_code`, {
