@@ -43,7 +43,7 @@ export function buildSandboxServer(o: SandboxServerOptions): FastifyInstance {
     if (code === 415)
       return reply.code(415).send({
         status: RunStatus.SandboxError,
-        message: `content-type '${req.headers['content-type'] ?? '(none)'}' is not supported: send application/json`,
+        message: `content-type '${(req.headers['content-type'] ?? '(none)').slice(0, 100)}' is not supported: send application/json`,
       })
     if (code === 413) return reply.code(413).send(refusal(413, `request body too large: ${err.message}`).body)
     if (code === 400) return reply.code(400).send(refusal(400, `malformed request: ${err.message}`).body)
