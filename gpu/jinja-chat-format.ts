@@ -28,8 +28,8 @@ import { splitThink } from './think-block.ts'
  *   `<|im_end|>`, Llama 3's `<|eot_id|>`), (b) how earlier turns are rendered changes only inside
  *   turns (reasoning dropped, whitespace), not their number, and (c) the added messages render the
  *   same whatever the history's contents, given its roles (Qwen3 reads the previous and next roles
- *   to group tool results into one user turn). The history must end with a closed turn (the
- *   assistant turn just generated); otherwise TemplateError.
+ *   to group tool results into one user turn). The history must end with the assistant turn just
+ *   generated (closed by the end-of-turn string whatever follows); otherwise TemplateError.
  * - The generation prompt is the difference between rendering one user message with and without
  *   `add_generation_prompt`, found once; templates whose prompt depends on the conversation are not
  *   covered.
@@ -159,12 +159,15 @@ export class JinjaChatFormat implements ChatFormat {
     if (added.length === 0) return new Int32Array(0)
     const before = this.text(history, tools, false)
     const k = countOf(before, this.endOfTurn)
+    // Only an assistant turn is closed whatever follows it (Qwen3 leaves a tool result open when
+    // another tool result follows).
     if (
+      history[history.length - 1]?.role !== 'assistant' ||
       k === 0 ||
       before.slice(before.lastIndexOf(this.endOfTurn) + this.endOfTurn.length) !== this.afterTurnText
     )
       throw new TemplateError(
-        `chat_template of ${this.tokenizer.dir}: the history does not end with a closed turn (${this.endOfTurn})`,
+        `chat_template of ${this.tokenizer.dir}: the history must end with the assistant turn just generated, closed by ${this.endOfTurn}`,
       )
     const all = this.text([...history, ...added], tools, false)
     const at = nthIndexOf(all, this.endOfTurn, k)

@@ -55,13 +55,15 @@ describe('gpu/pretrained-tokenizer - bad input', () => {
     const dir = mkdtempSync(join(tmpdir(), 'triad-tok-'))
     dirs.push(dir)
     copyFileSync(join(QWEN3_TOKENIZER_DIR, 'tokenizer.json'), join(dir, 'tokenizer.json'))
-    writeFileSync(join(dir, 'tokenizer_config.json'), typeof config === 'string' ? config : JSON.stringify(config))
+    writeFileSync(
+      join(dir, 'tokenizer_config.json'),
+      typeof config === 'string' ? config : JSON.stringify(config),
+    )
     return dir
   }
-  const qwenConfig = JSON.parse(readFileSync(join(QWEN3_TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8')) as Record<
-    string,
-    unknown
-  >
+  const qwenConfig = JSON.parse(
+    readFileSync(join(QWEN3_TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8'),
+  ) as Record<string, unknown>
 
   it('pretrained-tokenizer - a directory without tokenizer.json: one line naming the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'triad-tok-'))
@@ -79,7 +81,8 @@ describe('gpu/pretrained-tokenizer - bad input', () => {
     const dir = withConfig('{ not json')
     assert.throws(
       () => loadPretrainedTokenizer(dir),
-      (err: Error) => err instanceof CheckpointError && err.message === `${join(dir, 'tokenizer_config.json')}: not JSON`,
+      (err: Error) =>
+        err instanceof CheckpointError && err.message === `${join(dir, 'tokenizer_config.json')}: not JSON`,
     )
   })
 
@@ -89,7 +92,8 @@ describe('gpu/pretrained-tokenizer - bad input', () => {
       () => loadPretrainedTokenizer(dir),
       (err: Error) =>
         err instanceof CheckpointError &&
-        err.message === `${join(dir, 'tokenizer_config.json')}: eos_token "<|nope|>" is not in tokenizer.json`,
+        err.message ===
+          `${join(dir, 'tokenizer_config.json')}: eos_token "<|nope|>" is not in tokenizer.json`,
     )
   })
 
@@ -113,7 +117,8 @@ describe('gpu/pretrained-tokenizer - bad input', () => {
       () => loadJinjaChatFormat(dir),
       (err: Error) =>
         err instanceof CheckpointError &&
-        err.message === `${join(dir, 'tokenizer_config.json')}: chat_template is a list without a "default" template`,
+        err.message ===
+          `${join(dir, 'tokenizer_config.json')}: chat_template is a list without a "default" template`,
     )
   })
 
