@@ -99,7 +99,7 @@ async function episodeWorld() {
       const request = m.payload as { prompt: Int32Array; stop_tokens: number[] }
       assert.deepEqual(request.stop_tokens, [151645])
       prompts.push(request.prompt)
-      const tokens = qwen.encode(sampledTexts[sampled.length]!)
+      const tokens = Int32Array.from(qwen.encode(sampledTexts[sampled.length]!))
       const lp = Float32Array.from(tokens, (_, i) => -0.01 * (sampled.length * 100 + i + 1))
       sampled.push(tokens)
       logprobs.push(lp)
