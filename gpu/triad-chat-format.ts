@@ -8,7 +8,7 @@ import {
   renderMessage,
   type ToolFormat,
 } from './chat-template.ts'
-import type { Tokenizer } from './tokenizer.ts'
+import { Tokenizer } from './tokenizer.ts'
 
 /**
  * `ChatFormat` over triad's own byte-level `Tokenizer` and ChatML template (`chat-template.ts`).
@@ -83,4 +83,12 @@ export class TriadChatFormat implements ChatFormat {
   renderChat(messages: readonly ChatMessage[], tools: readonly ToolSchema[]): RenderedChat {
     return renderChat(this.tokenizer, messages, { tools, toolFormat: this.options.toolFormat })
   }
+}
+
+/**
+ * The chat format of a policy given either way: a `ChatFormat` as is, triad's own `Tokenizer` as
+ * `new TriadChatFormat(tokenizer)` (compact tool format).
+ */
+export function asChatFormat(format: Tokenizer | ChatFormat): ChatFormat {
+  return format instanceof Tokenizer ? new TriadChatFormat(format) : format
 }
