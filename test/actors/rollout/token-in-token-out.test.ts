@@ -96,10 +96,11 @@ async function episodeWorld() {
   await transport.serve(Subjects.policyFresh(run), {
     accepts: new MessageRegistry([PolicyGenerate]),
     handler: (m) => {
-      const request = m.payload as { prompt: Int32Array; stop_tokens: number[] }
+      const request = m.payload as { prompt: Int32Array; stop_tokens: number[]; max_new_tokens: number }
       assert.deepEqual(request.stop_tokens, [151645])
       prompts.push(request.prompt)
-      const tokens = Int32Array.from(qwen.encode(sampledTexts[sampled.length]!))
+      const whole = Int32Array.from(qwen.encode(sampledTexts[sampled.length]!))
+      const tokens = whole.slice(0, request.max_new_tokens)
       const lp = Float32Array.from(tokens, (_, i) => -0.01 * (sampled.length * 100 + i + 1))
       sampled.push(tokens)
       logprobs.push(lp)
@@ -107,7 +108,7 @@ async function episodeWorld() {
         tokens,
         logprobs: lp,
         version: 3,
-        finish_reason: 'stop',
+        finish_reason: tokens.length < whole.length ? 'length' : 'stop',
         engine: 'e',
         stale: false,
       })
@@ -193,6 +194,35 @@ describe('actors/rollout/agent-loop - token-in-token-out with the real Qwen3 tok
     assert.equal(rerendered.includes('I need 2+3 and 1+1.'), false)
     assert.equal(qwen.decode(t.tokens).includes('I need 2+3 and 1+1.'), true)
     assert.notDeepEqual([...qwen.encode(rerendered)], [...t.tokens])
+  })
+})
+
+describe('actors/rollout/agent-loop - a Qwen3 turn cut by the token budget', () => {
+  it('agent-loop - the <|im_end|> that closes a cut turn is context (mask 0), the cut ids are learned, and the cut call is invalid', async () => {
+    const world = await episodeWorld()
+    const episode = await runEpisode(
+      world.deps,
+      { task: 'calc' },
+      { maxTurns: 1, maxNewTokens: 12, contextLength: 4096, temperature: 1, topP: 1 },
+      7,
+    )
+    const t = episode.trajectory
+    assert.equal(t.status, SessionStatus.TurnLimit)
+    assert.equal(world.sampled[0]!.length, 12)
+    const start = t.turn_starts[0]!
+    assert.deepEqual([...t.tokens.slice(start, start + 12)], [...world.sampled[0]!])
+    // Then the close and the tool results, all context.
+    assert.deepEqual([...t.tokens.slice(start + 12, start + 14)], [151645, ...qwen.encode('\n')])
+    assert.equal(
+      t.loss_mask.slice(start + 12).every((m) => m === 0),
+      true,
+    )
+    assert.equal(
+      t.loss_mask.reduce((a, b) => a + b, 0),
+      12,
+    )
+    // The cut turn (reasoning not closed) went to the environment as plain content.
+    assert.deepEqual(world.interactions[0], { role: 'assistant', content: qwen.decode(world.sampled[0]!) })
   })
 })
 
