@@ -244,6 +244,8 @@ export const ParseErrorCode = {
   BadArguments: 'bad_arguments',
   /** Non-blank text between or after tool calls. */
   TextAfterToolCall: 'text_after_tool_call',
+  /** A `<think>` without `</think>`, a second `<think>` block, or one after the answer began. */
+  BadThink: 'bad_think',
 } as const
 export type ParseErrorCode = (typeof ParseErrorCode)[keyof typeof ParseErrorCode]
 

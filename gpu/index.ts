@@ -12,6 +12,9 @@
  *   `renderChat(tok, messages, {tools})` gives `{ids: Int32Array, lossMask: Uint8Array}` (1 on
  *   assistant tokens); `renderPrompt` ends with the assistant header; `parseAssistant(text)` gives
  *   `{ok: true, message}` or `{ok: false, error}` and never throws.
+ * - `ChatFormat`: the one surface the agent loop and learner use for tokens and templates, either
+ *   `new TriadChatFormat(tok)` (the above) or `loadJinjaChatFormat(dir)` (a Hugging Face model's
+ *   `tokenizer.json` through `@huggingface/tokenizers` and its Jinja `chat_template`).
  * - `createTransformer(config, {seed} | {weights})`, `disposeTransformer(model)`;
  *   `forward(model, tokens [batch, seqLen] int32)` gives logits `[batch, seqLen, vocabSize]`;
  *   `tokenLogprobs(model, tokens, targets)` gives `[batch, seqLen]` log p(target), differentiable.
@@ -32,6 +35,7 @@ export * from './advantage.ts'
 export * from './aggregation.ts'
 export * from './backend.ts'
 export * from './bpe.ts'
+export * from './chat-format.ts'
 export * from './chat-template.ts'
 export * from './checkpoint.ts'
 export * from './consistency-reward.ts'
@@ -41,6 +45,7 @@ export * from './entropy.ts'
 export * from './errors.ts'
 export * from './gradients.ts'
 export * from './grpo.ts'
+export * from './jinja-chat-format.ts'
 export * from './kl.ts'
 export * from './kv-cache.ts'
 export * from './left-pad.ts'
@@ -48,6 +53,7 @@ export * from './lr-schedule.ts'
 export * from './overlong.ts'
 export * from './pass-at-k.ts'
 export * from './prefix-cache.ts'
+export * from './pretrained-tokenizer.ts'
 export * from './prng.ts'
 export * from './registry.ts'
 export * from './rl-step.ts'
@@ -57,7 +63,9 @@ export * from './sft.ts'
 export * from './sft-workers.ts'
 export * from './shape.ts'
 export * from './step-reward.ts'
+export * from './think-block.ts'
 export * from './tokenizer.ts'
 export * from './tokenizer-file.ts'
 export * from './transformer.ts'
+export * from './triad-chat-format.ts'
 export * from './weights.ts'

@@ -1,5 +1,7 @@
 import {
   AdamW,
+  asChatFormat,
+  type ChatFormat,
   learnTaskTokenizer,
   type RenderedChat,
   renderChat,
@@ -62,19 +64,21 @@ export function firstEpisodesPerTask(
 }
 
 /**
- * Expert episodes rendered with the chat template (loss on assistant tokens only). An episode
+ * Expert episodes rendered with the chat template (loss on assistant tokens only): triad's own
+ * (`tokenizer` a `Tokenizer`) or a pretrained model's (`ChatFormat.renderChat`). An episode
  * longer than the context is cut to its first `contextLength + 1` tokens (its first turns still
  * teach the format and the first moves).
  */
 export function expertExamples(
   episodes: readonly ExpertEpisode[],
-  tokenizer: Tokenizer,
+  tokenizer: Tokenizer | ChatFormat,
   contextLength: number,
 ): { examples: RenderedChat[]; truncated: number } {
+  const format = asChatFormat(tokenizer)
   const examples: RenderedChat[] = []
   let truncated = 0
   for (const t of episodes) {
-    const chat = renderChat(tokenizer, t.messages, { tools: t.tools })
+    const chat = format.renderChat(t.messages, t.tools)
     if (chat.ids.length > contextLength + 1) {
       truncated++
       examples.push({
@@ -114,7 +118,7 @@ export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number)
  */
 export async function coldStart(
   model: Transformer,
-  tokenizer: Tokenizer,
+  tokenizer: Tokenizer | ChatFormat,
   episodes: readonly ExpertEpisode[],
   config: NodeConfig,
   onLog: (record: SftLogRecord, totalSteps: number) => void,

@@ -1,11 +1,4 @@
-import {
-  assistantHeader,
-  parseAssistant,
-  renderChat,
-  renderMessage,
-  type Tokenizer,
-  type ToolFormat,
-} from '../../gpu/index.ts'
+import { type ChatFormat, type Tokenizer, type ToolFormat, TriadChatFormat } from '../../gpu/index.ts'
 import {
   type AssistantMessage,
   type ChatMessage,
@@ -30,7 +23,10 @@ export interface EpisodeSettings {
   contextLength: number
   temperature: number
   topP: number
-  /** How tool schemas are rendered for the policy (`compact` for small models). */
+  /**
+   * How tool schemas are rendered for the policy (`compact` for small models); triad's own
+   * template only (a `chat` format renders tools its own way).
+   */
   toolFormat?: ToolFormat
 }
 
@@ -38,7 +34,13 @@ export interface EpisodeSettings {
 export interface EpisodeDeps {
   env: EnvClient
   policy: PolicyRouter
+  /** triad's own tokenizer, used with its ChatML template when `chat` is not given. */
   tokenizer: Tokenizer
+  /**
+   * The policy's tokenizer and chat template (a pretrained model's `JinjaChatFormat`); default
+   * `new TriadChatFormat(tokenizer, {toolFormat})`.
+   */
+  chat?: ChatFormat
 }
 
 /** A finished episode. */
@@ -59,7 +61,11 @@ export interface Episode {
  * One agent loop (AgentRL: one coroutine per trajectory): start a session, then per turn
  * render the context, generate with a fresh or stale engine (the router decides), parse the
  * tool calls, interact, append the tool results; until the environment says done or a limit is hit.
- * Tokens are appended as they were generated, so the learner sees exactly what the policy saw.
+ * Token-in-token-out: the sequence is only ever appended to (the first messages rendered, then per
+ * turn the generation prompt, the sampled ids as the engine returned them, the turn's close, and
+ * the tool results rendered the template's way by `ChatFormat.continuation`), never re-rendered,
+ * so the learner trains on exactly the ids the engine saw and sampled (mask 1 on sampled ids only),
+ * also with templates that render earlier turns differently later (Qwen3).
  * @param signal gives up every request of the episode when aborted (the session's cancel too):
  *   the episode then fails with an EpisodeError whose cause is a RequestAbortedError.
  * @throws EpisodeError (start_failed, session_lost, policy_unavailable).
@@ -72,7 +78,7 @@ export async function runEpisode(
   signal?: AbortSignal,
 ): Promise<Episode> {
   const t0 = performance.now()
-  const { tokenizer } = deps
+  const chat = deps.chat ?? new TriadChatFormat(deps.tokenizer, { toolFormat: settings.toolFormat })
   let session: EnvSession
   try {
     session = await deps.env.start(request, signal)
@@ -80,11 +86,8 @@ export async function runEpisode(
     throw new EpisodeError(EpisodeFailure.StartFailed, request.task, err)
   }
   const b = new TrajectoryBuilder()
-  b.appendContext(
-    renderChat(tokenizer, session.messages, { tools: session.tools, toolFormat: settings.toolFormat }).ids,
-  )
-  const header = assistantHeader(tokenizer)
-  const newline = tokenizer.encode('\n')
+  b.appendContext(chat.render(session.messages, session.tools))
+  const header = chat.generationPrompt()
   let status: SessionStatus = SessionStatus.Running
   let reward = 0
   let turns = 0
@@ -98,7 +101,7 @@ export async function runEpisode(
         status = SessionStatus.TurnLimit
         break
       }
-      const room = settings.contextLength - b.length - header.length - newline.length - 1
+      const room = settings.contextLength - b.length - header.length - chat.maxCloseLength
       if (room < 1) {
         status = SessionStatus.ContextLimit
         break
@@ -112,7 +115,7 @@ export async function runEpisode(
             max_new_tokens: Math.min(settings.maxNewTokens, room),
             temperature: settings.temperature,
             top_p: settings.topP,
-            stop_tokens: [tokenizer.imEndId],
+            stop_tokens: [...chat.stopTokens],
             seed: (seed * 1_000 + turns) | 0,
           },
           signal,
@@ -124,14 +127,13 @@ export async function runEpisode(
       generated += turn.tokens.length
       if (turn.stale) staleTurns++
       turns++
-      // Close a turn cut by the token budget (not learned: the policy did not emit it).
-      if (turn.tokens[turn.tokens.length - 1] !== tokenizer.imEndId) b.appendContext([tokenizer.imEndId])
-      b.appendContext(newline)
-      const text = tokenizer.decode(turn.tokens)
-      const parsed = parseAssistant(text)
+      // Close the turn; the end token of a turn cut by the token budget is not learned (the policy
+      // did not emit it).
+      b.appendContext(chat.closeTurn(turn.tokens))
+      const parsed = chat.parseTurn(turn.tokens)
       const message: AssistantMessage = parsed.ok
         ? parsed.message
-        : { role: 'assistant', content: text.replace('<|im_end|>', '') }
+        : { role: 'assistant', content: parsed.text }
       messages.push(message)
       let step: Awaited<ReturnType<EnvClient['interact']>>
       try {
@@ -148,7 +150,7 @@ export async function runEpisode(
         status = step.status
         break
       }
-      for (const m of step.messages) b.appendContext(renderMessage(tokenizer, m).ids)
+      b.appendContext(chat.continuation(messages, step.messages, session.tools))
       messages.push(...step.messages)
     }
   } finally {

@@ -18,6 +18,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   sandbox: () => import('../bench/sandbox.ts'),
   engine: () => import('../bench/engine.ts'),
   tokenizer: () => import('../bench/tokenizer.ts'),
+  'chat-format': () => import('../bench/chat-format.ts'),
   env: () => import('../bench/env.ts'),
   'reward-judge': () => import('../bench/reward-judge.ts'),
 }

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { firstEpisodesPerTask, playExperts } from '../../../actors/node/cold-start.ts'
+import { expertExamples, firstEpisodesPerTask, playExperts } from '../../../actors/node/cold-start.ts'
+import { loadJinjaChatFormat, renderChat, Tokenizer } from '../../../gpu/index.ts'
+import { QWEN3_TOKENIZER_DIR } from '../../support/qwen3-tokenizer.ts'
 import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
 describe('actors/node/cold-start', () => {
@@ -20,5 +22,36 @@ describe('actors/node/cold-start', () => {
       () => firstEpisodesPerTask(corpus, 4, 5),
       (e: unknown) => e instanceof RangeError && e.message === 'take (5) must be <= perTask (4)',
     )
+  })
+})
+
+describe('actors/node/cold-start - expert examples in either chat format', () => {
+  it("expertExamples - triad's tokenizer renders with ChatML, a Qwen3 ChatFormat with its own template; both cut at contextLength + 1", async () => {
+    const config = tinyNodeConfig('cs', '/tmp/unused', {
+      tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
+    })
+    const episodes = await playExperts(config, 2)
+    const tok = new Tokenizer()
+    const triad = expertExamples(episodes, tok, 100_000)
+    assert.deepEqual(
+      triad.examples.map((e) => [...e.ids]),
+      episodes.map((t) => [...renderChat(tok, t.messages, { tools: t.tools }).ids]),
+    )
+    const qwen = loadJinjaChatFormat(QWEN3_TOKENIZER_DIR)
+    const full = expertExamples(episodes, qwen, 100_000)
+    assert.equal(full.truncated, 0)
+    episodes.forEach((t, i) => {
+      const ids = full.examples[i]!.ids
+      assert.equal(qwen.decode(ids), qwen.text(t.messages, t.tools, false))
+      const assistantTurns = t.messages.filter((m) => m.role === 'assistant').length
+      // Each assistant turn's learned span ends with <|im_end|>; nothing else is learned.
+      const learnedEnds = [...ids].filter(
+        (id, k) => id === 151645 && full.examples[i]!.lossMask[k] === 1,
+      ).length
+      assert.equal(learnedEnds, assistantTurns)
+    })
+    const cut = expertExamples(episodes, qwen, 50)
+    assert.equal(cut.truncated, 2)
+    assert.deepEqual([...cut.examples[0]!.ids], [...full.examples[0]!.ids.slice(0, 51)])
   })
 })
