@@ -23,6 +23,11 @@ export const ErrorCode = {
   NotFound: 'not_found',
   /** The receiver is shutting down, draining or full and takes no new work. */
   Unavailable: 'unavailable',
+  /**
+   * The receiver's reply was larger than the server's `max_payload`, so it answered this short
+   * error instead; `details` carries `{bytes, limit}` (both in bytes).
+   */
+  ReplyTooLarge: 'reply_too_large',
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 

@@ -383,8 +383,11 @@ function watchWorkerRequests(transport: NatsTransport, run: string, clock: Clock
     let n = 0
     for (const r of list)
       if (r.at >= since) {
-        transport.nc.publish(r.reply, bytes)
-        n += 1
+        // A connection closing under the controller must not make this throw into the process.
+        try {
+          transport.nc.publish(r.reply, bytes)
+          n += 1
+        } catch {}
       }
     return n
   }

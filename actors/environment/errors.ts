@@ -126,3 +126,28 @@ export class TaskFileError extends Error {
     this.file = file
   }
 }
+
+/**
+ * A task's code sandbox failed the start check (`checkTaskSandboxes`): it did not answer, answered
+ * an HTTP error or something that is not a `/run_code` response, or ran the check program wrong.
+ * The message is one line naming the task, where the sandbox is (its URL) and what answered.
+ */
+export class SandboxCheckError extends ProtocolError {
+  override name = 'SandboxCheckError'
+  /** The task that needs the sandbox. */
+  readonly task: string
+  /** Where the sandbox is: its URL, or the backend in this process. */
+  readonly where: string
+  /** What answered (or why nothing did), one line. */
+  readonly detail: string
+  constructor(task: string, where: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      ErrorCode.Unavailable,
+      `task '${task}' needs a code sandbox and ${where} failed the start check (print(6 * 7) through /run_code): ${detail}`,
+      { cause: options?.cause },
+    )
+    this.task = task
+    this.where = where
+    this.detail = detail
+  }
+}

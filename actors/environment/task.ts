@@ -1,5 +1,6 @@
 import type { AssistantMessage, Bytes, ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import type { Rng } from './rng.ts'
+import type { CodeRunner } from './tasks/code-runner.ts'
 
 /**
  * How to write a task (an environment) for triad. A task is a read-only definition: its tools as
@@ -138,9 +139,25 @@ export interface Task<I = unknown> {
   open(instance: I, context?: OpenContext): TaskEpisode | Promise<TaskEpisode>
   /** Set when every session needs a container (made by the controller). */
   readonly container?: ContainerSpec
+  /**
+   * Set when the task runs programs in a code sandbox: a run, `triad env try` and `triad eval`
+   * check that sandbox with a real program before they start (`checkTaskSandboxes`).
+   */
+  readonly sandbox?: SandboxNeed
   /** A scripted expert for an instance: it may read the instance (privileged), but acts only
    *  through the tools, so the trajectory it writes is real. */
   expert(instance: I, options: ExpertOptions): Policy
+}
+
+/** What a task that runs programs in a code sandbox declares (`Task.sandbox`). */
+export interface SandboxNeed {
+  /** Where the task's programs run, for people: the sandbox URL, or the backend in this process. */
+  where(): string
+  /**
+   * Opens a runner like the one the task's episodes use; the caller closes it.
+   * @throws what the runner's start throws (SandboxUnreachableError for a sandbox URL that does not answer).
+   */
+  open(): Promise<CodeRunner>
 }
 
 /** A task with its instance type erased, as stored in the registry. */

@@ -13,14 +13,16 @@ import {
   warmupCosine,
   withSftWorkers,
 } from '../../gpu/index.ts'
-import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
+import { type ChatMessage, SessionStatus, type ToolSchema } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import type { NodeConfig } from './config.ts'
 
-/** One expert episode: the conversation and the tools it had. */
+/** One expert episode: the conversation, the tools it had and how it ended. */
 export interface ExpertEpisode {
   messages: ChatMessage[]
   tools: ToolSchema[]
+  /** How the episode ended; `task_error` episodes are never SFT data (`sftEpisodes`). */
+  status: SessionStatus
 }
 
 /**
@@ -39,7 +41,7 @@ export async function playExperts(config: NodeConfig, count: number): Promise<Ex
         { difficulty: entry.difficulty, split: 'train', randomSeed: seed },
         { errorRate: config.sft.errorRate, successRate: config.sft.successRate, seed },
       )
-      out.push({ messages: t.messages, tools: t.tools })
+      out.push({ messages: t.messages, tools: t.tools, status: t.status })
     }
   }
   return out
@@ -61,6 +63,16 @@ export function firstEpisodesPerTask(
   for (let start = 0; start < episodes.length; start += perTask)
     out.push(...episodes.slice(start, start + take))
   return out
+}
+
+/**
+ * The episodes that may be SFT data: every one but those that ended in `task_error` (the task
+ * itself failed, for example a sandbox that did not answer: the conversation shows the failure,
+ * not the task), with the number dropped.
+ */
+export function sftEpisodes(episodes: readonly ExpertEpisode[]): { kept: ExpertEpisode[]; dropped: number } {
+  const kept = episodes.filter((e) => e.status !== SessionStatus.TaskError)
+  return { kept, dropped: episodes.length - kept.length }
 }
 
 /**
@@ -110,11 +122,12 @@ export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number)
 }
 
 /**
- * Runs the cold-start SFT on `model`; returns the loss curve. `onLog` gets every step's record and
+ * Runs the cold-start SFT on `model` with the episodes that did not end in `task_error`
+ * (`sftEpisodes`; `dropped` says how many did); returns the loss curve. `onLog` gets every step's record and
  * the number of steps the whole SFT takes (`sftStepCount`), for progress views. With
  * `config.sft.threads` above 1 the steps are data-parallel over that many threads (`SftWorkers`,
  * each on `backend`, the learner's own backend name).
- * @throws SftWorkerError when a gradient thread fails.
+ * @throws SftWorkerError when a gradient thread fails; Error when no episode is left.
  */
 export async function coldStart(
   model: Transformer,
@@ -123,9 +136,15 @@ export async function coldStart(
   config: NodeConfig,
   onLog: (record: SftLogRecord, totalSteps: number) => void,
   backend = 'wasm',
-): Promise<{ records: SftLogRecord[]; examples: number; truncated: number }> {
-  const { examples, truncated } = expertExamples(episodes, tokenizer, model.config.contextLength)
-  if (examples.length === 0) throw new Error('no expert trajectories: sft.expertTrajectoriesPerTask is 0')
+): Promise<{ records: SftLogRecord[]; examples: number; truncated: number; dropped: number }> {
+  const { kept, dropped } = sftEpisodes(episodes)
+  const { examples, truncated } = expertExamples(kept, tokenizer, model.config.contextLength)
+  if (examples.length === 0)
+    throw new Error(
+      dropped > 0
+        ? `no expert trajectories to train on: all ${dropped} ended in task_error (the task failed; see the tool messages of an episode)`
+        : 'no expert trajectories: sft.expertTrajectoriesPerTask is 0',
+    )
   return withSftWorkers(config.sft.threads ?? 1, model.config, backend, async (workers) => {
     const optimizer = new AdamW(model.params)
     try {
@@ -146,7 +165,7 @@ export async function coldStart(
         seed: config.seed,
         onLog: (record) => onLog(record, steps),
       })
-      return { records, examples: examples.length, truncated }
+      return { records, examples: examples.length, truncated, dropped }
     } finally {
       optimizer.dispose()
     }

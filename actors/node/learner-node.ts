@@ -231,7 +231,7 @@ export async function startLearnerNode(
           const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
           const sft = await coldStart(model, tokenizer, episodes, config, onLog, backend.name)
           log(
-            `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
+            `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context, ${sft.dropped} dropped: ended in task_error), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
           )
           await saveCheckpoint(sftDir, model, {
             tokenizer,

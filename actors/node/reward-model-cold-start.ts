@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readCheckpointWeights, type SftLogRecord, saveCheckpoint, withSftWorkers } from '../../gpu/index.ts'
+import { SessionStatus } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
 import {
@@ -33,7 +34,8 @@ const HELD_OUT_SEED_BASE = 2_000_003
 
 /**
  * Every assistant step of `count` expert episodes per task of the run's mix with its `step_good`
- * label, as `LabelledStep`s (`episodeJudgeSteps`). Episode i of a task is seeded
+ * label, as `LabelledStep`s (`episodeJudgeSteps`); episodes that ended in `task_error` give none.
+ * Episode i of a task is seeded
  * `seed * 7919 + seedBase + i` (instance and expert mistakes).
  */
 export async function playLabelledSteps(
@@ -51,6 +53,8 @@ export async function playLabelledSteps(
         { difficulty: entry.difficulty, split: 'train', randomSeed: seed },
         { errorRate: expert.errorRate, successRate: expert.successRate, seed },
       )
+      // An episode whose task failed labels the failure, not the task's steps: never SFT data.
+      if (t.status === SessionStatus.TaskError) continue
       const steps = episodeJudgeSteps(entry.name, t.messages)
       steps.forEach((step, j) => {
         out.push({ step, good: (t.stepGood[j] ?? 0) > 0 })

@@ -75,6 +75,23 @@ export class RequestAbortedError extends Error {
   }
 }
 
+/**
+ * A request or publish larger than the server's `max_payload` (as the connection reports it),
+ * refused before anything is sent. Large data goes through the object store instead.
+ */
+export class PayloadTooLargeError extends Error {
+  override name = 'PayloadTooLargeError'
+  constructor(
+    readonly subject: string,
+    /** Size of the encoded message, bytes. */
+    readonly bytes: number,
+    /** The server's `max_payload`, bytes. */
+    readonly limit: number,
+  ) {
+    super(`message to ${subject} is ${bytes} bytes, over the server's max_payload of ${limit} bytes`)
+  }
+}
+
 /** Use of a transport after `close()`. */
 export class TransportClosedError extends Error {
   override name = 'TransportClosedError'

@@ -10,6 +10,7 @@ import {
 import { subjectMatches } from './subject-match.ts'
 import {
   answerRequest,
+  emptyServeStats,
   type RequestOptions,
   readReply,
   type Served,
@@ -47,12 +48,12 @@ export class InProcessTransport implements Transport {
   }
 
   async serve(subject: string, options: ServeOptions): Promise<Served> {
-    const stats = { handled: 0, errors: 0, invalid: 0 }
+    const stats = emptyServeStats()
     return this.add({ kind: 'serve', pattern: subject, queue: options.queue, options, stats }, subject)
   }
 
   subscribe(subject: string, options: SubscribeOptions): Served {
-    const stats = { handled: 0, errors: 0, invalid: 0 }
+    const stats = emptyServeStats()
     return this.add({ kind: 'subscribe', pattern: subject, queue: options.queue, options, stats }, subject)
   }
 

@@ -13,12 +13,15 @@ import { type Clock, sleep, systemClock } from './clock.ts'
 import {
   NatsConnectError,
   NoRespondersError,
+  PayloadTooLargeError,
   RequestAbortedError,
   RequestTimeoutError,
   TransportClosedError,
 } from './errors.ts'
 import {
   answerRequest,
+  emptyServeStats,
+  fitReply,
   type RequestOptions,
   readReply,
   type Served,
@@ -91,6 +94,18 @@ export class NatsTransport implements Transport {
     })().catch(() => undefined)
   }
 
+  /** The server's `max_payload` as the connection reports it, bytes (undefined before the first INFO). */
+  maxPayload(): number | undefined {
+    return this.nc.info?.max_payload
+  }
+
+  /** @throws PayloadTooLargeError when `bytes` is over the server's `max_payload`. */
+  private checkSize(subject: string, bytes: Uint8Array): void {
+    const limit = this.maxPayload()
+    if (limit !== undefined && bytes.byteLength > limit)
+      throw new PayloadTooLargeError(subject, bytes.byteLength, limit)
+  }
+
   private check(): void {
     if (this.closed || this.nc.isClosed()) throw new TransportClosedError(`nats (${this.name})`)
   }
@@ -109,9 +124,20 @@ export class NatsTransport implements Transport {
 
   async serve(subject: string, options: ServeOptions): Promise<Served> {
     this.check()
-    const stats: ServeStats = { handled: 0, errors: 0, invalid: 0 }
-    const respond = (data: Uint8Array, reply: (b: Uint8Array) => void) => {
-      void answerRequest(data, options, stats).then(reply)
+    const stats = emptyServeStats()
+    // Every reply is sent here, and nothing of it may throw into the process: a reply over
+    // max_payload goes as a short `reply_too_large` error, a reply the closed connection cannot
+    // take is counted.
+    const respond = (msg: Replyable) => {
+      void answerRequest(msg.data, options, stats)
+        .then((b) => {
+          // A message's own respond does not check the connection: a closed one would drop it silently.
+          if (this.nc.isClosed()) stats.repliesUnsent++
+          else msg.respond(fitReply(b, this.maxPayload(), stats))
+        })
+        .catch(() => {
+          stats.repliesUnsent++
+        })
     }
     if (options.service) {
       const spec = options.service
@@ -128,7 +154,7 @@ export class NatsTransport implements Transport {
         subject,
         queue: options.queue ?? '',
         handler: (err, msg) => {
-          if (!err) respond(msg.data, (b) => msg.respond(b))
+          if (!err) respond(msg)
         },
       })
       return this.track({
@@ -142,7 +168,7 @@ export class NatsTransport implements Transport {
     const sub = this.nc.subscribe(subject, {
       queue: options.queue,
       callback: (err, msg) => {
-        if (!err) respond(msg.data, (b) => msg.respond(b))
+        if (!err) respond(msg)
       },
     })
     return this.track(this.servedOf(subject, sub, stats))
@@ -160,7 +186,7 @@ export class NatsTransport implements Transport {
 
   subscribe(subject: string, options: SubscribeOptions): Served {
     this.check()
-    const stats: ServeStats = { handled: 0, errors: 0, invalid: 0 }
+    const stats = emptyServeStats()
     const sub = this.nc.subscribe(subject, {
       queue: options.queue,
       callback: (err, msg) => {
@@ -184,14 +210,15 @@ export class NatsTransport implements Transport {
     return this.track(this.servedOf(subject, sub, stats))
   }
 
+  /** @throws PayloadTooLargeError for a message over the server's `max_payload` (nothing is sent). */
   publish(subject: string, message: Envelope): void {
-    this.check()
-    this.nc.publish(subject, encodeEnvelope(message))
+    this.publishBytes(subject, encodeEnvelope(message))
   }
 
-  /** Publishes raw bytes (tests use it to send garbage). */
+  /** Publishes raw bytes (tests use it to send garbage). @throws PayloadTooLargeError as `publish`. */
   publishBytes(subject: string, bytes: Uint8Array): void {
     this.check()
+    this.checkSize(subject, bytes)
     this.nc.publish(subject, bytes)
   }
 
@@ -203,10 +230,12 @@ export class NatsTransport implements Transport {
    * Request with raw bytes. "No responders" (nobody subscribed yet, for example just after a
    * server restart) is retried until the deadline: nobody received it, so a retry is safe.
    * A timeout is not retried: the request may have been handled. An aborted `signal` ends it at
-   * once with `RequestAbortedError`.
+   * once with `RequestAbortedError`. A request over the server's `max_payload` fails at once with
+   * `PayloadTooLargeError` (nothing is sent).
    */
   async requestBytes(subject: string, bytes: Uint8Array, options: RequestOptions): Promise<Envelope> {
     this.check()
+    this.checkSize(subject, bytes)
     const { signal } = options
     const aborted = () => new RequestAbortedError(subject, signal?.reason)
     const deadline = this.clock.now() + options.timeoutMs
@@ -254,6 +283,12 @@ export class NatsTransport implements Transport {
     await Promise.all([...this.subs].map((s) => s.stop().catch(() => undefined)))
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close())
   }
+}
+
+/** A received message that may be answered (core and service messages alike). */
+interface Replyable {
+  readonly data: Uint8Array
+  respond(data: Uint8Array): boolean
 }
 
 function isNoResponders(err: unknown): boolean {

@@ -21,6 +21,18 @@ export interface ServeStats {
   errors: number
   /** Requests refused at the boundary: bad bytes, wrong version, unknown type, schema failure. */
   invalid: number
+  /**
+   * Replies larger than the server's `max_payload`: each was replaced by a short
+   * `reply_too_large` error reply naming its size and the limit (NATS transport only).
+   */
+  repliesTooLarge: number
+  /** Replies that could not be sent at all (the connection was closed or gone). */
+  repliesUnsent: number
+}
+
+/** A `ServeStats` with every counter at 0. */
+export function emptyServeStats(): ServeStats {
+  return { handled: 0, errors: 0, invalid: 0, repliesTooLarge: 0, repliesUnsent: 0 }
 }
 
 /** A request handler: gets a validated envelope, returns the reply envelope. */
@@ -127,6 +139,36 @@ export async function answerRequest(
   } catch (err) {
     stats.errors++
     return encodeEnvelope(errorReply(toErrorPayload(err, ErrorCode.HandlerFailed)))
+  }
+}
+
+/**
+ * The bytes to send as the reply to a request: `reply` itself when it fits `maxPayload` (bytes;
+ * undefined: no limit known), else a short `error` reply with code `reply_too_large` and details
+ * `{bytes, type, limit}` (the reply's size in bytes, its message type, the limit in bytes), counted
+ * in `stats.repliesTooLarge`. A reply that quotes a huge request (an unknown task name of 1 MB)
+ * would otherwise make the send throw in the serving process.
+ */
+export function fitReply(reply: Uint8Array, maxPayload: number | undefined, stats: ServeStats): Uint8Array {
+  if (maxPayload === undefined || reply.byteLength <= maxPayload) return reply
+  stats.repliesTooLarge++
+  const type = replyType(reply)
+  return encodeEnvelope(
+    errorReply({
+      code: ErrorCode.ReplyTooLarge,
+      message: `the ${type} reply of ${reply.byteLength} bytes is over the server's max_payload of ${maxPayload} bytes`,
+      details: { bytes: reply.byteLength, type, limit: maxPayload },
+    }),
+  )
+}
+
+/** The `type` of an encoded envelope, cut to 64 characters (`unknown` when it has none). */
+function replyType(bytes: Uint8Array): string {
+  try {
+    const t = (decode(bytes) as Partial<Envelope> | null)?.type
+    return typeof t === 'string' ? t.slice(0, 64) : 'unknown'
+  } catch {
+    return 'unknown'
   }
 }
 

@@ -4,6 +4,7 @@ import {
   type AnyTask,
   ContainerExec,
   ContainerManager,
+  checkTaskSandboxes,
   connectNats,
   formatTrajectory,
   getTask,
@@ -125,6 +126,10 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
   }
   if (o.split !== 'train' && o.split !== 'eval')
     throw new CliError(`option '--split <split>' argument '${o.split}' is invalid: use train or eval`)
+  // The sandbox first: an episode would only end in task_error at its first tool call.
+  await checkTaskSandboxes([task]).catch((e: Error) => {
+    throw new CliError(e.message, { cause: e })
+  })
   const policy = o.policy
   const request = {
     seed: o.seed,

@@ -4,6 +4,7 @@ import Table from 'cli-table3'
 import type { Command } from 'commander'
 import {
   type AnyTask,
+  checkSandboxesOf,
   evalResultFile,
   evaluatePolicy,
   getTask,
@@ -197,7 +198,8 @@ async function runEvalSettings(
  * table also goes to the run's `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
  * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level, a run
  *   directory whose `recipe.json` is not a valid recipe (when a setting is read from it), and,
- *   before anything is evaluated, for a `--name` whose `eval/<name>.json` exists already.
+ *   before anything is evaluated, for a `--name` whose `eval/<name>.json` exists already and for
+ *   a task's code sandbox that fails its start check (`checkSandboxesOf`).
  */
 export async function runEval(path: string, o: EvalOptions): Promise<void> {
   const explicitTasks = o.tasks === undefined ? undefined : parseTasks(o.tasks, o.difficulty)
@@ -230,6 +232,10 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     throw new CliError(
       `--name ${name}: ${evalResultFile(run, name)} already exists; triad never overwrites a run's files (pick another --name)`,
     )
+  // The tasks' code sandbox before the evaluation: a dead one would only turn episodes into task_error.
+  await checkSandboxesOf(tasks.map((t) => t.name)).catch((err: Error) => {
+    throw new CliError(err.message, { cause: err })
+  })
   await chooseBackend({ backend: o.backend, log: (line) => process.stderr.write(`${line}\n`) })
   let loaded: Awaited<ReturnType<typeof loadCheckpoint>>
   try {

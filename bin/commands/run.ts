@@ -5,6 +5,7 @@ import type { MetricsLine } from '../../actors/index.ts'
 import {
   appendRunLog,
   type Clock,
+  checkSandboxesOf,
   connectNats,
   createRunDir,
   type FinishedRun,
@@ -20,6 +21,7 @@ import {
   type RunLock,
   RunLockedError,
   RunsDirError,
+  SandboxCheckError,
   systemClock,
 } from '../../actors/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
@@ -106,7 +108,8 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof RunsDirError ||
     err instanceof RunLockedError ||
     err instanceof RoleFailedError ||
-    err instanceof RoleGaveUpError
+    err instanceof RoleGaveUpError ||
+    err instanceof SandboxCheckError
   )
     return new CliError(err.message, { cause: err })
   return err
@@ -120,8 +123,11 @@ export async function toCliError(err: unknown): Promise<unknown> {
  * run whose step budget is reached and whose final evaluation is written is returned as
  * `finished`, with nothing changed and no lock held. No file of an existing run is overwritten; a
  * resume appends one line to `logs/run.jsonl`.
+ * Before any of that, the code sandbox of every task that declares one gets its start check
+ * (`checkSandboxesOf`).
  * @throws RecipeLoadError, RecipeError, NotARunDirError, RecipeMismatchError; RunLockedError
- *   (nothing changed) when another run holds the directory.
+ *   (nothing changed) when another run holds the directory; SandboxCheckError (nothing made or
+ *   changed) for a sandbox that fails its check.
  */
 export async function prepareRun(recipeFile: string, options: PrepareRunOptions = {}): Promise<PreparedRun> {
   const { builtinTaskCatalog, loadRecipe, resumeRecipe } = await recipes()
@@ -129,6 +135,9 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
   const catalog = options.catalog ?? builtinTaskCatalog()
   const recipe = await loadRecipe(recipeFile, { catalog })
+  // Before the run directory is made or touched: a task's code sandbox that fails its check
+  // (unreachable, an HTTP error, garbage) ends the run here with one line naming its URL.
+  await checkSandboxesOf(recipe.tasks.map((t) => t.name))
   if (options.resume) {
     const opened = await openRunDir(options.resume, { create: false })
     const { dir } = opened

@@ -13,6 +13,8 @@ import {
  * `DockerBackend`). Both answer SandboxFusion responses.
  */
 export interface CodeRunner {
+  /** Where programs run, for people: the sandbox URL, or the backend and its isolation. */
+  readonly where: string
   /** Runs a Python program with a wall-clock limit in seconds. */
   runPython(code: string, timeoutS: number): Promise<RunCodeResponse>
   /** Releases the backend (a runner made by `defaultCodeRunner` owns one). */
@@ -22,6 +24,7 @@ export interface CodeRunner {
 /** A runner over a SandboxFusion-compatible HTTP sandbox. */
 export function httpCodeRunner(client: SandboxClient): CodeRunner {
   return {
+    where: client.url,
     runPython: (code, timeoutS) => client.runCode({ code, language: 'python', run_timeout: timeoutS }),
     close: async () => undefined,
   }
@@ -30,6 +33,7 @@ export function httpCodeRunner(client: SandboxClient): CodeRunner {
 /** A runner over a sandbox backend in this process; `owned` backends are closed with the runner. */
 export function backendCodeRunner(backend: SandboxBackend, owned = false): CodeRunner {
   return {
+    where: `the ${backend.kind} sandbox backend in this process (${backend.isolation} isolation)`,
     async runPython(code, timeoutS) {
       const out = await runCode({ code, language: 'python', run_timeout: timeoutS }, backend)
       if (out.statusCode !== 200) throw new Error(`sandbox refused the run: ${JSON.stringify(out.body)}`)
@@ -41,11 +45,17 @@ export function backendCodeRunner(backend: SandboxBackend, owned = false): CodeR
   }
 }
 
+/** Where `defaultCodeRunner` runs programs, for people: `TRIAD_SANDBOX_URL`, or the local backend. */
+export function defaultCodeRunnerWhere(env: NodeJS.ProcessEnv = process.env): string {
+  return env.TRIAD_SANDBOX_URL || 'the local sandbox backend in this process'
+}
+
 /**
  * The default runner: the HTTP sandbox at `TRIAD_SANDBOX_URL` when set (checked at once, failing
  * loudly), else a local backend (bubblewrap where installed) with two slots.
  * @throws SandboxUnreachableError when `TRIAD_SANDBOX_URL` does not answer.
  */
+
 export async function defaultCodeRunner(env: NodeJS.ProcessEnv = process.env): Promise<CodeRunner> {
   const url = env.TRIAD_SANDBOX_URL
   if (url) return httpCodeRunner(await SandboxClient.connect(url))

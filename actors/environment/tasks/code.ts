@@ -1,7 +1,7 @@
 import type { Rng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { codeExpert } from './code-expert.ts'
-import { type CodeRunner, defaultCodeRunner } from './code-runner.ts'
+import { type CodeRunner, defaultCodeRunner, defaultCodeRunnerWhere } from './code-runner.ts'
 import { submitTool } from './submit-tool.ts'
 
 /**
@@ -120,7 +120,11 @@ export function createCodeTask(
 ): Task<CodeInstance> & { runner(): Promise<CodeRunner>; close(): Promise<void> } {
   let runner: Promise<CodeRunner> | undefined = options.runner ? Promise.resolve(options.runner) : undefined
   const getRunner = () => {
-    runner ??= defaultCodeRunner()
+    // A start that failed (the sandbox was down) is not kept: the next call tries again.
+    runner ??= defaultCodeRunner().catch((err: unknown) => {
+      runner = undefined
+      throw err
+    })
     return runner
   }
   return {
@@ -147,6 +151,16 @@ export function createCodeTask(
     generate: generateCode,
     key: (i) => i.question,
     runner: getRunner,
+    // The check opens a runner of its own (and closes it): the task's own starts on first use.
+    sandbox: {
+      where: () => options.runner?.where ?? defaultCodeRunnerWhere(),
+      open: async () => {
+        const given = options.runner
+        return given
+          ? { where: given.where, runPython: (c, t) => given.runPython(c, t), close: async () => undefined }
+          : defaultCodeRunner()
+      },
+    },
     async close() {
       const r = runner
       runner = undefined

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { expertExamples, firstEpisodesPerTask, playExperts } from '../../../actors/node/cold-start.ts'
-import { loadJinjaChatFormat, renderChat, Tokenizer } from '../../../gpu/index.ts'
+import { coldStart, expertExamples, firstEpisodesPerTask, playExperts, sftEpisodes } from '../../../actors/node/cold-start.ts'
+import {
+  chooseBackend,
+  createTransformer,
+  disposeTransformer,
+  loadJinjaChatFormat,
+  renderChat,
+  Tokenizer,
+} from '../../../gpu/index.ts'
 import { QWEN3_TOKENIZER_DIR } from '../../support/qwen3-tokenizer.ts'
 import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
@@ -22,6 +29,47 @@ describe('actors/node/cold-start', () => {
       () => firstEpisodesPerTask(corpus, 4, 5),
       (e: unknown) => e instanceof RangeError && e.message === 'take (5) must be <= perTask (4)',
     )
+  })
+
+  it('sftEpisodes - code episodes against an unreachable sandbox end in task_error and are never SFT data; with none left the SFT says why', async () => {
+    const old = process.env.TRIAD_SANDBOX_URL
+    process.env.TRIAD_SANDBOX_URL = 'http://127.0.0.1:1'
+    try {
+      const config = tinyNodeConfig('cs', '/tmp/unused', {
+        tasks: [
+          { name: 'calc', weight: 1, difficulty: 1 },
+          { name: 'code', weight: 1, difficulty: 1 },
+        ],
+      })
+      const corpus = await playExperts(config, 2)
+      assert.deepEqual(
+        corpus.map((e) => e.status),
+        ['completed', 'completed', 'task_error', 'task_error'],
+      )
+      const { kept, dropped } = sftEpisodes(corpus)
+      assert.equal(dropped, 2)
+      assert.deepEqual(kept, corpus.slice(0, 2))
+      await chooseBackend({ backend: 'wasm', log: () => {} })
+      const tokenizer = new Tokenizer()
+      const model = createTransformer(
+        { layers: 1, width: 16, heads: 2, contextLength: 384, vocabSize: tokenizer.vocabSize },
+        { seed: 1 },
+      )
+      try {
+        await assert.rejects(
+          coldStart(model, tokenizer, corpus.slice(2), config, () => {}),
+          (e: unknown) =>
+            e instanceof Error &&
+            e.message ===
+              'no expert trajectories to train on: all 2 ended in task_error (the task failed; see the tool messages of an episode)',
+        )
+      } finally {
+        disposeTransformer(model)
+      }
+    } finally {
+      if (old === undefined) delete process.env.TRIAD_SANDBOX_URL
+      else process.env.TRIAD_SANDBOX_URL = old
+    }
   })
 })
 

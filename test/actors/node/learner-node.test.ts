@@ -124,7 +124,11 @@ describe('actors/node/learner-node', () => {
         lines.join('\n'),
       )
       assert.ok(
-        lines.some((l) => /^SFT: 1 steps on 4 trajectories \(0 cut to the context\), final loss \d/.test(l)),
+        lines.some((l) =>
+          /^SFT: 1 steps on 4 trajectories \(0 cut to the context, 0 dropped: ended in task_error\), final loss \d/.test(
+            l,
+          ),
+        ),
         lines.join('\n'),
       )
     } finally {

@@ -84,6 +84,14 @@ describe('actors/runtime/bridge - an actor exposed on NATS', () => {
     assert.equal(data.invalid, 1)
     assert.equal(data.handled, 3)
     assert.equal(data.errors, 1)
-    assert.deepEqual(exposed.stats(), { handled: 3, errors: 1, invalid: 1, restarts: 1, actorErrors: 1 })
+    assert.deepEqual(exposed.stats(), {
+      handled: 3,
+      errors: 1,
+      invalid: 1,
+      repliesTooLarge: 0,
+      repliesUnsent: 0,
+      restarts: 1,
+      actorErrors: 1,
+    })
   })
 })

@@ -92,7 +92,13 @@ function contract(name: string, make: () => Promise<{ server: Testable; client: 
       )
       const ok = await client.request(s, Add.make({ a: 1, b: 1 }), { timeoutMs: 2000, replies })
       assert.deepEqual(ok.payload, { sum: 2, by: 'one' })
-      assert.deepEqual(served.stats(), { handled: 1, errors: 0, invalid: 4 })
+      assert.deepEqual(served.stats(), {
+        handled: 1,
+        errors: 0,
+        invalid: 4,
+        repliesTooLarge: 0,
+        repliesUnsent: 0,
+      })
     })
 
     it('transport - a throwing handler gives handler_failed and the subject keeps serving', async () => {
