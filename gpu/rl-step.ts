@@ -38,7 +38,8 @@ export interface RlBatch {
   /**
    * Optional step-wise advantages `[batch, seqLen]` float32 (RLAnything: the step reward already
    * holds the outcome, z-scored per step index). When given they replace the group advantages,
-   * then task normalization applies.
+   * then task normalization applies; the overlong penalty must then be in the outcome they were
+   * built from (`policyStepAdvantages` with `overlong`), since the shaped rewards here are not used.
    */
   stepAdvantages?: Float32Array
 }

@@ -289,7 +289,10 @@ export async function startLearnerNode(
       },
       step: async (groups: readonly TrajectoryGroupPayload[]) => {
         if (!triad) return learner.step(groups)
-        const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
+        const { batch, metrics } = stepRewardBatch(groups, triad, {
+          maxTokens,
+          ...(config.rl.step.overlong ? { overlong: config.rl.step.overlong } : {}),
+        })
         const trusted = stepRewardsTrusted(triad, metrics)
         metrics['reward/step_reward_used'] = trusted ? 1 : 0
         const t0 = performance.now()
