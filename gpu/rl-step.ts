@@ -150,7 +150,8 @@ export interface RlStepState {
  * - `perf/step_ms`, `perf/tokens_per_s`: trained tokens per second of the whole step;
  * - with an off-policy correction other than `none`: `off_policy/weight_mean`,
  *   `off_policy/weight_max`, `off_policy/capped_frac`, `off_policy/masked_frac`
- *   (`offPolicyMetrics`, over the trained tokens of the batch).
+ *   (`offPolicyMetrics`, over the trained tokens of the batch); the ratio metrics of `policy/*`
+ *   (`policy/ratio_mean`, the clip fractions, `policy/approx_kl`) are then against the proximal policy.
  */
 export type RlStepMetrics = Record<string, number>
 
