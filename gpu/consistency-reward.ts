@@ -4,10 +4,27 @@ import { meanJudgement } from './step-reward.ts'
 
 /**
  * The reward model's own reward (RLAnything, arXiv 2602.02488, consistency feedback; DESIGN.md,
- * Algorithms): a judgement `S_l` of a step gets `(O + mean S) * S_l`, where O is the outcome of the
- * episode and `mean S` the mean of that step's parseable judgements; a judgement that cannot be
- * parsed gets a fixed penalty; the m rewards of one step are then z-scored across its judgements.
+ * Algorithms): a judgement `S_l` of a step gets `(O + mean S) * S_l`, where O is the signed outcome
+ * of the episode in [-1, +1] (`signedOutcome`) and `mean S` the mean of that step's parseable
+ * judgements; a judgement that cannot be parsed gets a fixed penalty; the m rewards of one step are
+ * then z-scored across its judgements. The sign matters: with O in {0, 1} a failed episode
+ * (O = 0) rewards only agreement with the majority, `mean S * S_l`, and carries no label signal;
+ * with O = -1 it rewards the judgements that call its steps bad.
  */
+
+/**
+ * The signed outcome O of the consistency reward from a task reward r in [0, 1]: `O = 2r - 1`.
+ * A binary success r in {0, 1} gives O in {-1, +1}; a graded outcome maps linearly, so half credit
+ * (r = 0.5) is neutral (O = 0) and the sign of O says whether the episode did better than half.
+ * @param reward the episode's task reward r (before any shaping), in [0, 1].
+ * @returns O in [-1, 1].
+ * @throws ConfigError when `reward` is not a finite number in [0, 1].
+ */
+export function signedOutcome(reward: number): number {
+  if (!(Number.isFinite(reward) && reward >= 0 && reward <= 1))
+    throw new ConfigError('outcome', reward, 'a task reward must be in [0, 1] (it enters as 2r - 1)')
+  return 2 * reward - 1 // O = 2r - 1
+}
 
 /**
  * Default reward of an unparseable judgement: -3, below every parsed judgement's reward, which lies
@@ -17,7 +34,7 @@ export const UNPARSEABLE_PENALTY = -3
 
 /** Input of `computeConsistencyRewards`: one step and its m judgements. */
 export interface ConsistencyInput {
-  /** Outcome O of the episode the step belongs to. */
+  /** Signed outcome O in [-1, +1] of the episode the step belongs to (`signedOutcome` of its task reward). */
   outcome: number
   /** `[m]` judgements of the step: +1, -1, or 0 for unparseable. */
   judgements: ArrayLike<number>
@@ -41,13 +58,14 @@ export interface ConsistencyRewards {
  * `A_l = (r_l - mean r) / (std r + eps)` with the unbiased (n - 1) std, as the GRPO group advantage.
  * `mean S` is over the parseable judgements only (0 when none parse).
  * Degenerate cases: m = 1, or all m rewards equal (zero std), give advantages of exactly 0.
- * @throws ConfigError on a non-finite outcome or penalty, or a judgement outside {-1, 0, +1}.
+ * @throws ConfigError on an outcome outside [-1, 1], a non-finite penalty, or a judgement outside {-1, 0, +1}.
  */
 export function computeConsistencyRewards(input: ConsistencyInput): ConsistencyRewards {
   const { outcome, judgements } = input
   const penalty = input.penalty ?? UNPARSEABLE_PENALTY
   const eps = input.eps ?? ADVANTAGE_EPS
-  if (!Number.isFinite(outcome)) throw new ConfigError('outcome', outcome, 'must be finite')
+  if (!(Number.isFinite(outcome) && outcome >= -1 && outcome <= 1))
+    throw new ConfigError('outcome', outcome, 'the signed outcome must be in [-1, 1] (signedOutcome)')
   if (!Number.isFinite(penalty)) throw new ConfigError('penalty', penalty, 'must be finite')
   const meanS = meanJudgement(judgements)
   const m = judgements.length

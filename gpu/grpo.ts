@@ -27,12 +27,22 @@ export const GRPO_TCR_DEFAULTS: Readonly<GrpoTcrConfig> = Object.freeze({
 export interface PolicyLossInput {
   /** log pi_theta of each token under the model being trained (carries the gradient). */
   logProbs: tf.Tensor2D
-  /** log pi_behavior of each token, as recorded by the engine that sampled it (not recomputed). */
+  /**
+   * The log-probabilities the ratio is taken against: log pi_behavior of each token as recorded by
+   * the engine that sampled it (not recomputed), or, under an off-policy correction
+   * (`gpu/off-policy.ts`), the proximal policy's.
+   */
   behaviorLogProbs: tf.Tensor2D
   /** Token advantages (group- and task-normalized). */
   advantages: tf.Tensor2D
   /** 1 for a response token the loss trains on; 0 for prompt, tool output and padding. */
   mask: tf.Tensor2D
+  /**
+   * Optional multipliers of each token's loss (an off-policy correction's importance weights; no
+   * gradient flows through them); default 1. Unlike the mask they leave the aggregation's
+   * denominator as it is: a weight-0 token still counts in the token mean.
+   */
+  weights?: tf.Tensor2D
 }
 
 /**
@@ -71,6 +81,7 @@ function checkInput(input: PolicyLossInput): void {
   assertShape('behaviorLogProbs', input.behaviorLogProbs, shape)
   assertShape('advantages', input.advantages, shape)
   assertShape('mask', input.mask, shape)
+  if (input.weights) assertShape('weights', input.weights, shape)
 }
 
 /** Importance ratio `r = exp(logp_theta - logp_behavior)`, log-ratio clamped to [-20, 20] as verl. */
@@ -82,8 +93,8 @@ function importanceRatio(input: PolicyLossInput): { logRatio: tf.Tensor2D; ratio
 /**
  * Per-token GRPO-TCR loss (PPO clip, Schulman et al. arXiv 1707.06347 eq. 7; clip-higher, DAPO
  * arXiv 2503.14476 eq. 10; dual clip, Ye et al. arXiv 1912.09729 eq. 5; DemyAgent arXiv 2510.11701):
- * `L = -min(r*A, clip(r, 1-epsLow, 1+epsHigh)*A)`, and for `A < 0` `L = min(L, c*|A|)`.
- * Masked-out tokens are not zeroed here; the aggregation applies the mask.
+ * `L = -min(r*A, clip(r, 1-epsLow, 1+epsHigh)*A)`, and for `A < 0` `L = min(L, c*|A|)`; times
+ * `input.weights` when given. Masked-out tokens are not zeroed here; the aggregation applies the mask.
  * @returns `[batch, seqLen]` float32 per-token loss.
  * @throws ShapeError on shapes that differ; ConfigError on a bad config.
  */
@@ -100,7 +111,8 @@ export function computeTokenLossGrpoTcr(
     const clipped = a.mul(ratio.clipByValue(1 - config.epsLow, 1 + config.epsHigh)).neg() // -clip(r, 1-eps_low, 1+eps_high)*A
     const pg = unclipped.maximum(clipped) // -min(r*A, clip(r)*A)
     const dual = pg.minimum(a.mul(-config.dualClip)) // min(L, -c*A) = min(L, c*|A|) for A < 0
-    return tf.where(a.less(0), dual, pg) as tf.Tensor2D
+    const loss = tf.where(a.less(0), dual, pg) as tf.Tensor2D
+    return input.weights ? (loss.mul(input.weights) as tf.Tensor2D) : loss // w_t * L_t
   })
 }
 

@@ -36,17 +36,23 @@ export function computeKlK2(logProbs: tf.Tensor2D, refLogProbs: tf.Tensor2D): tf
 /**
  * k3 estimator (Schulman 2020; the GRPO KL term, DeepSeekMath arXiv 2402.03300 eq. 4):
  * with `x = log pi_ref - log pi_theta`, `k3 = exp(x) - x - 1`. Unbiased, low variance, >= 0, and
- * exactly 0 where the two log-probabilities are equal. `x` is clamped to [-20, 20] (as verl) so
- * that `exp` cannot overflow.
+ * exactly 0 where the two log-probabilities are equal. As verl's `low_var_kl`: `x` is clamped to
+ * [-20, 20] so that `exp` cannot overflow, and the estimate itself to [-10, 10]
+ * (`K3_CLAMP`), so that one token whose log-ratio to the reference is large (exp(20) ~ 4.9e8)
+ * cannot dominate the loss; its gradient is then 0.
+ * @returns `[batch, seqLen]` float32 in [0, 10].
  * @throws ShapeError when the shapes differ.
  */
 export function computeKlK3(logProbs: tf.Tensor2D, refLogProbs: tf.Tensor2D): tf.Tensor2D {
   check(logProbs, refLogProbs)
   return tf.tidy(() => {
     const x = refLogProbs.sub(logProbs).clipByValue(-20, 20)
-    return x.exp().sub(x).sub(1) as tf.Tensor2D // k3 = exp(x) - x - 1
+    return x.exp().sub(x).sub(1).clipByValue(-K3_CLAMP, K3_CLAMP) as tf.Tensor2D // k3 = clamp(exp(x) - x - 1, -10, 10)
   })
 }
+
+/** Bound of the per-token k3 estimate, `[-10, 10]`, as verl's `low_var_kl`. */
+export const K3_CLAMP = 10
 
 /** Registered KL estimators, by name. */
 export const KlEstimators = defineRegistry<KlEstimator>({ k1: computeKlK1, k2: computeKlK2, k3: computeKlK3 })

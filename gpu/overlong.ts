@@ -9,6 +9,32 @@ export interface OverlongConfig {
   bufferLength: number
 }
 
+function checkConfig(config: OverlongConfig): void {
+  const { maxLength, bufferLength } = config
+  if (!(maxLength > 0)) throw new ConfigError('maxLength', maxLength, 'must be > 0')
+  if (!(bufferLength > 0 && bufferLength <= maxLength)) {
+    throw new ConfigError('bufferLength', bufferLength, `must be in (0, maxLength = ${maxLength}]`)
+  }
+}
+
+/**
+ * The overlong penalty of one response, as a plain number (the formula of
+ * `computeOverlongPenalty`, for code that shapes outcomes outside tensors: the step-reward path
+ * adds it to the outcome O that `R_j = O + lambda * mean_l S_jl` is built from).
+ * @param length `|y|`, the response length in tokens (>= 0).
+ * @returns the penalty in [-1, 0].
+ * @throws ConfigError when `bufferLength` is not in (0, maxLength] or `length` is negative or not finite.
+ */
+export function overlongPenalty(length: number, config: OverlongConfig): number {
+  checkConfig(config)
+  if (!(length >= 0 && Number.isFinite(length)))
+    throw new ConfigError('length', length, 'must be a finite number >= 0')
+  const { maxLength, bufferLength } = config
+  if (length > maxLength) return -1 // -1 beyond L_max
+  if (length <= maxLength - bufferLength) return 0 // 0 when |y| <= L_max - L_buf
+  return (maxLength - bufferLength - length) / bufferLength // ((L_max - L_buf) - |y|) / L_buf
+}
+
 /**
  * Overlong reward shaping (DAPO, arXiv 2503.14476, eq. 13; used by DemyAgent GRPO-TCR):
  * `0` when `|y| <= L_max - L_buf`; `((L_max - L_buf) - |y|) / L_buf` inside the buffer;
@@ -20,10 +46,7 @@ export interface OverlongConfig {
  */
 export function computeOverlongPenalty(lengths: tf.Tensor1D, config: OverlongConfig): tf.Tensor1D {
   const { maxLength, bufferLength } = config
-  if (!(maxLength > 0)) throw new ConfigError('maxLength', maxLength, 'must be > 0')
-  if (!(bufferLength > 0 && bufferLength <= maxLength)) {
-    throw new ConfigError('bufferLength', bufferLength, `must be in (0, maxLength = ${maxLength}]`)
-  }
+  checkConfig(config)
   if (lengths.rank !== 1) throw new ShapeError('lengths', '[batch]', lengths.shape)
   return tf.tidy(() => {
     const y = lengths.toFloat()

@@ -6,6 +6,15 @@ import { ConfigError, ShapeError } from './errors.ts'
 import { addGradients, lossAndGrads } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
+import {
+  checkOffPolicyConfig,
+  getOffPolicyCorrection,
+  OFF_POLICY_DEFAULTS,
+  type OffPolicyConfig,
+  type OffPolicyResult,
+  type OffPolicyTotals,
+  offPolicyMetrics,
+} from './off-policy.ts'
 import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
 import { forward, type Transformer } from './transformer.ts'
 
@@ -38,7 +47,8 @@ export interface RlBatch {
   /**
    * Optional step-wise advantages `[batch, seqLen]` float32 (RLAnything: the step reward already
    * holds the outcome, z-scored per step index). When given they replace the group advantages,
-   * then task normalization applies.
+   * then task normalization applies; the overlong penalty must then be in the outcome they were
+   * built from (`policyStepAdvantages` with `overlong`), since the shaped rewards here are not used.
    */
   stepAdvantages?: Float32Array
 }
@@ -75,6 +85,13 @@ export interface RlStepConfig {
    * batch, as GRPO-TCR defines it.
    */
   dynamicSampling?: boolean
+  /**
+   * Off-policy correction for stale tokens (`gpu/off-policy.ts`: `none`, `decoupled`, `tis`,
+   * `icepop`); absent means `none` (the ratio against the behavior log-probabilities). Every
+   * correction but `none` costs one more forward pass per micro-batch (no gradient), with the
+   * weights the step starts from: the proximal policy.
+   */
+  offPolicy?: OffPolicyConfig
 }
 
 /** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
@@ -130,7 +147,11 @@ export interface RlStepState {
  * - `batch/trajectories`, `batch/trained_tokens`; with `dynamicSampling`, `batch/uniform_groups` and
  *   `batch/uniform_trajectories` masked out (their tokens are not in `batch/trained_tokens`, their
  *   penalties count as 0 in `reward/overlong_penalty`);
- * - `perf/step_ms`, `perf/tokens_per_s`: trained tokens per second of the whole step.
+ * - `perf/step_ms`, `perf/tokens_per_s`: trained tokens per second of the whole step;
+ * - with an off-policy correction other than `none`: `off_policy/weight_mean`,
+ *   `off_policy/weight_max`, `off_policy/capped_frac`, `off_policy/masked_frac`
+ *   (`offPolicyMetrics`, over the trained tokens of the batch); the ratio metrics of `policy/*`
+ *   (`policy/ratio_mean`, the clip fractions, `policy/approx_kl`) are then against the proximal policy.
  */
 export type RlStepMetrics = Record<string, number>
 
@@ -168,6 +189,10 @@ function checkConfig(c: RlStepConfig, state: RlStepState): void {
   if (!(c.klCoef >= 0)) throw new ConfigError('klCoef', c.klCoef, 'must be >= 0')
   if (c.klCoef > 0 && !state.reference) throw new ConfigError('klCoef', c.klCoef, 'needs a reference model')
   if (!Number.isFinite(c.entropyCoef)) throw new ConfigError('entropyCoef', c.entropyCoef, 'must be finite')
+  if (c.offPolicy) {
+    getOffPolicyCorrection(c.offPolicy.name)
+    checkOffPolicyConfig(c.offPolicy)
+  }
 }
 
 /**
@@ -301,6 +326,9 @@ export async function rlStep(
   const start = now()
   const aggregate = getAggregator(config.loss.aggregation)
   const kl = getKlEstimator(config.klEstimator)
+  const offPolicy = config.offPolicy ?? OFF_POLICY_DEFAULTS
+  const correction = getOffPolicyCorrection(offPolicy.name)
+  const offTotals: OffPolicyTotals = { tokens: 0, weightSum: 0, weightMax: 0, capped: 0, masked: 0 }
   const { advantages, penalty } = computeBatchAdvantages(batch, config)
   const shape: [number, number] = [batch.batch, batch.seqLen]
   const tokens = tf.tensor2d(batch.tokens, shape, 'int32')
@@ -350,13 +378,30 @@ export async function rlStep(
         config.klCoef > 0 && state.reference
           ? tf.tidy(() => tokenStats(state.reference!, mbTokens, config.temperature).logp)
           : undefined
+      // The proximal log-probabilities: the weights this step starts from (the optimizer steps only
+      // after every micro-batch), one forward pass without gradient, only when the correction needs it.
+      const mbProx = correction.needsProximal
+        ? tf.tidy(() => tokenStats(state.model, mbTokens, config.temperature).logp)
+        : undefined
       index.dispose()
       const partKept: Record<string, tf.Scalar> = {}
+      let corrected: OffPolicyResult | undefined
       try {
+        corrected = correction.apply(
+          { behaviorLogProbs: mbBehavior, ...(mbProx ? { proxLogProbs: mbProx } : {}), mask: mbMask },
+          offPolicy,
+        )
+        const { anchorLogProbs, weights: tokenWeights } = corrected
         const result = await lossAndGrads(state.model, () => {
           const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature)
           const { loss, metrics: policy } = computePolicyLossGrpoTcr(
-            { logProbs: logp, behaviorLogProbs: mbBehavior, advantages: mbAdvantages, mask: mbMask },
+            {
+              logProbs: logp,
+              behaviorLogProbs: anchorLogProbs,
+              advantages: mbAdvantages,
+              mask: mbMask,
+              weights: tokenWeights,
+            },
             config.loss,
           )
           const meanEntropy = aggregate(entropy, mbMask)
@@ -375,9 +420,21 @@ export async function rlStep(
         for (const [k, t] of Object.entries(partKept)) {
           kept[k] = (kept[k] ?? 0) + (await t.data())[0]! * weight
         }
+        const st = corrected.stats
+        if (st) {
+          const read = async (t: tf.Scalar) => (await t.data())[0]!
+          offTotals.tokens += await read(st.tokens)
+          offTotals.weightSum += await read(st.weightSum)
+          offTotals.weightMax = Math.max(offTotals.weightMax, await read(st.weightMax))
+          offTotals.capped += await read(st.capped)
+          offTotals.masked += await read(st.masked)
+        }
       } finally {
         tf.dispose([...Object.values(partKept), mbTokens, mbMask, mbBehavior, mbAdvantages])
+        if (corrected)
+          tf.dispose([corrected.anchorLogProbs, corrected.weights, ...Object.values(corrected.stats ?? {})])
         mbRef?.dispose()
+        mbProx?.dispose()
       }
     }
     const result = { loss: lossSum }
@@ -396,6 +453,7 @@ export async function rlStep(
     metrics['optim/skipped'] = skipped ? 1 : 0
     metrics['optim/lr'] = state.lr
     Object.assign(metrics, kept)
+    if (correction.needsProximal) Object.assign(metrics, offPolicyMetrics(offTotals))
     Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
   } finally {
     tf.dispose([...Object.values(grads), advantages, tokens, mask, behavior])

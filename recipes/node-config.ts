@@ -41,6 +41,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
         advantageEstimator: recipe.rl.advantage,
         taskNormalization: recipe.rl.taskAdvantageNorm,
         dynamicSampling: recipe.rl.dynamicSampling,
+        offPolicy: { ...recipe.rl.offPolicy },
         klCoef: recipe.rl.kl.beta,
         klEstimator: recipe.rl.kl.estimator,
         entropyCoef: recipe.rl.entropy,

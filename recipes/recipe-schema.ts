@@ -6,7 +6,15 @@
  * an error that lists the valid ones.
  */
 import { z } from 'zod'
-import { AdvantageEstimatorName, AggregationMode, BackendName, KlEstimatorName } from '../gpu/index.ts'
+import {
+  AdvantageEstimatorName,
+  AggregationMode,
+  BackendName,
+  KlEstimatorName,
+  OFF_POLICY_DEFAULTS,
+  OffPolicyLevel,
+  OffPolicyName,
+} from '../gpu/index.ts'
 
 const int = (min: number) => z.number().int().min(min)
 const positive = () => z.number().gt(0)
@@ -125,6 +133,29 @@ export const KlSchema = z.strictObject({
   estimator: z.enum(KlEstimatorName).default('k3'),
 })
 
+/**
+ * Off-policy correction for stale tokens (`gpu/off-policy.ts`). Every correction but `none` takes
+ * the PPO ratio against the proximal policy (the learner's weights at the start of the step: one
+ * more forward pass per step, no gradient) and weights the token loss by
+ * `w = exp(logp_prox - logp_behavior)`.
+ */
+export const OffPolicySchema = z.strictObject({
+  /**
+   * `none` (ratio against the behavior policy; default), `decoupled` (AReaL decoupled PPO, loss
+   * times `min(w, cap)`), `tis` (truncated importance sampling, `min(w, cap)` per `level`),
+   * `icepop` (tokens whose `w` leaves `[low, high]` are masked out).
+   */
+  name: z.enum(OffPolicyName).default(OFF_POLICY_DEFAULTS.name),
+  /** Truncation of the importance weight for `decoupled` and `tis`, >= 1 (default 2). */
+  cap: z.number().min(1).default(OFF_POLICY_DEFAULTS.cap),
+  /** Lower edge of the `icepop` band, in (0, 1) (default 0.5). */
+  low: z.number().gt(0).lt(1).default(OFF_POLICY_DEFAULTS.low),
+  /** Upper edge of the `icepop` band, > 1 (default 5). */
+  high: z.number().gt(1).default(OFF_POLICY_DEFAULTS.high),
+  /** `tis` weight per `token` or per `sequence` (default `token`). */
+  level: z.enum(OffPolicyLevel).default(OFF_POLICY_DEFAULTS.level),
+})
+
 /** RL with GRPO-TCR (DemyAgent) and task advantage normalization (AgentRL). */
 export const RlSchema = z.strictObject({
   /** `G`: samples per task instance; the group the advantage is normalized over (default 8). */
@@ -158,6 +189,8 @@ export const RlSchema = z.strictObject({
    * left out of the update instead of diluting the token mean (default false).
    */
   dynamicSampling: z.boolean().default(false),
+  /** Off-policy correction for stale tokens (default `none`; see `OffPolicySchema`). */
+  offPolicy: OffPolicySchema.prefault({}),
 })
 
 const PipelineObject = z.strictObject({

@@ -20,7 +20,7 @@ import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
 import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
-import { RewardModel } from '../reward/index.ts'
+import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import {
@@ -283,13 +283,20 @@ export async function startLearnerNode(
     }
     if (rewardWeights) await store.publish(transport, 'reward', learner.version, rewardWeights)
     await store.publish(transport, 'policy', learner.version, await learner.weights())
+    // The reward model's balanced accuracy over the newest labelled judgements, on every learner step.
+    const online = new OnlineStepAccuracy()
     const core: LearnerCore = {
       get version() {
         return learner.version
       },
       step: async (groups: readonly TrajectoryGroupPayload[]) => {
         if (!triad) return learner.step(groups)
-        const { batch, metrics } = stepRewardBatch(groups, triad, { maxTokens })
+        const { batch, metrics } = stepRewardBatch(groups, triad, {
+          maxTokens,
+          ...(config.rl.step.overlong ? { overlong: config.rl.step.overlong } : {}),
+        })
+        online.add(metrics)
+        Object.assign(metrics, online.metrics())
         const trusted = stepRewardsTrusted(triad, metrics)
         metrics['reward/step_reward_used'] = trusted ? 1 : 0
         const t0 = performance.now()

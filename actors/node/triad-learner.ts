@@ -1,4 +1,11 @@
-import { AdamW, createRng, type RlBatch, type Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
+import {
+  AdamW,
+  createRng,
+  type OverlongConfig,
+  type RlBatch,
+  type Tokenizer,
+  type TransformerConfig,
+} from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from '../learner/index.ts'
 import {
@@ -35,7 +42,8 @@ function sampleJudgements(s: Trajectory, m: number): Int8Array | undefined {
 /**
  * The RL batch of whole groups with RLAnything's step advantages (`policyStepAdvantages` per
  * group: `R_j = O + lambda * mean_l S_jl`, z-scored per step index), packed as
- * `RlBatch.stepAdvantages`.
+ * `RlBatch.stepAdvantages`. `options.overlong` (the RL step's overlong shaping) shapes the outcome
+ * O the step rewards are built from, as the outcome path shapes the rewards.
  * @returns the batch and metrics: `reward/step_judged` summed over groups,
  *   `reward_model/step_accuracy` over the groups that had labelled judged steps (mean), the other
  *   `reward/*` values averaged over groups, and the switch states.
@@ -46,7 +54,7 @@ function sampleJudgements(s: Trajectory, m: number): Int8Array | undefined {
 export function stepRewardBatch(
   groups: readonly TrajectoryGroupPayload[],
   switches: TriadSwitches,
-  options: { maxTokens: number; padId?: number },
+  options: { maxTokens: number; padId?: number; overlong?: OverlongConfig },
 ): { batch: RlBatch; metrics: Record<string, number> } {
   const m = switches.stepReward.m
   const rows: Float32Array[] = []
@@ -59,6 +67,7 @@ export function stepRewardBatch(
         g.samples,
         g.samples.map((s) => sampleJudgements(s, m)),
         switches,
+        options.overlong,
       )
     } catch {
       // Judgements that do not fit the group (a bad value, offsets out of order): its steps get
@@ -68,6 +77,7 @@ export function stepRewardBatch(
         g.samples,
         g.samples.map(() => undefined),
         switches,
+        options.overlong,
       )
     }
     rows.push(...r.tokenAdvantages)
@@ -81,7 +91,8 @@ export function stepRewardBatch(
   for (const [k, { total, n }] of Object.entries(sums)) metrics[k] = COUNTS.has(k) ? total : total / n
   const balanced = balancedStepAccuracy(metrics)
   if (balanced !== undefined) metrics['reward_model/step_balanced_accuracy'] = balanced
-  return { batch: packGroups(groups, { ...options, stepAdvantages: rows }), metrics }
+  const { overlong: _, ...pack } = options
+  return { batch: packGroups(groups, { ...pack, stepAdvantages: rows }), metrics }
 }
 
 /** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */

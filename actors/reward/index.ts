@@ -1,5 +1,6 @@
 export * from './errors.ts'
 export * from './judge-prompt.ts'
+export * from './online-accuracy.ts'
 export * from './policy-step-reward.ts'
 export * from './reward-actor.ts'
 export * from './reward-model.ts'

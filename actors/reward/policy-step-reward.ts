@@ -1,4 +1,4 @@
-import { computeGroupStepAdvantages } from '../../gpu/index.ts'
+import { computeGroupStepAdvantages, type OverlongConfig, overlongPenalty } from '../../gpu/index.ts'
 import type { Trajectory } from '../../protocols/index.ts'
 import { RewardModelConfigError } from './errors.ts'
 import type { TriadSwitches } from './triad-switches.ts'
@@ -8,7 +8,9 @@ import type { TriadSwitches } from './triad-switches.ts'
  * model's judgements of their steps become token-level advantages for the learner's `RlBatch`
  * (`stepAdvantages`), by `R_j = O + lambda * mean_l S_jl` z-scored per step index
  * (`computeGroupStepAdvantages`). With the `stepReward` switch off the judgements are ignored and
- * `R_j = O`.
+ * `R_j = O`. With overlong shaping on, O is the shaped outcome: the task reward plus the overlong
+ * penalty of the sample's trained-token count (DAPO eq. 13, as the outcome path of `rlStep` adds it),
+ * so that the step path is shaped too.
  */
 
 /**
@@ -65,6 +67,8 @@ export interface PolicyStepAdvantages {
    * - `reward/step_judged`: steps whose judgements were used (0 when off);
    * - `reward/judgement_mean`: mean of the parseable judgements used (absent when none);
    * - `reward/step_reward_mean`: mean `R_j` over every step;
+   * - `reward/step_overlong_penalty`: mean overlong penalty added to the samples' outcomes (with
+   *   `overlong`);
    * - `reward_model/step_accuracy`: share of the used judgements that agree with the task's
    *   `step_good/<j>` labels (`judgementAccuracy`), when some used step is labelled;
    * - `reward_model/labelled_good`, `reward_model/right_good`, `reward_model/labelled_bad`,
@@ -79,8 +83,10 @@ export interface PolicyStepAdvantages {
  * @param samples the G trajectories of one task instance.
  * @param judgements per sample, its `[turns * m]` step-major judgements (+1, -1, 0), or undefined
  *   when it was not judged (its steps then get `R_j = O`). Ignored when the switch is off.
+ * @param overlong overlong shaping (`L_max`, `L_buf` in tokens) on `|y|` = the sample's loss-masked
+ *   tokens; off when absent.
  * @throws RewardModelConfigError when a sample's judgements do not cover its turns; ShapeError on
- *   bad turn starts.
+ *   bad turn starts; ConfigError on a bad overlong config.
  */
 export function policyStepAdvantages(
   samples: readonly (Pick<Trajectory, 'reward' | 'turn_starts' | 'loss_mask'> & {
@@ -88,7 +94,9 @@ export function policyStepAdvantages(
   })[],
   judgements: readonly (ArrayLike<number> | undefined)[],
   switches: TriadSwitches,
+  overlong?: OverlongConfig,
 ): PolicyStepAdvantages {
+  let penaltySum = 0
   const { enabled, lambda, m } = switches.stepReward
   let judged = 0
   let sSum = 0
@@ -132,7 +140,16 @@ export function policyStepAdvantages(
           sCount++
         }
     }
-    return { outcome: t.reward, judgements: perStep, turnStarts: t.turn_starts, lossMask: t.loss_mask }
+    let trained = 0 // position 0 is never trained (no context), as `packGroups` masks it
+    for (let k = 1; k < t.loss_mask.length; k++) trained += t.loss_mask[k] ? 1 : 0
+    const penalty = overlong ? overlongPenalty(trained, overlong) : 0 // |y| = trained tokens
+    penaltySum += penalty
+    return {
+      outcome: t.reward + penalty, // O = task reward + overlong penalty
+      judgements: perStep,
+      turnStarts: t.turn_starts,
+      lossMask: t.loss_mask,
+    }
   })
   const g = computeGroupStepAdvantages(rollouts, enabled ? lambda : 0)
   const all = g.rewards.flatMap((r) => [...r])
@@ -141,6 +158,7 @@ export function policyStepAdvantages(
     'reward/step_judged': judged,
     'reward/step_reward_mean': all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0,
   }
+  if (overlong) metrics['reward/step_overlong_penalty'] = samples.length ? penaltySum / samples.length : 0
   if (sCount) metrics['reward/judgement_mean'] = sSum / sCount
   if (labelled) {
     metrics['reward_model/step_accuracy'] = right / labelled

@@ -11,6 +11,7 @@ import {
   lossAndGrads,
   type RlOptimizer,
   rowChunks,
+  signedOutcome,
   type Transformer,
   UNPARSEABLE_PENALTY,
 } from '../../gpu/index.ts'
@@ -21,7 +22,7 @@ import type { TriadSwitches } from './triad-switches.ts'
 /**
  * Training the reward model by consistency (RLAnything, arXiv 2602.02488; DESIGN.md): each sampled
  * verdict token is a one-token "response" to its judge prompt; its reward is the consistency reward
- * `(O + mean S) * S_l` (a fixed penalty when unparseable), z-scored across the m judgements of the
+ * `(O + mean S) * S_l` with the signed outcome `O = 2r - 1` (a fixed penalty when unparseable), z-scored across the m judgements of the
  * step, and that z-score is the token's advantage. The policy's GRPO-TCR loss
  * (`computePolicyLossGrpoTcr`, `gpu/grpo.ts`) trains it on a `[steps, m]` matrix: row j holds the m
  * verdict tokens of step j, which all follow the same prompt, so one forward pass per prompt gives
@@ -32,7 +33,7 @@ import type { TriadSwitches } from './triad-switches.ts'
 export interface JudgedStep {
   /** The judge prompt the verdicts were sampled after, `[promptLen]` int32. */
   prompt: Int32Array
-  /** Outcome O of the episode the step belongs to. */
+  /** Task reward r in [0, 1] of the episode the step belongs to; it enters the consistency reward as `O = 2r - 1`. */
   outcome: number
   /** `[m]` sampled verdict token ids. */
   tokens: ArrayLike<number>
@@ -65,7 +66,8 @@ export interface RewardModelBatch {
  * @returns the batch and its metrics: `reward_model/unparseable_frac` (share of judgements that did
  *   not parse), `reward_model/consistency_mean` (mean reward before the z-score, penalties included),
  *   `reward_model/judgements`.
- * @throws RewardModelConfigError on no steps, an empty prompt, or rows of different m.
+ * @throws RewardModelConfigError on no steps, an empty prompt, or rows of different m; ConfigError
+ *   on a task reward outside [0, 1].
  */
 export function buildRewardModelBatch(
   steps: readonly JudgedStep[],
@@ -95,7 +97,7 @@ export function buildRewardModelBatch(
     if (s.prompt.length === 0) throw new RewardModelConfigError(`steps[${j}].prompt`, 0, 'empty prompt')
     batch.prompts.push(s.prompt)
     const { raw, advantages } = computeConsistencyRewards({
-      outcome: s.outcome,
+      outcome: signedOutcome(s.outcome), // O = 2r - 1 in [-1, +1]
       judgements: s.judgements,
       penalty,
     })

@@ -14,13 +14,43 @@ interface Sample {
   time: number
 }
 
+/** Episodes per task the live view's success and reward are taken over (the newest ones). */
+export const SUCCESS_WINDOW_EPISODES = 256
+
+/** One report's episodes of one task: how many, and their summed success and reward. */
+interface EpisodeChunk {
+  episodes: number
+  successes: number
+  /** Summed reward; undefined when the report gave no reward for the task. */
+  reward?: number
+}
+
+/** Success and reward of a task over its newest episodes (`MetricsState.episodeWindow`). */
+export interface EpisodeWindow {
+  /** Episodes the means are over: the newest reports' whole counts, at least the window once reached. */
+  episodes: number
+  /** Mean success over those episodes, in [0, 1]. */
+  success: number
+  /** Mean outcome reward over those of the episodes whose reports gave one; undefined when none did. */
+  reward?: number
+}
+
 /**
  * The newest value of each metric key, per reporting actor (`role:id`), and the one before it (the
- * rate of a counter, `rate`).
+ * rate of a counter, `rate`); and per task, the success and reward over its newest
+ * `SUCCESS_WINDOW_EPISODES` episodes (`episodeWindow`), from the rollout's per-report counts.
  */
 export class MetricsState {
   private readonly latest = new Map<string, Map<string, Sample>>()
   private readonly previous = new Map<string, Map<string, Sample>>()
+  private readonly windows = new Map<string, EpisodeChunk[]>()
+  /** Time of the newest report counted into the windows, per actor: a report seen again counts once. */
+  private readonly windowTime = new Map<string, number>()
+
+  /**
+   * @param windowEpisodes episodes per task of the success window (default `SUCCESS_WINDOW_EPISODES`).
+   */
+  constructor(readonly windowEpisodes: number = SUCCESS_WINDOW_EPISODES) {}
   /** Highest learner step seen. */
   step = 0
   /** Reports received. */
@@ -49,6 +79,7 @@ export class MetricsState {
       }
     }
     const who = `${line.role}:${line.id}`
+    this.addEpisodes(who, line)
     for (const [key, value] of Object.entries(line.values)) {
       if (!Number.isFinite(value)) continue
       const byActor = this.latest.get(key) ?? new Map<string, Sample>()
@@ -62,6 +93,59 @@ export class MetricsState {
         previous.set(who, before)
       }
       byActor.set(who, { value, time: line.time })
+    }
+  }
+
+  /**
+   * Adds one report's episodes to the per-task windows: the rollout reports per task the episodes
+   * since its previous report (`rollout/episodes/<task>`) and their mean success and reward
+   * (`rollout/success/<task>`, `rollout/reward/<task>`). A report not newer than the actor's last
+   * counted one (a repeat, or one out of order) adds nothing.
+   */
+  private addEpisodes(who: string, line: MetricsLine): void {
+    const prefix = `${MonitorKeys.episodes}/`
+    const keys = Object.keys(line.values).filter(
+      (k) => k.startsWith(prefix) && !k.slice(prefix.length).includes('/'),
+    )
+    if (keys.length === 0) return
+    const last = this.windowTime.get(who)
+    if (last !== undefined && line.time <= last) return
+    this.windowTime.set(who, line.time)
+    for (const key of keys) {
+      const task = key.slice(prefix.length)
+      const n = line.values[key]!
+      const success = line.values[`${MonitorKeys.success}/${task}`]
+      if (!(n > 0) || !Number.isFinite(n) || success === undefined || !Number.isFinite(success)) continue
+      const reward = line.values[`${MonitorKeys.reward}/${task}`]
+      const chunks = this.windows.get(task) ?? []
+      this.windows.set(task, chunks)
+      chunks.push({
+        episodes: n,
+        successes: success * n,
+        ...(reward !== undefined && Number.isFinite(reward) ? { reward: reward * n } : {}),
+      })
+      // Keep the newest reports that hold the window: drop the oldest while the rest still do.
+      let total = chunks.reduce((a, c) => a + c.episodes, 0)
+      while (chunks.length > 1 && total - chunks[0]!.episodes >= this.windowEpisodes)
+        total -= chunks.shift()!.episodes
+    }
+  }
+
+  /**
+   * Success and reward of `task` over its newest episodes: the fewest newest reports holding
+   * `windowEpisodes` episodes (all of them before that many arrived); undefined when no report
+   * carried an episode count for it.
+   */
+  episodeWindow(task: string): EpisodeWindow | undefined {
+    const chunks = this.windows.get(task)
+    if (!chunks?.length) return undefined
+    const episodes = chunks.reduce((a, c) => a + c.episodes, 0)
+    const rewarded = chunks.filter((c) => c.reward !== undefined)
+    const rewardEpisodes = rewarded.reduce((a, c) => a + c.episodes, 0)
+    return {
+      episodes,
+      success: chunks.reduce((a, c) => a + c.successes, 0) / episodes,
+      ...(rewardEpisodes ? { reward: rewarded.reduce((a, c) => a + c.reward!, 0) / rewardEpisodes } : {}),
     }
   }
 
@@ -115,6 +199,8 @@ export class MetricsState {
 export const MonitorKeys = {
   success: 'rollout/success',
   reward: 'rollout/reward',
+  /** Episodes per task since the rollout's previous report: the weights of the success window. */
+  episodes: 'rollout/episodes',
   difficulty: 'env/difficulty',
   /**
    * Generation throughput: the engines' `engine/tokens_per_s` (summed), reported every 5 s by each
@@ -274,7 +360,9 @@ function renderSft(state: MetricsState, options: SnapshotOptions): string {
  * Renders one terminal snapshot. While the cold-start SFT runs (`sftRunning`): a progress bar of
  * SFT steps with loss, tokens/s, gradient norm and ETA. Afterwards: a progress bar of the run's
  * budget, learner steps or time, whichever is further along (under it one line on the finished
- * SFT, when it was seen), a table of success, reward and difficulty per task, and a line of
+ * SFT, when it was seen), a table of success, reward and difficulty per task (success and reward
+ * over the task's newest `windowEpisodes` episodes, whose count the `episodes` column shows; a
+ * task whose reports carry no episode count shows its newest report and `-`), and a line of
  * tokens/s (summed over engines, see `MonitorKeys.tokensPerS`), staleness, loss and restarts. With
  * a time budget (`time`) both headers show the time used of it. Plain text without colours.
  */
@@ -302,17 +390,21 @@ export function renderSnapshot(state: MetricsState, options: SnapshotOptions): s
 
   const tasks = state.tasks([MonitorKeys.success, MonitorKeys.reward, MonitorKeys.difficulty])
   const table = new Table({
-    head: ['task', 'success', 'reward', 'difficulty'],
+    head: ['task', 'success', 'reward', 'difficulty', 'episodes'],
     style: { head: [], border: [], compact: true },
-    colAligns: ['left', 'right', 'right', 'right'],
+    colAligns: ['left', 'right', 'right', 'right', 'right'],
   })
-  for (const t of tasks)
+  for (const t of tasks) {
+    // Over the task's newest episodes when the rollout counts them, else its newest report.
+    const w = state.episodeWindow(t)
     table.push([
       t,
-      fmt(state.value(`${MonitorKeys.success}/${t}`)),
-      fmt(state.value(`${MonitorKeys.reward}/${t}`)),
+      fmt(w ? w.success : state.value(`${MonitorKeys.success}/${t}`)),
+      fmt(w?.reward ?? state.value(`${MonitorKeys.reward}/${t}`)),
       fmt(state.value(`${MonitorKeys.difficulty}/${t}`), 0),
+      w ? String(w.episodes) : '-',
     ])
+  }
   if (tasks.length) lines.push(table.toString())
   else lines.push('(no per-task metrics yet)')
 

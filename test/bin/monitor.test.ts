@@ -75,6 +75,46 @@ function whenShown<T>(monitor: TriadProcess, find: (lines: string[]) => T | unde
 }
 
 describe('bin/monitor', () => {
+  it('renderSnapshot - per-task success and reward are over the newest 256 episodes, with the count shown', () => {
+    const state = new MetricsState()
+    // 40 rollout reports of 8 calc episodes each: the first 20 all failed (reward 0), the last 20 all solved (reward 1).
+    for (let k = 0; k < 40; k++) {
+      const p = k < 20 ? 0 : 1
+      const values = { 'rollout/episodes/calc': 8, 'rollout/success/calc': p, 'rollout/reward/calc': p }
+      state.add({ role: 'rollout', id: '0', step: k, time: 1000 + k, values })
+      // The same report seen again (core NATS redelivery, a replayed file) counts once.
+      state.add({ role: 'rollout', id: '0', step: k, time: 1000 + k, values })
+    }
+    // The newest 32 reports hold 256 episodes: 12 x 8 failed, 20 x 8 solved -> 160 / 256 = 0.625.
+    assert.deepEqual(state.episodeWindow('calc'), { episodes: 256, success: 0.625, reward: 0.625 })
+    assert.match(renderSnapshot(state, { run: 'w' }), row('calc', '0.625', '0.625', '-', '256'))
+    // Before the window fills, all episodes so far; reports of 10 episodes keep whole reports.
+    const young = new MetricsState()
+    for (const [k, p] of [0.5, 0.1, 0.2].entries())
+      young.add({
+        role: 'rollout',
+        id: '0',
+        step: k,
+        time: k,
+        values: { 'rollout/episodes/sql': 10, 'rollout/success/sql': p },
+      })
+    const w = young.episodeWindow('sql')!
+    assert.equal(w.episodes, 30)
+    assert.ok(Math.abs(w.success - 8 / 30) < 1e-12, `${w.success}`)
+    assert.equal(young.episodeWindow('calc'), undefined)
+    // A smaller window keeps the fewest newest reports that hold it: 10 + 10 >= 15.
+    const small = new MetricsState(15)
+    for (const [k, p] of [1, 0, 0.5].entries())
+      small.add({
+        role: 'rollout',
+        id: '0',
+        step: k,
+        time: k,
+        values: { 'rollout/episodes/sql': 10, 'rollout/success/sql': p },
+      })
+    assert.deepEqual(small.episodeWindow('sql'), { episodes: 20, success: 0.25 })
+  })
+
   it('renderSnapshot - progress bar, a row per task, tokens/s summed over engines, restarts', () => {
     const state = new MetricsState()
     for (const line of syntheticMetrics(10)) state.add(line)

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ConfigError, computeConsistencyRewards, UNPARSEABLE_PENALTY } from '../../gpu/index.ts'
+import {
+  ConfigError,
+  computeConsistencyRewards,
+  signedOutcome,
+  UNPARSEABLE_PENALTY,
+} from '../../gpu/index.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-6) => {
   assert.equal(actual.length, expected.length)
@@ -17,6 +22,32 @@ describe('gpu/consistency-reward', () => {
     close(
       r.advantages,
       [0.25, 0.25, 0.25, -0.75].map((d) => d / (0.5 + 1e-6)),
+    )
+  })
+
+  it('consistency - signed outcomes: r in {0, 1} enters as 2r - 1, graded r linearly; out of [0, 1] is named', () => {
+    assert.deepEqual([0, 1, 0.5, 0.75].map(signedOutcome), [-1, 1, 0, 0.5])
+    for (const bad of [-0.1, 1.5, Number.NaN])
+      assert.throws(
+        () => signedOutcome(bad),
+        (e: unknown) => e instanceof ConfigError && e.field === 'outcome',
+      )
+    assert.throws(
+      () => computeConsistencyRewards({ outcome: 2, judgements: [1] }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'outcome',
+    )
+  })
+
+  it('consistency - a failed episode (r = 0, O = -1) rewards the judgements that call its step bad', () => {
+    // O = -1, S = [+1, +1, -1]: mean S 1/3 -> (O + mean S) = -2/3, raw [-2/3, -2/3, +2/3]; with the
+    // unsigned O = 0 the majority (+1) would have been rewarded instead: raw [1/3, 1/3, -1/3].
+    const r = computeConsistencyRewards({ outcome: signedOutcome(0), judgements: [1, 1, -1] })
+    close(r.raw, [-2 / 3, -2 / 3, 2 / 3], 1e-12)
+    assert.ok(r.advantages[2]! > 0 && r.advantages[0]! < 0)
+    close(
+      computeConsistencyRewards({ outcome: 0, judgements: [1, 1, -1] }).raw,
+      [1 / 3, 1 / 3, -1 / 3],
+      1e-12,
     )
   })
 

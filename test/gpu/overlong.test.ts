@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError } from '../../gpu/errors.ts'
-import { computeOverlongPenalty, shapeOverlongRewards } from '../../gpu/overlong.ts'
+import { computeOverlongPenalty, overlongPenalty, shapeOverlongRewards } from '../../gpu/overlong.ts'
 
 describe('gpu/overlong', () => {
   it('overlong - penalties at the edges of the three regions (L_max 10, L_buf 4)', () => {
@@ -12,6 +12,21 @@ describe('gpu/overlong', () => {
     assert.deepEqual(
       [...got.dataSync()].map((v) => v + 0),
       [0, 0, -0.25, -0.5, -0.75, -1, -1, -1],
+    )
+  })
+
+  it('overlong - the plain-number penalty equals the tensor one; bad lengths and configs are named', () => {
+    const config = { maxLength: 10, bufferLength: 4 }
+    const got = [0, 6, 7, 8, 9, 10, 11, 100].map((n) => overlongPenalty(n, config) + 0)
+    assert.deepEqual(got, [0, 0, -0.25, -0.5, -0.75, -1, -1, -1])
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY])
+      assert.throws(
+        () => overlongPenalty(bad, config),
+        (e: unknown) => e instanceof ConfigError && e.field === 'length',
+      )
+    assert.throws(
+      () => overlongPenalty(3, { maxLength: 10, bufferLength: 11 }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'bufferLength',
     )
   })
 

@@ -53,6 +53,7 @@ describe('recipes/define-recipe', () => {
       gradClip: 1,
       taskAdvantageNorm: true,
       dynamicSampling: false,
+      offPolicy: { name: 'none', cap: 2, low: 0.5, high: 5, level: 'token' },
     })
     assert.equal(r.pipeline.mode, 'async')
     assert.equal(r.pipeline.rho, 0.25)
@@ -121,6 +122,19 @@ describe('recipes/define-recipe', () => {
     assert.deepEqual(problems({ ...base, rl: { kl: { estimator: 'k9' } } }), [
       'rl.kl.estimator: must be one of: k1, k2, k3',
     ])
+    assert.deepEqual(problems({ ...base, rl: { offPolicy: { name: 'ppo' } } }), [
+      'rl.offPolicy.name: must be one of: none, decoupled, tis, icepop',
+    ])
+    assert.deepEqual(problems({ ...base, rl: { offPolicy: { cap: 0.5 } } }), [
+      'rl.offPolicy.cap: must be >= 1',
+    ])
+    assert.deepEqual(problems({ ...base, rl: { offPolicy: { low: 1 } } }), ['rl.offPolicy.low: must be < 1'])
+    assert.deepEqual(problems({ ...base, rl: { offPolicy: { high: 1 } } }), [
+      'rl.offPolicy.high: must be > 1',
+    ])
+    assert.deepEqual(problems({ ...base, rl: { offPolicy: { level: 'batch' } } }), [
+      'rl.offPolicy.level: must be one of: token, sequence',
+    ])
     assert.deepEqual(problems({ ...base, seed: 'one' }), ['seed: expected number, got string'])
     assert.deepEqual(problems({}), ['tasks: is required (array)'])
     assert.deepEqual(problems({ tasks: [] }), ['tasks: needs at least 1 item(s)'])
@@ -129,7 +143,7 @@ describe('recipes/define-recipe', () => {
 
   it('defineRecipe - an unknown field is an error that lists the valid fields', () => {
     assert.deepEqual(problems({ ...base, rl: { epsHigh: 0.3 } }), [
-      'rl.epsHigh: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling',
+      'rl.epsHigh: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling, offPolicy',
     ])
     assert.deepEqual(
       problems({ ...base, pipeline: { rhoo: 0.1 } })[0]!.split(';')[0],

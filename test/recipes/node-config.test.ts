@@ -24,6 +24,23 @@ describe('recipes/node-config', () => {
     assert.equal(recipe.derived.sftBatchTokens, c.sft.batchTokens)
   })
 
+  it('nodeConfigOf - rl.offPolicy reaches the learner step config as written, none by default', () => {
+    const tis = { name: 'tis', cap: 3, low: 0.25, high: 4, level: 'sequence' } as const
+    const recipe = resolveTasks(
+      defineRecipe({ tasks: [{ name: 'calc' }], rl: { offPolicy: tis } }),
+      builtinTaskCatalog(),
+    )
+    assert.deepEqual(nodeConfigOf(recipe, dir, 10).rl.step.offPolicy, tis)
+    const plain = resolveTasks(defineRecipe({ tasks: [{ name: 'calc' }] }), builtinTaskCatalog())
+    assert.deepEqual(nodeConfigOf(plain, dir, 10).rl.step.offPolicy, {
+      name: 'none',
+      cap: 2,
+      low: 0.5,
+      high: 5,
+      level: 'token',
+    })
+  })
+
   it('nodeConfigOf - without sft.steps the SFT has no step limit', () => {
     const recipe = resolveTasks(defineRecipe({ tasks: [{ name: 'calc' }] }), builtinTaskCatalog())
     assert.equal('maxSteps' in nodeConfigOf(recipe, dir, 10).sft, false)

@@ -61,6 +61,34 @@ describe('node - triad learner glue', () => {
     assert.equal(metrics['reward/malformed_groups'], 0)
   })
 
+  it('node - overlong shaping enters the outcome the step rewards are built from (a group of 4, one sample past L_max)', () => {
+    // Sample 1 is solved but 4 tokens long: with L_max 3, L_buf 1 its penalty is -1, so its O is 0.
+    const long = {
+      ...sample(1, 1, 1),
+      tokens: Int32Array.from([1, 2, 3, 4, 5, 6]),
+      loss_mask: Uint8Array.from([0, 0, 1, 1, 1, 1]),
+      logprobs: Float32Array.from([0, 0, -0.5, -0.5, -0.5, -0.5]),
+      versions: Int32Array.from([-1, -1, 0, 0, 0, 0]),
+    }
+    const groups = [group([sample(1, 1, 1), long, sample(0, 1, 1), sample(0, 1, 1)])]
+    const overlong = { maxLength: 3, bufferLength: 1 }
+    const { batch, metrics } = stepRewardBatch(groups, on, { maxTokens: 8, overlong })
+    // R = O + 0.5 * 1 = [1.5, 0.5, 0.5, 0.5]: mean 0.75, unbiased std 0.5, A = [0.75, -0.25, -0.25, -0.25] / 0.5.
+    const adv = [...batch.stepAdvantages!]
+    const at = (row: number, t: number) => adv[row * batch.seqLen + t]!
+    const near = (got: number, want: number) => assert.ok(Math.abs(got - want) < 1e-5, `${got} vs ${want}`)
+    near(at(0, 2), 0.75 / (0.5 + 1e-6))
+    for (const t of [2, 3, 4, 5]) near(at(1, t), -0.25 / (0.5 + 1e-6))
+    near(at(2, 2), -0.25 / (0.5 + 1e-6))
+    assert.equal(metrics['reward/step_overlong_penalty'], -0.25)
+    // Without shaping, R = [1.5, 1.5, 0.5, 0.5]: the long sample's advantage is +0.5 / std(1/sqrt(3)).
+    const plain = stepRewardBatch(groups, on, { maxTokens: 8 })
+    near(plain.batch.stepAdvantages![batch.seqLen + 2]!, 0.5 / (Math.sqrt(1 / 3) + 1e-6))
+    assert.equal(plain.metrics['reward/step_overlong_penalty'], undefined)
+    // The packed batch is the same either way (the overlong option is not a packing option).
+    assert.deepEqual(plain.batch.lossMask, batch.lossMask)
+  })
+
   it('node - switched off, the judgements are ignored: outcome advantages, no step accuracy', () => {
     const { batch, metrics } = stepRewardBatch(
       [group([sample(1, 1, 1), sample(0, -1, 1)])],

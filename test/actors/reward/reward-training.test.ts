@@ -9,7 +9,7 @@ import {
   TRIAD_SWITCHES_DEFAULTS,
   trainRewardModelStep,
 } from '../../../actors/reward/index.ts'
-import { AdamW, chooseBackend } from '../../../gpu/index.ts'
+import { AdamW, ConfigError, chooseBackend } from '../../../gpu/index.ts'
 import { compassBatch, compassEvalSet } from './synthetic-steps.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
@@ -28,7 +28,8 @@ describe('actors/reward/reward-training', () => {
 
   it('batch - verdict tokens with their logprobs, consistency rewards z-scored per step as advantages', () => {
     const { batch, metrics } = buildRewardModelBatch([
-      // O = 0, S = [+1, +1, +1, -1]: raw [0.5, 0.5, 0.5, -0.5], advantages [0.5, 0.5, 0.5, -1.5]
+      // r = 0 (failed): O = -1, S = [+1, +1, +1, -1], mean S 0.5: raw (-1 + 0.5) * S = [-0.5, -0.5, -0.5, 0.5],
+      // mean -0.25, unbiased std 0.5: advantages [-0.5, -0.5, -0.5, 1.5] (the judgement "bad" wins)
       {
         prompt: Int32Array.from([1, 2, 3]),
         outcome: 0,
@@ -49,21 +50,29 @@ describe('actors/reward/reward-training', () => {
     assert.equal(batch.m, 4)
     assert.deepEqual([...batch.tokens], [43, 43, 43, 45, 43, 7, 8, 9])
     close(batch.behaviorLogprobs, [-0.1, -0.1, -0.1, -2, -5, -5, -5, -5])
-    close(batch.rewards, [0.5, 0.5, 0.5, -0.5, 2, -3, -3, -3])
+    close(batch.rewards, [-0.5, -0.5, -0.5, 0.5, 2, -3, -3, -3])
     const s = 2.5 + 1e-6
     close(batch.advantages, [
-      0.25 / 0.5,
-      0.25 / 0.5,
-      0.25 / 0.5,
-      -0.75 / 0.5,
+      -0.25 / (0.5 + 1e-6),
+      -0.25 / (0.5 + 1e-6),
+      -0.25 / (0.5 + 1e-6),
+      0.75 / (0.5 + 1e-6),
       3.75 / s,
       -1.25 / s,
       -1.25 / s,
       -1.25 / s,
     ])
     assert.equal(metrics['reward_model/unparseable_frac'], 3 / 8)
-    assert.equal(metrics['reward_model/consistency_mean'], (1.5 - 0.5 + 2 - 9) / 8)
+    assert.equal(metrics['reward_model/consistency_mean'], (-1.5 + 0.5 + 2 - 9) / 8)
     assert.throws(() => buildRewardModelBatch([]), RewardModelConfigError)
+    // A task reward outside [0, 1] cannot be signed: named in a ConfigError.
+    assert.throws(
+      () =>
+        buildRewardModelBatch([
+          { prompt: Int32Array.from([1]), outcome: -1, tokens: [43], logprobs: [-1], judgements: [1] },
+        ]),
+      (e: unknown) => e instanceof ConfigError && e.field === 'outcome',
+    )
     assert.throws(
       () =>
         buildRewardModelBatch([

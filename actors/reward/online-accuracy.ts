@@ -1,0 +1,60 @@
+/**
+ * The reward model's online balanced accuracy: its judgements of the steps the policy took in
+ * training, against the environment's step labels (`step_good/<j>`), over the newest learner steps.
+ * One learner batch holds few labelled steps (the reward model judges a share of the groups, and
+ * a batch may have no bad step at all), so its own balanced accuracy is often undefined or noisy;
+ * this one pools the newest batches until they hold `window` labelled judgements.
+ */
+
+/** Labelled judgements the online balanced accuracy pools over (default of `OnlineStepAccuracy`). */
+export const ONLINE_ACCURACY_WINDOW = 256
+
+/** One learner step's labelled judgements: counts from `policyStepAdvantages`' metrics. */
+interface Counts {
+  labelledGood: number
+  rightGood: number
+  labelledBad: number
+  rightBad: number
+}
+
+/**
+ * Pools the `reward_model/labelled_good|right_good|labelled_bad|right_bad` counts of the newest
+ * learner steps: the fewest newest steps that hold `window` labelled judgements (every step so far
+ * before that).
+ */
+export class OnlineStepAccuracy {
+  private readonly steps: Counts[] = []
+
+  /** @param window labelled judgements to pool over (>= 1). */
+  constructor(readonly window: number = ONLINE_ACCURACY_WINDOW) {}
+
+  /** Adds one learner step's counts (absent keys count 0; a step without labelled judgements adds nothing). */
+  add(metrics: Readonly<Record<string, number>>): void {
+    const c: Counts = {
+      labelledGood: metrics['reward_model/labelled_good'] ?? 0,
+      rightGood: metrics['reward_model/right_good'] ?? 0,
+      labelledBad: metrics['reward_model/labelled_bad'] ?? 0,
+      rightBad: metrics['reward_model/right_bad'] ?? 0,
+    }
+    if (c.labelledGood + c.labelledBad === 0) return
+    this.steps.push(c)
+    const size = (x: Counts) => x.labelledGood + x.labelledBad
+    let total = this.steps.reduce((a, x) => a + size(x), 0)
+    while (this.steps.length > 1 && total - size(this.steps[0]!) >= this.window)
+      total -= size(this.steps.shift()!)
+  }
+
+  /**
+   * - `reward_model/online_labelled`: labelled judgements pooled (0 before any);
+   * - `reward_model/online_balanced_accuracy`: `(TPR + TNR) / 2` over them, the mean of the recall on
+   *   good and on bad steps; present once both kinds were judged.
+   */
+  metrics(): Record<string, number> {
+    const sum = (k: keyof Counts) => this.steps.reduce((a, x) => a + x[k], 0)
+    const [good, bad] = [sum('labelledGood'), sum('labelledBad')]
+    const out: Record<string, number> = { 'reward_model/online_labelled': good + bad }
+    if (good > 0 && bad > 0)
+      out['reward_model/online_balanced_accuracy'] = (sum('rightGood') / good + sum('rightBad') / bad) / 2 // (TPR + TNR) / 2
+    return out
+  }
+}
