@@ -9,6 +9,7 @@ import {
   InProcessTransport,
   type NatsServer,
   natsServerOnPath,
+  onLearnerAxis,
   type ProcessEvent,
   ProcessRestartReport,
   ProcessSupervisor,
@@ -124,9 +125,11 @@ export async function startRun(
   const sink = startMetricsSink(transport, {
     run: dir.id,
     file: dir.metricsFile,
+    tensorboardDir: dir.tensorboardDir,
+    onTensorBoardError: (err) => log(`TensorBoard event files stopped: ${err.message}`),
     onWrite: (line) => {
       metricsLines++
-      if (line.role === 'learner') step = Math.max(step, line.step)
+      if (line.role === 'learner' && onLearnerAxis(line)) step = Math.max(step, line.step)
       options.onMetrics?.(line)
     },
   })
