@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import { createWriteStream } from 'node:fs'
+import { basename, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { dieWithParent } from './parent-death.ts'
 
@@ -42,7 +43,9 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
     'eval',
     o.checkpoint,
     '--run',
-    o.runDir,
+    basename(o.runDir),
+    '--runs-dir',
+    dirname(o.runDir),
     '--name',
     o.name,
     '--step',

@@ -14,7 +14,7 @@ import {
   startRolloutNode,
 } from '../../actors/index.ts'
 import { startCpuProfile } from '../cpu-profile.ts'
-import { CliError } from '../errors.ts'
+import { CliError, UsageError } from '../errors.ts'
 
 /** What a role needs to start: the process's actor system and NATS transport. */
 export interface RoleContext {
@@ -51,7 +51,7 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
 export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
   const file = options.config
   if (typeof file !== 'string')
-    throw new CliError("this role needs --config FILE (a run directory's node-config.json)")
+    throw new UsageError("this role needs --config FILE (a run directory's node-config.json)")
   let config: NodeConfig
   try {
     config = JSON.parse(readFileSync(file, 'utf8')) as NodeConfig
@@ -81,7 +81,7 @@ export async function runWorker(
   roles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = workerRoles,
 ): Promise<void> {
   const start = roles[role]
-  if (!start) throw new CliError(`unknown role '${role}'; known roles: ${Object.keys(roles).join(', ')}`)
+  if (!start) throw new UsageError(`unknown role '${role}'; known roles: ${Object.keys(roles).join(', ')}`)
   // A node config names its run: the subjects follow it unless --run says otherwise.
   if (options.config && options.run === 'default') options.run = readNodeConfig(options).run
   const id = options.id ?? `${hostname()}-${process.pid}`

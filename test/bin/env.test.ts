@@ -22,7 +22,7 @@ describe('bin/env', () => {
 
   it('env try - a too-high difficulty is reported once, on one line', async () => {
     const r = await runTriad(['env', 'try', 'calc', '--difficulty', '99'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(
       r.stderr,
       "triad: option '--difficulty <d>' argument '99' is invalid: task 'calc' has levels 1..7\n",
@@ -58,7 +58,7 @@ describe('bin/env', () => {
 
   it('env try - a split other than train or eval is refused', async () => {
     const r = await runTriad(['env', 'try', 'calc', '--split', 'test'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(r.stderr, "triad: option '--split <split>' argument 'test' is invalid: use train or eval\n")
   })
 })
