@@ -175,7 +175,7 @@ export async function startRun(
   // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped.
   const evaluating = evaluations?.stop({ wait: why === 'steps' || why === 'time' })
   await nodes.stop()
-  restarts?.stop()
+  restarts?.stop({ finished: why === 'steps' || why === 'time' })
   await sink.stop()
   await transport.close()
   await server?.stop()
