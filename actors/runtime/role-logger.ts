@@ -80,14 +80,15 @@ export function childLogLine(
   const failed = object?.event === 'failed'
   const level = failed ? LogLevels.error : stream === 'stdout' ? LogLevels.info : LogLevels.warn
   const msg = object ? String(object.event ?? line) : line
+  const { level: _level, time: _time, msg: _msg, ...fields } = object ?? {}
   return JSON.stringify({
-    ...(object ?? {}),
     level,
     time,
     pid: who.pid,
     hostname: hostname(),
     role: who.role,
     stream,
+    ...fields,
     msg,
   })
 }
