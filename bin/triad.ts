@@ -4,6 +4,7 @@ import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
 import { registerEval } from './commands/eval.ts'
+import { registerMetrics } from './commands/metrics.ts'
 import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
@@ -26,6 +27,7 @@ program
 registerRun(program)
 registerMonitor(program)
 registerReport(program)
+registerMetrics(program)
 registerEval(program)
 
 registerWorker(program)

@@ -176,9 +176,10 @@ export async function evaluateInProcess(
 }
 
 /**
- * Starts the periodic evaluation of a run (`evaluation.every` > 0): each time the learner's latest
- * checkpoint reaches the next multiple of `every` below the step budget (the end-of-run evaluation
- * takes the last), a `triad eval` process evaluates a copy of it on the held-out split and writes
+ * Starts the periodic evaluation of a run (`evaluation.every` > 0): the checkpoint of every
+ * multiple of `every` below the step budget (the end-of-run evaluation takes the last) is copied
+ * to `eval/.step-<n>-checkpoint/` as soon as the learner writes it, and a `triad eval` process,
+ * one at a time in step order, evaluates that copy on the held-out split and writes
  * `eval/step-<n>.json`, like the final table (`evaluateInProcess`). An evaluation that the run's
  * stop interrupts keeps its checkpoint copy, and the evaluations a stopped run left unfinished
  * (`interruptedEvaluations`) are done first, the first one at once. Undefined when `every` is 0.
@@ -195,6 +196,17 @@ export function startPeriodicEvaluation(
     every: recipe.evaluation.every,
     until: maxSteps,
     pending: interruptedEvaluations(dir, log),
+    // Copied at once: while another evaluation runs, pruning (`checkpoints.keep`) would delete it.
+    pin: (checkpoint) => {
+      const pinned = pinnedCheckpointDir(dir, checkpoint.version)
+      if (existsSync(join(dir.evalDir, `${periodicEvalName(checkpoint.version)}.json`))) return checkpoint
+      pinCheckpoint(checkpoint.dir, pinned)
+      return { ...checkpoint, dir: pinned }
+    },
+    onSkip: (checkpoint) =>
+      log(
+        `step-${checkpoint.version} stays unevaluated: its checkpoint ${checkpoint.dir} was pruned before it was seen`,
+      ),
     evaluate: async (checkpoint: PipelineCheckpoint, signal: AbortSignal) => {
       const names = {
         label: `step-${checkpoint.version}`,

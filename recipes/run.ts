@@ -9,6 +9,7 @@ import {
   InProcessTransport,
   type NatsServer,
   natsServerOnPath,
+  onLearnerAxis,
   type ProcessEvent,
   ProcessRestartReport,
   ProcessSupervisor,
@@ -124,9 +125,11 @@ export async function startRun(
   const sink = startMetricsSink(transport, {
     run: dir.id,
     file: dir.metricsFile,
+    tensorboardDir: dir.tensorboardDir,
+    onTensorBoardError: (err) => log(`TensorBoard event files stopped: ${err.message}`),
     onWrite: (line) => {
       metricsLines++
-      if (line.role === 'learner') step = Math.max(step, line.step)
+      if (line.role === 'learner' && onLearnerAxis(line)) step = Math.max(step, line.step)
       options.onMetrics?.(line)
     },
   })
@@ -172,7 +175,7 @@ export async function startRun(
   // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped.
   const evaluating = evaluations?.stop({ wait: why === 'steps' || why === 'time' })
   await nodes.stop()
-  restarts?.stop()
+  restarts?.stop({ finished: why === 'steps' || why === 'time' })
   await sink.stop()
   await transport.close()
   await server?.stop()

@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process'
 import { createWriteStream } from 'node:fs'
+import { basename, dirname } from 'node:path'
+import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { childLogLine } from '../runtime/role-logger.ts'
 import { dieWithParent } from './parent-death.ts'
 
 const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
@@ -42,7 +45,9 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
     'eval',
     o.checkpoint,
     '--run',
-    o.runDir,
+    basename(o.runDir),
+    '--runs-dir',
+    dirname(o.runDir),
     '--name',
     o.name,
     '--step',
@@ -68,7 +73,7 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
 /**
  * Starts `triad eval` in its own process (so an evaluation blocks neither the learner nor the
  * process that started it), ending with this process however it ends (`dieWithParent`). Its output
- * is appended to `logFile`.
+ * is appended to `logFile`, each line as a pino line of role `eval` (`childLogLine`).
  */
 export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
   const line = dieWithParent(
@@ -78,11 +83,17 @@ export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
   )
   const log = createWriteStream(options.logFile, { flags: 'a' })
   const child = spawn(line.command, line.args, { stdio: ['ignore', 'pipe', 'pipe'] })
-  child.stdout!.pipe(log, { end: false })
-  child.stderr!.pipe(log, { end: false })
+  // Every line of the log file is a pino line of role `eval` (`childLogLine`).
+  const lines = (stream: 'stdout' | 'stderr') =>
+    new Promise<void>((resolve) =>
+      createInterface({ input: child[stream]! })
+        .on('line', (l) => log.write(`${childLogLine(l, { role: 'eval', pid: child.pid }, stream)}\n`))
+        .once('close', () => resolve()),
+    )
+  const output = Promise.all([lines('stdout'), lines('stderr')])
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('close', (code, signal) => {
-      log.end(() => resolve({ code, signal }))
+      void output.then(() => log.end(() => resolve({ code, signal })))
     }),
   )
   return {

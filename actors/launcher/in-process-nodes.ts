@@ -1,11 +1,12 @@
-import { createWriteStream, type WriteStream } from 'node:fs'
 import { join } from 'node:path'
+import type { Logger } from 'pino'
 import { chooseBackend } from '../../gpu/index.ts'
 import type { NodeConfig } from '../node/config.ts'
 import { type NodeHandle, startLearnerNode } from '../node/learner-node.ts'
 import { startRolloutNode } from '../node/rollout-node.ts'
 import { type ActorSystem, startActorSystem } from '../runtime/actor-system.ts'
 import type { InProcessTransport } from '../runtime/in-process-transport.ts'
+import { closeRoleLogger, createRoleLogger, infoLines } from '../runtime/role-logger.ts'
 import { RoleFailedError } from './errors.ts'
 
 /** Options of `startInProcessNodes`. */
@@ -49,13 +50,12 @@ export function startInProcessNodes(
   config: NodeConfig,
   options: InProcessNodeOptions,
 ): InProcessNodes {
-  const logs: WriteStream[] = []
+  const logs: Logger[] = []
+  // Each role's lines as pino lines in its log file, as its own process would write them.
   const logTo = (role: string) => {
-    const out = createWriteStream(join(options.logsDir, `${role}.log`), { flags: 'a' })
-    logs.push(out)
-    return (line: string) => {
-      out.write(`${line}\n`)
-    }
+    const logger = createRoleLogger({ role, id: role, run: config.run }, join(options.logsDir, `${role}.log`))
+    logs.push(logger)
+    return infoLines(logger)
   }
   const system: ActorSystem = startActorSystem({ name: `run-${config.run}` })
   system.onEscalate((e) => options.onEscalate?.(e.path, e.error))
@@ -95,7 +95,7 @@ export function startInProcessNodes(
       await stopRole(rollout)
       await stopRole(learner)
       await system.stop()
-      await Promise.all(logs.map((out) => new Promise<void>((resolve) => out.end(() => resolve()))))
+      for (const logger of logs) closeRoleLogger(logger)
     },
   }
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import type { Millis } from '../../protocols/index.ts'
+import { childLogLine } from '../runtime/role-logger.ts'
 import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
 import { dieWithParent } from './parent-death.ts'
 
@@ -237,7 +238,7 @@ export class ProcessSupervisor {
     entry.child = child
     entry.ready = new Promise<void>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => {
-        entry.log?.write(`${line}\n`)
+        entry.log?.write(`${childLogLine(line, { role: name, pid: child.pid }, 'stdout')}\n`)
         const failure = parseChildFailure(line)
         if (failure) entry.failure = failure
         if (line.startsWith('{') && line.includes('"event":"ready"')) {
@@ -248,7 +249,10 @@ export class ProcessSupervisor {
       child.once('exit', () => reject(new Error(`${name} exited before it was ready`)))
     })
     entry.ready.catch(() => undefined)
-    child.stderr!.on('data', (d: Buffer) => entry.log?.write(d))
+    // Every line of the log file is a pino line (`childLogLine`): the role's own, or wrapped.
+    createInterface({ input: child.stderr! }).on('line', (line) =>
+      entry.log?.write(`${childLogLine(line, { role: name, pid: child.pid }, 'stderr')}\n`),
+    )
     this.emit({ type: 'started', name, pid: child.pid!, restarts: entry.restarts })
     const outputEnded = new Promise<void>((resolve) => child.stdout!.once('close', () => resolve()))
     child.once('exit', (code, signal) => {

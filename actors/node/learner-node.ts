@@ -15,7 +15,13 @@ import {
   type Tokenizer,
   type TransformerConfig,
 } from '../../gpu/index.ts'
-import { MetricsReport, Subjects, type TrajectoryGroupPayload } from '../../protocols/index.ts'
+import {
+  MetricsAxes,
+  type MetricsAxis,
+  MetricsReport,
+  Subjects,
+  type TrajectoryGroupPayload,
+} from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
@@ -73,12 +79,15 @@ export interface NodeHandle {
   stop(): Promise<void>
 }
 
-/** Publishes one `metrics.report` for a role. */
+/**
+ * Publishes one `metrics.report` for a role; `axis` says what `step` counts when it is not the
+ * learner step (`MetricsAxes`: the cold starts' SFT steps).
+ */
 export function reportMetrics(transport: Transport, run: string, role: string, id: string) {
-  return (values: Record<string, number>, step: number) =>
+  return (values: Record<string, number>, step: number, axis?: MetricsAxis) =>
     transport.publish(
       Subjects.metrics(run, role),
-      MetricsReport.make({ role, id, step, time: Date.now(), values }),
+      MetricsReport.make({ role, id, step, ...(axis ? { axis } : {}), time: Date.now(), values }),
     )
 }
 
@@ -101,9 +110,9 @@ export async function startLearnerNode(
   // The status service (`triad-learner`) answers from these, from the start: during the SFT too.
   let lastMetrics: Record<string, number> = {}
   const live: { learner?: Learner; loop?: LearnerLoop } = {}
-  const report = (values: Record<string, number>, step: number) => {
+  const report = (values: Record<string, number>, step: number, axis?: MetricsAxis) => {
     lastMetrics = values
-    publish(values, step)
+    publish(values, step, axis)
   }
   const served = await serveLearnerStatus(transport, config.run, id, {
     version: () => live.learner?.version ?? 0,
@@ -226,7 +235,8 @@ export async function startLearnerNode(
                 'sft/steps_total': total,
                 'sft/grad_norm': r.gradNorm,
               },
-              0,
+              r.step,
+              MetricsAxes.sft,
             )
           const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
           const sft = await coldStart(model, tokenizer, episodes, config, onLog, backend.name)
@@ -268,7 +278,8 @@ export async function startLearnerNode(
                 'reward_model/sft/steps_total': total,
                 'reward_model/sft/grad_norm': rec.gradNorm,
               },
-              0,
+              rec.step,
+              MetricsAxes.rewardModelSft,
             ),
           backend.name,
         )

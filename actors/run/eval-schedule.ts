@@ -1,4 +1,5 @@
-import { type FSWatcher, mkdirSync, watch } from 'node:fs'
+import { existsSync, type FSWatcher, mkdirSync, watch } from 'node:fs'
+import { join } from 'node:path'
 import { type PipelineCheckpoint, readLatestCheckpoint } from '../pipeline/index.ts'
 import { type Clock, systemClock } from '../runtime/index.ts'
 
@@ -20,8 +21,17 @@ export interface EvalScheduleOptions {
    * without waiting (the run was interrupted).
    */
   evaluate: (checkpoint: PipelineCheckpoint, signal: AbortSignal) => Promise<void>
-  /** Called when an evaluation failed (the schedule goes on). */
+  /**
+   * Keeps the checkpoint of a due step for its evaluation, called as soon as the step is seen
+   * (while another evaluation may still run): for example copies it where pruning cannot reach it,
+   * returning the checkpoint to evaluate. Absent: the checkpoint is evaluated where it is.
+   * @throws when it cannot: `onError` is told and the step stays unevaluated.
+   */
+  pin?: (checkpoint: PipelineCheckpoint) => PipelineCheckpoint
+  /** Called when an evaluation failed or its checkpoint could not be pinned (the schedule goes on). */
   onError?: (err: unknown, checkpoint: PipelineCheckpoint) => void
+  /** Called for a due step whose checkpoint (`step-<n>/`) was gone before it was seen. */
+  onSkip?: (checkpoint: PipelineCheckpoint) => void
   clock?: Clock
   /** How often `latest.json` is read besides the file-system events, ms (default 1,000). */
   pollMs?: number
@@ -32,12 +42,14 @@ export const nextEvaluationStep = (version: number, every: number) =>
   (Math.floor(version / every) + 1) * every
 
 /**
- * The periodic evaluation of a run: evaluates the latest checkpoint whenever its version reached
- * the next multiple of `every` (the first is the multiple after the version the run starts from),
- * one evaluation at a time. It watches `latest.json` (file-system events, and a poll every
- * `pollMs`), so the learner never waits for it. When an evaluation outlasts several checkpoints,
- * the next one takes the newest checkpoint: no backlog builds up. The `pending` checkpoints (a
- * resumed run's interrupted evaluations) go first, the first one at once.
+ * The periodic evaluation of a run: evaluates the checkpoint of every multiple of `every` that the
+ * learner reaches below `until` (the first is the multiple after the version the run starts from;
+ * the learner checkpoints at each of them), one evaluation at a time, in step order. It watches
+ * `latest.json` (file-system events, and a poll every `pollMs`), so the learner never waits for
+ * it. A multiple reached while an evaluation runs is queued, its checkpoint kept by `pin` at once
+ * (pruning would delete it before its turn); a multiple that `latest.json` went past between two
+ * looks is taken from `checkpoints/step-<n>/` (`onSkip` when that is gone). The `pending`
+ * checkpoints (a resumed run's interrupted evaluations) go first, the first one at once.
  */
 export class EvalSchedule {
   private next: number
@@ -89,25 +101,43 @@ export class EvalSchedule {
     ;(this.timer as { unref?: () => void })?.unref?.()
   }
 
-  /** Reads `latest.json` and starts an evaluation when one is due (or pending) and none runs. */
+  /**
+   * Reads `latest.json`, queues (and pins) every multiple of `every` reached since the last look,
+   * and starts the next queued evaluation when none runs.
+   */
   check(): void {
+    if (!this.stopped) this.collect()
     if (this.running || (this.stopped && !(this.draining && this.pending.length > 0))) return
     const pending = this.pending.shift()
-    if (pending) {
-      this.start(pending)
-      return
-    }
-    if (this.stopped) return
+    if (pending) this.start(pending)
+  }
+
+  /** Queues the due multiples up to the latest checkpoint's version. */
+  private collect(): void {
     let latest: PipelineCheckpoint | undefined
     try {
       latest = readLatestCheckpoint(this.options.checkpointsDir)
     } catch {
       return // being replaced; the next event or poll reads it again
     }
-    if (!latest || latest.version < this.next) return
-    if (this.options.until !== undefined && latest.version >= this.options.until) return
-    this.next = nextEvaluationStep(latest.version, this.options.every)
-    this.start(latest)
+    const { every, until } = this.options
+    while (latest && latest.version >= this.next && (until === undefined || this.next < until)) {
+      const version = this.next
+      this.next += every
+      const checkpoint =
+        version === latest.version
+          ? latest
+          : { version, usedSeqs: [], dir: join(this.options.checkpointsDir, `step-${version}`) }
+      if (version !== latest.version && !existsSync(checkpoint.dir)) {
+        this.options.onSkip?.(checkpoint)
+        continue
+      }
+      try {
+        this.pending.push(this.options.pin ? this.options.pin(checkpoint) : checkpoint)
+      } catch (err) {
+        this.options.onError?.(err, checkpoint)
+      }
+    }
   }
 
   private start(checkpoint: PipelineCheckpoint): void {
@@ -126,6 +156,7 @@ export class EvalSchedule {
    * ones are done; without, aborts the one in progress first (the pending ones stay undone).
    */
   async stop(options: { wait: boolean }): Promise<void> {
+    if (options.wait && !this.stopped) this.collect()
     this.stopped = true
     this.draining = options.wait
     this.clock.clearTimeout(this.timer)

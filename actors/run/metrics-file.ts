@@ -1,8 +1,16 @@
 import { readFile } from 'node:fs/promises'
-import { MetricsReport, type PayloadOf } from '../../protocols/index.ts'
+import { MetricsAxes, MetricsReport, type PayloadOf } from '../../protocols/index.ts'
 
-/** One line of `metrics.jsonl`: a `metrics.report` payload (`role`, `id`, `step`, `time` ms, `values`). */
+/**
+ * One line of `metrics.jsonl`: a `metrics.report` payload (`role`, `id`, `step`, `axis` when the
+ * step is not the learner step, `time` ms, `values`).
+ */
 export type MetricsLine = PayloadOf<typeof MetricsReport>
+
+/** True when the line's `step` is a learner step (no `axis`, or `axis: 'learner'`). */
+export function onLearnerAxis(line: MetricsLine): boolean {
+  return line.axis === undefined || line.axis === MetricsAxes.learner
+}
 
 /** The lines of a metrics file; `bad` lists the 1-based numbers of lines that did not parse. */
 export interface MetricsFile {
@@ -16,6 +24,7 @@ export function formatMetricsLine(line: MetricsLine): string {
     role: line.role,
     id: line.id,
     step: line.step,
+    ...(line.axis !== undefined ? { axis: line.axis } : {}),
     time: line.time,
     values: line.values,
   })

@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs'
 import { checkToken, MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 import type { Transport } from '../runtime/index.ts'
 import { formatMetricsLine, type MetricsLine } from './metrics-file.ts'
+import { TensorBoardWriter } from './tensorboard-writer.ts'
 
 /** The subject pattern of every metric of one run: `triad.<run>.metrics.>`. */
 export const metricsWildcard = (run: string) => `triad.${checkToken(run, 'run id')}.metrics.>`
@@ -42,11 +43,18 @@ export interface MetricsSinkOptions {
   onWrite?: (line: MetricsLine) => void
   /** Called with each message refused at the boundary. */
   onInvalid?: (error: Error, subject: string) => void
+  /**
+   * Folder of TensorBoard event files (the run's `tensorboard/`, `TensorBoardWriter`); absent:
+   * none are written.
+   */
+  tensorboardDir?: string
+  /** Called once when writing the event files failed; they are not written from then on. */
+  onTensorBoardError?: (error: Error) => void
 }
 
 /**
  * Subscribes to `triad.<run>.metrics.>` and appends every `metrics.report` payload as one JSON
- * line to the run's `metrics.jsonl`. Core NATS is at-most-once, so a report published while the
+ * line to the run's `metrics.jsonl`, and, with `tensorboardDir`, to TensorBoard event files. Core NATS is at-most-once, so a report published while the
  * sink is disconnected is lost; metrics are observations, not state.
  */
 export function startMetricsSink(transport: Transport, options: MetricsSinkOptions): MetricsSink {
@@ -56,10 +64,22 @@ export function startMetricsSink(transport: Transport, options: MetricsSinkOptio
   out.on('error', (err) => {
     streamError = err
   })
+  let tensorboard = options.tensorboardDir
+    ? new TensorBoardWriter({ dir: options.tensorboardDir })
+    : undefined
+  const tensorboardFailed = (err: unknown) => {
+    tensorboard = undefined
+    options.onTensorBoardError?.(err instanceof Error ? err : new Error(String(err)))
+  }
   const sub = transport.subscribe(metricsWildcard(options.run), {
     accepts,
     handler: (message) => {
       const line = message.payload as MetricsLine
+      try {
+        tensorboard?.write(line)
+      } catch (err) {
+        tensorboardFailed(err)
+      }
       out.write(`${formatMetricsLine(line)}\n`, (err) => {
         if (err) return
         counts.written++
@@ -75,6 +95,11 @@ export function startMetricsSink(transport: Transport, options: MetricsSinkOptio
     stats: () => ({ ...counts }),
     stop: async () => {
       await sub.stop()
+      try {
+        tensorboard?.close()
+      } catch (err) {
+        tensorboardFailed(err)
+      }
       await new Promise<void>((resolve, reject) => {
         out.end(() => (streamError ? reject(streamError) : resolve()))
       })

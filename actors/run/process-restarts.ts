@@ -8,6 +8,15 @@ export const processRestartsKey = (name: string) => `process/${name}/restarts`
 /** The metric key of a run's step budget (`budget.maxSteps` of its recipe), reported by role `run`. */
 export const RUN_MAX_STEPS = 'run/max_steps'
 
+/**
+ * The metric key of a run's last report (role `run`): 1 once its roles have stopped, so that a
+ * `triad monitor` elsewhere knows the run ended instead of drawing its last numbers.
+ */
+export const RUN_ENDED = 'run/ended'
+
+/** With `run/ended`: 1 when the run stopped at its step or time budget, 0 when interrupted or failed. */
+export const RUN_FINISHED = 'run/finished'
+
 /** Options of `ProcessRestartReport`. */
 export interface ProcessRestartReportOptions {
   /** Run id (the `<run>` subject token). */
@@ -72,9 +81,9 @@ export class ProcessRestartReport {
     ;(this.timer as { unref?: () => void })?.unref?.()
   }
 
-  private publish(): void {
+  private publish(extra: Record<string, number> = {}): void {
     if (this.stopped) return
-    const values: Record<string, number> = { ...this.options.values }
+    const values: Record<string, number> = { ...this.options.values, ...extra }
     for (const [name, n] of this.counts) values[processRestartsKey(name)] = n
     try {
       this.transport.publish(
@@ -92,9 +101,12 @@ export class ProcessRestartReport {
     }
   }
 
-  /** Sends a last report and stops reporting. */
-  stop(): void {
-    this.publish()
+  /**
+   * Sends a last report and stops reporting. With `outcome` the last report says the run ended
+   * (`run/ended` 1, and `run/finished` 1 at its budget, 0 otherwise).
+   */
+  stop(outcome?: { finished: boolean }): void {
+    this.publish(outcome ? { [RUN_ENDED]: 1, [RUN_FINISHED]: outcome.finished ? 1 : 0 } : {})
     this.stopped = true
     this.clock.clearTimeout(this.timer)
   }

@@ -6,7 +6,8 @@ import { NotARunDirError, RunFileExistsError, RunsDirError } from './errors.ts'
 /**
  * The files of one run, `runs/<name>-<timestamp>/`:
  * `recipe.json` (the resolved recipe), `metrics.jsonl` (one `metrics.report` per line),
- * `checkpoints/`, `eval/` (one JSON file per evaluation) and `logs/`.
+ * `tensorboard/` (the same metrics as TensorBoard event files), `checkpoints/`, `eval/` (one JSON
+ * file per evaluation) and `logs/`.
  */
 export interface RunDir {
   /** Run id: the directory's name, also the `<run>` token of every NATS subject of the run. */
@@ -18,6 +19,8 @@ export interface RunDir {
   checkpointsDir: string
   evalDir: string
   logsDir: string
+  /** TensorBoard event files, one folder per reporter (`tensorboard/<role>/<id>/`). */
+  tensorboardDir: string
 }
 
 /** The file name that marks a directory as a triad run. */
@@ -34,6 +37,7 @@ export function runDirPaths(path: string): RunDir {
     checkpointsDir: join(abs, 'checkpoints'),
     evalDir: join(abs, 'eval'),
     logsDir: join(abs, 'logs'),
+    tensorboardDir: join(abs, 'tensorboard'),
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander'
-import { CliError } from '../errors.ts'
+import { UsageError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
 
 /**
@@ -40,7 +40,9 @@ export function registerBench(program: Command): void {
     .action(async (name: string, options: Record<string, unknown>) => {
       const load = benches[name]
       if (!load)
-        throw new CliError(`unknown benchmark '${name}'; known: ${Object.keys(benches).join(', ') || 'none'}`)
+        throw new UsageError(
+          `unknown benchmark '${name}'; known: ${Object.keys(benches).join(', ') || 'none'}`,
+        )
       const result = await (await load()).run(options)
       process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
     })

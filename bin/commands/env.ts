@@ -1,3 +1,4 @@
+import Table from 'cli-table3'
 import type { Command } from 'commander'
 import Docker from 'dockerode'
 import {
@@ -21,8 +22,16 @@ import {
   taskRegistry,
   tasks,
 } from '../../actors/index.ts'
-import { EnvCancelAll, EnvDrain, type Envelope, EnvList, Subjects } from '../../protocols/index.ts'
-import { CliError } from '../errors.ts'
+import {
+  EnvCancelAll,
+  EnvDrain,
+  type Envelope,
+  EnvList,
+  type EnvWorkers,
+  type PayloadOf,
+  Subjects,
+} from '../../protocols/index.ts'
+import { CliError, UsageError } from '../errors.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 import type { RoleContext, RoleHandle } from './worker.ts'
 import { runWorker } from './worker.ts'
@@ -71,7 +80,42 @@ export async function startEnvControllerRole(ctx: RoleContext): Promise<RoleHand
 }
 
 /** Sends one admin request to the controller and prints the reply. */
-async function admin(options: { nats: string; run: string }, message: Envelope): Promise<void> {
+/**
+ * The controller's `env.list` answer as a table for a terminal: one row per worker (state,
+ * sessions active of capacity, seconds since its heartbeat, tasks), then the controller's counters
+ * on one line.
+ */
+export function formatEnvWorkers(reply: PayloadOf<typeof EnvWorkers>): string {
+  const lines: string[] = []
+  if (reply.workers.length === 0) lines.push('no env workers registered with the controller')
+  else {
+    const table = new Table({
+      head: ['worker', 'state', 'active', 'capacity', 'last seen', 'tasks'],
+      style: { head: [], border: [], compact: true },
+    })
+    for (const w of reply.workers)
+      table.push([
+        w.worker,
+        w.state,
+        w.active,
+        w.capacity,
+        `${(w.last_seen_ms / 1000).toFixed(1)} s`,
+        w.tasks.join(','),
+      ])
+    lines.push(table.toString())
+  }
+  const counts = Object.entries(reply.counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k} ${v}`)
+  if (counts.length) lines.push(`counts: ${counts.join(', ')}`)
+  return `${lines.join('\n')}\n`
+}
+
+async function admin(
+  options: { nats: string; run: string; json?: boolean },
+  message: Envelope,
+  format?: (payload: never) => string,
+): Promise<void> {
   const transport = await connectNats({
     servers: options.nats,
     run: options.run,
@@ -80,7 +124,11 @@ async function admin(options: { nats: string; run: string }, message: Envelope):
   })
   try {
     const reply = await transport.request(Subjects.envAdmin(options.run), message, { timeoutMs: 10_000 })
-    process.stdout.write(`${JSON.stringify(reply.payload, null, 2)}\n`)
+    process.stdout.write(
+      format && !options.json
+        ? format(reply.payload as never)
+        : `${JSON.stringify(reply.payload, null, 2)}\n`,
+    )
   } finally {
     await transport.close()
   }
@@ -107,7 +155,7 @@ export function tryDifficulty(task: AnyTask, difficulty: number | undefined): nu
   if (difficulty === undefined) return undefined
   const { min, max } = task.difficulty
   if (difficulty < min || difficulty > max)
-    throw new CliError(
+    throw new UsageError(
       `option '--difficulty <d>' argument '${difficulty}' is invalid: task '${task.name}' has levels ${min}..${max}`,
     )
   return difficulty
@@ -125,7 +173,7 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
     throw new CliError((e as Error).message, { cause: e })
   }
   if (o.split !== 'train' && o.split !== 'eval')
-    throw new CliError(`option '--split <split>' argument '${o.split}' is invalid: use train or eval`)
+    throw new UsageError(`option '--split <split>' argument '${o.split}' is invalid: use train or eval`)
   // The sandbox first: an episode would only end in task_error at its first tool call.
   await checkTaskSandboxes([task]).catch((e: Error) => {
     throw new CliError(e.message, { cause: e })
@@ -154,7 +202,7 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
           apiKey: process.env.OPENAI_API_KEY,
         }),
       )
-    else throw new CliError(`unknown policy '${policy}'; use expert or openai:URL`)
+    else throw new UsageError(`unknown policy '${policy}'; use expert or openai:URL`)
   } catch (e) {
     if (e instanceof CliError) throw e
     throw new CliError((e as Error).message, { cause: e })
@@ -185,9 +233,11 @@ export function registerEnv(program: Command): void {
     .option('--check-ms <ms>', 'silent-worker check period', integerOption({ min: 1 }), 250)
     .option('--docker', 'make containers for tasks that declare an image')
     .action((o: { id?: string; nats: string; run: string }) => runWorker('env-controller', o))
-  common(env.command('list').description("print the controller's workers and counts")).action(
-    (o: { nats: string; run: string }) => admin(o, EnvList.make({})),
-  )
+  common(env.command('list').description("print the controller's workers and counts"))
+    .option('--json', 'print the JSON answer of the controller (for scripts)')
+    .action((o: { nats: string; run: string; json?: boolean }) =>
+      admin(o, EnvList.make({}), formatEnvWorkers),
+    )
   common(env.command('drain').description('give a worker no new sessions').argument('<worker>')).action(
     (worker: string, o: { nats: string; run: string }) => admin(o, EnvDrain.make({ worker })),
   )

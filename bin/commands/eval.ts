@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, sep } from 'node:path'
 import Table from 'cli-table3'
 import type { Command } from 'commander'
 import {
@@ -15,7 +15,8 @@ import {
   writeEvalResult,
 } from '../../actors/index.ts'
 import { CheckpointError, chooseBackend, loadCheckpoint } from '../../gpu/index.ts'
-import { CliError } from '../errors.ts'
+import { checkToken } from '../../protocols/index.ts'
+import { CliError, UsageError } from '../errors.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 
 /**
@@ -36,7 +37,10 @@ export interface EvalOptions {
   maxNewTokens?: number
   temperature: number
   seed: number
+  /** Run id (or, as before, a run directory's path): the table also goes to its `eval/`. */
   run?: string
+  /** With `run`: the folder that holds the run directory (default `runs`). */
+  runsDir?: string
   /** With `run`: the eval file's name (`eval/<name>.json`; default `eval-<time>`). */
   name?: string
   /** With `run`: the learner step of the evaluated weights, recorded in the file. */
@@ -46,6 +50,21 @@ export interface EvalOptions {
   /** Tensor backend to force (default: the best available). */
   backend?: string
   json?: boolean
+}
+
+/**
+ * The run directory of `--run`: `<runsDir>/<run>` for a run id; a value with a path separator
+ * is taken as the run directory itself (the form before `--run` meant the id everywhere).
+ * @throws UsageError for a value that is neither (an id with characters a NATS token refuses).
+ */
+export function runDirOf(run: string, runsDir = 'runs'): string {
+  if (run.includes(sep) || run.includes('/')) return run
+  try {
+    checkToken(run, 'run id')
+  } catch (err) {
+    throw new UsageError(`--run ${run}: ${(err as Error).message}`, { cause: err })
+  }
+  return join(runsDir, run)
 }
 
 /** What `triad eval` evaluates when neither an option nor a run's recipe says otherwise. */
@@ -88,12 +107,12 @@ export function resolveEvalCheckpoint(path: string, log: (line: string) => void 
 
 /**
  * A task level checked against the task's levels.
- * @throws CliError naming where the level came from (`--tasks calc:9`, `--difficulty`).
+ * @throws UsageError naming where the level came from (`--tasks calc:9`, `--difficulty`).
  */
 function checkLevel(task: AnyTask, level: number, where: string): number {
   const { min, max } = task.difficulty
   if (level < min || level > max)
-    throw new CliError(
+    throw new UsageError(
       `${where}: difficulty ${level} is invalid: task '${task.name}' has levels ${min}..${max}`,
     )
   return level
@@ -112,11 +131,13 @@ function parseTasks(list: string, difficulty: number | undefined): EvalTask[] {
     try {
       task = getTask(name)
     } catch (err) {
-      throw new CliError((err as Error).message, { cause: err })
+      throw new UsageError((err as Error).message, { cause: err })
     }
     if (level !== undefined) {
       if (!/^\d+$/.test(level))
-        throw new CliError(`--tasks ${entry.trim()}: the level after ':' must be an integer, got '${level}'`)
+        throw new UsageError(
+          `--tasks ${entry.trim()}: the level after ':' must be an integer, got '${level}'`,
+        )
       return { name, difficulty: checkLevel(task, Number(level), `--tasks ${entry.trim()}`) }
     }
     if (difficulty === undefined) return { name, difficulty: undefined }
@@ -204,9 +225,9 @@ async function runEvalSettings(
 export async function runEval(path: string, o: EvalOptions): Promise<void> {
   const explicitTasks = o.tasks === undefined ? undefined : parseTasks(o.tasks, o.difficulty)
   if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
-    throw new CliError('--name, --step and --title describe the file written with --run: give --run too')
+    throw new UsageError('--name, --step and --title describe the file written with --run: give --run too')
   if (o.name !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.name))
-    throw new CliError(`--name must be a file name of letters, digits, '.', '_' and '-', got '${o.name}'`)
+    throw new UsageError(`--name must be a file name of letters, digits, '.', '_' and '-', got '${o.name}'`)
   const step = o.step
   const checkpoint = resolveEvalCheckpoint(path, (line) => process.stderr.write(`${line}\n`))
   const given = { tasks: o.tasks, k: o.k, instances: o.instances, maxNewTokens: o.maxNewTokens }
@@ -221,7 +242,7 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
   const maxNewTokens = o.maxNewTokens ?? fromRun.maxNewTokens ?? EVAL_DEFAULTS.maxNewTokens
   const run = o.run
     ? (
-        await openRunDir(o.run).catch((err: Error) => {
+        await openRunDir(runDirOf(o.run, o.runsDir)).catch((err: Error) => {
           throw new CliError(err.message, { cause: err })
         })
       ).dir
@@ -327,7 +348,8 @@ export function registerEval(program: Command): void {
     )
     .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
     .option('--seed <n>', 'sampling seed', integerOption({ min: 0 }), 0)
-    .option('--run <dir>', 'also write the table into this run directory (eval/)')
+    .option('--run <id>', "also write the table into this run's eval/ (the run directory's name)")
+    .option('--runs-dir <dir>', 'with --run: the folder that holds the run directory', 'runs')
     .option('--name <name>', 'with --run: the file name, eval/<name>.json (default eval-<time>)')
     .option('--step <n>', 'with --run: the learner step of the evaluated weights', integerOption({ min: 0 }))
     .option('--title <title>', 'with --run: the heading of the table')

@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import type { Command } from 'commander'
 import {
   ALL_RUNS_METRICS,
@@ -7,6 +8,9 @@ import {
   metricsWildcard,
   NatsConnectError,
   type NatsTransport,
+  RUN_ENDED,
+  RUN_FINISHED,
+  RUN_MAX_STEPS,
   type Served,
   systemClock,
   type Transport,
@@ -21,12 +25,89 @@ import { integerOption } from '../numeric-option.ts'
 
 const accepts = new MessageRegistry([MetricsReport])
 
-/** Feeds every `metrics.report` of a run (`triad.<run>.metrics.>`) into `state`. */
-export function watchMetrics(transport: Transport, run: string, state: MetricsState): Served {
+/** Feeds every `metrics.report` of a run (`triad.<run>.metrics.>`) into `state`, then to `onLine`. */
+export function watchMetrics(
+  transport: Transport,
+  run: string,
+  state: MetricsState,
+  onLine?: (line: MetricsLine) => void,
+): Served {
   return transport.subscribe(metricsWildcard(run), {
     accepts,
-    handler: (message) => state.add(message.payload as MetricsLine),
+    handler: (message) => {
+      const line = message.payload as MetricsLine
+      state.add(line)
+      onLine?.(line)
+    },
   })
+}
+
+/**
+ * How a run's last report says it ended (`run/ended` 1 from role `run`, `ProcessRestartReport`):
+ * `finished` when at its step or time budget; undefined for any other line.
+ */
+export function runEnd(line: MetricsLine): { finished: boolean; step: number; time: number } | undefined {
+  if (line.role !== 'run' || line.values[RUN_ENDED] !== 1) return undefined
+  return { finished: line.values[RUN_FINISHED] === 1, step: line.step, time: line.time }
+}
+
+/** Exit statuses of the live `triad monitor` (closed set). */
+export const MonitorExit = {
+  /** The run finished at its budget, or the monitor was stopped (SIGINT, SIGTERM). */
+  finished: 0,
+  /** The run stopped before its budget (interrupted or failed). */
+  stopped: 1,
+  /** The NATS server went away and did not come back within `--server-timeout`. */
+  serverGone: 3,
+} as const
+
+/** What `triad monitor --once --json` prints: the snapshot's numbers (times in ms since the epoch). */
+export interface MonitorSnapshot {
+  run: string
+  /** Highest learner step reported. */
+  step: number
+  /** End of the progress bar: `--max-steps`, the run's `run/max_steps`, or its recipe's budget. */
+  max_steps: number | null
+  reports: number
+  first_time: number | null
+  last_time: number | null
+  /** The run's last report said it ended (`run/ended`); `finished`: at its budget. */
+  ended: boolean
+  finished: boolean | null
+  /** Actor restarts from the run's NATS services (null when none answered). */
+  service_restarts: number | null
+  /** The newest value of every key, the mean over the actors that report it. */
+  metrics: Record<string, number>
+}
+
+/** The numbers of a snapshot for scripts (`MonitorSnapshot`). */
+export function snapshotJson(
+  state: MetricsState,
+  o: {
+    run: string
+    maxSteps?: number
+    budgetMaxSteps?: number
+    serviceRestarts?: number
+    end?: { finished: boolean }
+  },
+): MonitorSnapshot {
+  const metrics: Record<string, number> = {}
+  for (const key of state.keys()) {
+    const v = state.value(key)
+    if (v !== undefined) metrics[key] = v
+  }
+  return {
+    run: o.run,
+    step: state.step,
+    max_steps: o.maxSteps ?? state.value(RUN_MAX_STEPS) ?? o.budgetMaxSteps ?? null,
+    reports: state.reports,
+    first_time: state.firstTime ?? null,
+    last_time: state.lastTime ?? null,
+    ended: o.end !== undefined,
+    finished: o.end ? o.end.finished : null,
+    service_restarts: o.serviceRestarts ?? null,
+    metrics,
+  }
 }
 
 /** How long the live monitor waits for a first report before it lists the runs it saw instead, ms. */
@@ -71,6 +152,8 @@ export interface MonitorOnceOptions {
   clock?: Clock
   /** Reads the run's actor restarts (from the NATS services); called once after the window. */
   restarts?: () => Promise<number | undefined>
+  /** Print `snapshotJson` (one JSON object) instead of the text view. */
+  json?: boolean
 }
 
 /**
@@ -81,7 +164,10 @@ export interface MonitorOnceOptions {
 export async function monitorOnce(transport: Transport, options: MonitorOnceOptions): Promise<string> {
   const clock = options.clock ?? systemClock
   const state = new MetricsState()
-  const sub = watchMetrics(transport, options.run, state)
+  let end: { finished: boolean } | undefined
+  const sub = watchMetrics(transport, options.run, state, (line) => {
+    end = runEnd(line) ?? end
+  })
   const seen = watchRunsSeen(transport)
   await new Promise<void>((resolve) => clock.setTimeout(resolve, options.waitMs))
   await sub.stop()
@@ -94,18 +180,68 @@ export async function monitorOnce(transport: Transport, options: MonitorOnceOpti
     )
   }
   const restarts = await options.restarts?.()
-  return renderSnapshot(state, {
-    run: options.run,
-    maxSteps: options.maxSteps,
-    budgetMaxSteps: options.budgetMaxSteps,
-    serviceRestarts: restarts,
-  })
+  if (options.json)
+    return `${JSON.stringify(
+      snapshotJson(state, {
+        run: options.run,
+        maxSteps: options.maxSteps,
+        budgetMaxSteps: options.budgetMaxSteps,
+        serviceRestarts: restarts,
+        end,
+      }),
+    )}\n`
+  const ended = end ? `run ${options.run} ${end.finished ? 'finished' : 'stopped before its budget'}\n` : ''
+  return (
+    renderSnapshot(state, {
+      run: options.run,
+      maxSteps: options.maxSteps,
+      budgetMaxSteps: options.budgetMaxSteps,
+      serviceRestarts: restarts,
+    }) + ended
+  )
 }
 
 /**
- * `triad monitor --run RUN [--nats URL] [--once]`: a live terminal view of a run's metrics. Without
- * `--nats` it reads the run's NATS URL from `<runs-dir>/<run>/logs/run.jsonl` (an embedded server
- * listens on a free port), else uses `DEFAULT_NATS_URL`.
+ * Resolves when the connection's server has been unreachable for `timeoutMs` in a row (from its
+ * first disconnect, until a reconnect), or when the connection closed.
+ */
+function serverGone(transport: NatsTransport, timeoutMs: number) {
+  let timer: NodeJS.Timeout | undefined
+  let done = false
+  let since = 0
+  const promise = new Promise<{ goneForMs: number }>((resolve) => {
+    void (async () => {
+      for await (const s of transport.nc.status()) {
+        if (done) return
+        if (s.type === 'disconnect' && !timer) {
+          since = Date.now()
+          timer = setTimeout(() => resolve({ goneForMs: Date.now() - since }), timeoutMs)
+        } else if (s.type === 'reconnect') {
+          clearTimeout(timer)
+          timer = undefined
+        }
+      }
+    })().catch(() => undefined)
+    void transport.nc.closed().then(() => {
+      if (!done) resolve({ goneForMs: since ? Date.now() - since : 0 })
+    })
+  })
+  return {
+    promise,
+    stop: () => {
+      done = true
+      clearTimeout(timer)
+    },
+  }
+}
+
+/**
+ * `triad monitor --run RUN [--runs-dir DIR] [--nats URL] [--once [--json]]`: a live terminal view
+ * of a run's metrics. Without `--nats` it reads the run's NATS URL from
+ * `<runs-dir>/<run>/logs/run.jsonl` (an embedded server listens on a free port) and refuses a run
+ * that recorded none. The live view ends by itself: when the run's last report says it ended
+ * (status 0 when it finished at its budget, 1 when it stopped before), or when the server stays
+ * unreachable for `--server-timeout` ms (status 3).
  */
 export function registerMonitor(program: Command): void {
   program
@@ -124,6 +260,13 @@ export function registerMonitor(program: Command): void {
       'runs',
     )
     .option('--once', 'print one snapshot after --wait ms and exit')
+    .option('--json', 'with --once: print the snapshot as one JSON object (for scripts)')
+    .option(
+      '--server-timeout <ms>',
+      'how long the NATS server may be unreachable before the live view exits (status 3)',
+      integerOption({ min: 1 }),
+      5_000,
+    )
     .option('--wait <ms>', 'with --once: how long to collect metrics', integerOption({ min: 1 }), 3000)
     .option('--interval <ms>', 'redraw interval', integerOption({ min: 1 }), 1000)
     .option(
@@ -140,6 +283,8 @@ export function registerMonitor(program: Command): void {
         wait: number
         interval: number
         maxSteps?: number
+        json?: boolean
+        serverTimeout: number
       }) => {
         const nats = await attachRunNats('triad monitor', options.runsDir, options.run, options.nats)
         const budgetMaxSteps = await recipeMaxSteps(options.runsDir, options.run)
@@ -167,6 +312,7 @@ export function registerMonitor(program: Command): void {
                 maxSteps: options.maxSteps,
                 budgetMaxSteps,
                 restarts: () => serviceRestarts(transport, options.run, 500),
+                json: options.json,
               }),
             )
           } finally {
@@ -175,8 +321,16 @@ export function registerMonitor(program: Command): void {
           return
         }
         const state = new MetricsState()
-        const sub = watchMetrics(transport, options.run, state)
+        let onEnd: (end: { finished: boolean; step: number; time: number }) => void = () => {}
+        const ended = new Promise<{ finished: boolean; step: number; time: number }>((resolve) => {
+          onEnd = resolve
+        })
+        const sub = watchMetrics(transport, options.run, state, (line) => {
+          const end = runEnd(line)
+          if (end) onEnd(end)
+        })
         const seen = watchRunsSeen(transport)
+        const gone = serverGone(transport, options.serverTimeout)
         const started = Date.now()
         const tty = process.stdout.isTTY
         // Actor restarts come from the run's NATS services, polled in the background.
@@ -216,15 +370,30 @@ export function registerMonitor(program: Command): void {
         }
         draw()
         const timer = setInterval(draw, options.interval)
-        await new Promise<void>((resolve) => {
-          process.once('SIGINT', resolve)
-          process.once('SIGTERM', resolve)
+        const stopped = new Promise<'signal'>((resolve) => {
+          process.once('SIGINT', () => resolve('signal'))
+          process.once('SIGTERM', () => resolve('signal'))
         })
+        const why = await Promise.race([stopped, ended, gone.promise])
         clearInterval(timer)
+        gone.stop()
+        if (why !== 'signal' && state.reports > 0) draw()
         await polling
         await seen.stop()
         await sub.stop()
         await transport.close()
+        if (why === 'signal') return
+        if ('goneForMs' in why)
+          throw new CliError(
+            `the NATS server at ${nats.url} went away (unreachable for ${formatDuration(why.goneForMs)}); has run ${options.run} ended? its run directory says how: ${join(options.runsDir, options.run)}`,
+            { exitCode: MonitorExit.serverGone },
+          )
+        const at = `at step ${why.step} (${new Date(why.time).toISOString()})`
+        if (!why.finished)
+          throw new CliError(`run ${options.run} stopped before its budget ${at}: interrupted or failed`, {
+            exitCode: MonitorExit.stopped,
+          })
+        process.stdout.write(`run ${options.run} finished ${at}\n`)
       },
     )
 }

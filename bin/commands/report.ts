@@ -1,7 +1,13 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Command } from 'commander'
-import { NotARunDirError, openRunDir, readEvalResults, readMetricsFile } from '../../actors/index.ts'
+import {
+  NotARunDirError,
+  onLearnerAxis,
+  openRunDir,
+  readEvalResults,
+  readMetricsFile,
+} from '../../actors/index.ts'
 import { CliError } from '../errors.ts'
 import { buildChartSections, latestPerTask, taskNames } from '../report/chart-groups.ts'
 import { continuousCounters } from '../report/counter-continuity.ts'
@@ -40,7 +46,7 @@ export async function buildReport(runDir: string): Promise<BuiltReport> {
   // reduce, not Math.min(...xs): a long run has more lines than a call takes arguments
   const range = (xs: number[]) =>
     xs.reduce(([lo, hi], x) => [Math.min(lo, x), Math.max(hi, x)], [Infinity, -Infinity])
-  const [firstStep, lastStep] = range(metrics.lines.map((l) => l.step))
+  const [firstStep, lastStep] = range(metrics.lines.filter(onLearnerAxis).map((l) => l.step))
   const [firstTime, lastTime] = range(metrics.lines.map((l) => l.time))
   const facts: [string, string][] = [['metrics lines', String(metrics.lines.length)]]
   if (metrics.lines.length) {

@@ -25,7 +25,7 @@ import {
   systemClock,
 } from '../../actors/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
-import { CliError } from '../errors.ts'
+import { CliError, UsageError } from '../errors.ts'
 import { LiveView } from '../monitor/live-view.ts'
 
 /** Options of `prepareRun`. */
@@ -202,7 +202,7 @@ export function registerRun(program: Command): void {
         options: { nats?: string; inProcess?: boolean; resume?: string; runsDir: string; check?: boolean },
       ) => {
         if (options.nats && options.inProcess)
-          throw new CliError(
+          throw new UsageError(
             '--nats and --in-process exclude each other: a run is either over NATS or in one process',
           )
         const { builtinTaskCatalog, loadRecipe, startRun } = await recipes()

@@ -10,7 +10,7 @@ import {
   sandboxAccepts,
   sandboxBehaviour,
 } from '../../sandboxes/index.ts'
-import { CliError } from '../errors.ts'
+import { CliError, UsageError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
 
 const int = integerOption({ min: 1 })
@@ -33,9 +33,9 @@ export async function startBackend(
     const { DockerBackend, DockerMode } = await import('../../sandboxes/index.ts')
     const modes: readonly string[] = Object.values(DockerMode)
     if (!modes.includes(dockerMode))
-      throw new CliError(`unknown docker mode '${dockerMode}'; known: ${modes.join(', ')}`)
+      throw new UsageError(`unknown docker mode '${dockerMode}'; known: ${modes.join(', ')}`)
     backend = new DockerBackend({ limits, image, mode: dockerMode as 'attach' | 'exec' })
-  } else throw new CliError(`unknown backend '${kind}'; known: ${Object.values(BackendKind).join(', ')}`)
+  } else throw new UsageError(`unknown backend '${kind}'; known: ${Object.values(BackendKind).join(', ')}`)
   await backend.start()
   return backend
 }

@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { Command } from 'commander'
+import type { Logger } from 'pino'
 import {
   type ActorSystem,
   CHILD_STOP_WATCHDOG_MS,
   childFailureLine,
   connectNats,
+  createRoleLogger,
+  infoLines,
   type NatsTransport,
   type NodeConfig,
   startActorSystem,
@@ -14,7 +17,7 @@ import {
   startRolloutNode,
 } from '../../actors/index.ts'
 import { startCpuProfile } from '../cpu-profile.ts'
-import { CliError } from '../errors.ts'
+import { CliError, UsageError } from '../errors.ts'
 
 /** What a role needs to start: the process's actor system and NATS transport. */
 export interface RoleContext {
@@ -23,6 +26,8 @@ export interface RoleContext {
   run: string
   id: string
   options: Record<string, unknown>
+  /** The process's structured log (pino, on stderr: the role's `logs/<role>.log` in a run). */
+  logger: Logger
 }
 
 /** A started role; `stop` undoes what the role started. */
@@ -38,9 +43,10 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
   sandbox: async (ctx) => (await import('./sandbox.ts')).startSandboxRole(ctx),
   policy: async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, false),
   'policy-stale': async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, true),
-  learner: async ({ transport, id, options }) => startLearnerNode(transport, readNodeConfig(options), id),
-  rollout: async ({ system, transport, id, options }) =>
-    startRolloutNode(system, transport, readNodeConfig(options), id),
+  learner: async ({ transport, id, options, logger }) =>
+    startLearnerNode(transport, readNodeConfig(options), id, { log: infoLines(logger) }),
+  rollout: async ({ system, transport, id, options, logger }) =>
+    startRolloutNode(system, transport, readNodeConfig(options), id, { log: infoLines(logger) }),
 }
 
 /**
@@ -51,7 +57,7 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
 export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
   const file = options.config
   if (typeof file !== 'string')
-    throw new CliError("this role needs --config FILE (a run directory's node-config.json)")
+    throw new UsageError("this role needs --config FILE (a run directory's node-config.json)")
   let config: NodeConfig
   try {
     config = JSON.parse(readFileSync(file, 'utf8')) as NodeConfig
@@ -81,7 +87,7 @@ export async function runWorker(
   roles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = workerRoles,
 ): Promise<void> {
   const start = roles[role]
-  if (!start) throw new CliError(`unknown role '${role}'; known roles: ${Object.keys(roles).join(', ')}`)
+  if (!start) throw new UsageError(`unknown role '${role}'; known roles: ${Object.keys(roles).join(', ')}`)
   // A node config names its run: the subjects follow it unless --run says otherwise.
   if (options.config && options.run === 'default') options.run = readNodeConfig(options).run
   const id = options.id ?? `${hostname()}-${process.pid}`
@@ -90,15 +96,17 @@ export async function runWorker(
       throw new CliError(err.message, { cause: err })
     },
   )
+  // One JSON line per message on stderr, which the supervisor appends to logs/<role>.log.
+  const logger = createRoleLogger({ role, id, run: options.run }, 2)
   const profileDir = process.env.TRIAD_CPU_PROFILE
   const profile = profileDir ? await startCpuProfile(profileDir, `${role}-${process.pid}`) : undefined
   const system = startActorSystem({ name: `${role}-${id}` })
   system.onEscalate((e) =>
-    process.stderr.write(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}\n`),
+    logger.error(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}`),
   )
   let handle: RoleHandle
   try {
-    handle = await start({ system, transport, run: options.run, id, options })
+    handle = await start({ system, transport, run: options.run, id, options, logger })
   } catch (err) {
     process.stdout.write(`${childFailureLine(err)}\n`)
     throw err
@@ -115,7 +123,7 @@ export async function runWorker(
     process.on('SIGTERM', () => resolve())
     process.on('SIGINT', () => resolve())
     finished?.then(resolve, (err: Error) => {
-      process.stderr.write(`triad worker: ${role} failed: ${err.stack ?? err.message}\n`)
+      logger.error({ err }, `triad worker: ${role} failed: ${err.message}`)
       process.stdout.write(`${childFailureLine(err)}\n`)
       process.exitCode = 1
       resolve()
@@ -125,16 +133,14 @@ export async function runWorker(
   // must not keep the process alive after it was asked to stop. The bound is shorter than the
   // supervisor's grace before SIGKILL, so a stuck stop says so and exits 1 instead of vanishing.
   const watchdog = setTimeout(() => {
-    process.stderr.write(
-      `triad worker: ${role} did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting\n`,
-    )
+    logger.fatal(`triad worker: ${role} did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting`)
     process.exit(1)
   }, CHILD_STOP_WATCHDOG_MS)
   watchdog.unref()
   await handle.stop()
   await system.stop()
   await transport.close()
-  if (profile) process.stderr.write(`triad worker: ${role} CPU profile in ${await profile.stop()}\n`)
+  if (profile) logger.info(`triad worker: ${role} CPU profile in ${await profile.stop()}`)
   clearTimeout(watchdog)
 }
 

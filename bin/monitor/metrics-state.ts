@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress'
 import Table from 'cli-table3'
-import { type MetricsLine, RUN_MAX_STEPS } from '../../actors/index.ts'
+import { type MetricsLine, onLearnerAxis, RUN_MAX_STEPS } from '../../actors/index.ts'
 
 /** One report of the cold-start SFT: its step and the report's time, ms since the epoch. */
 export interface SftMark {
@@ -66,7 +66,7 @@ export class MetricsState {
 
   add(line: MetricsLine): void {
     this.reports++
-    this.step = Math.max(this.step, line.step)
+    if (onLearnerAxis(line)) this.step = Math.max(this.step, line.step)
     this.firstTime = Math.min(this.firstTime ?? line.time, line.time)
     this.lastTime = Math.max(this.lastTime ?? line.time, line.time)
     const sftStep = line.values[MonitorKeys.sft.step]

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readRunTransport, runDirPaths } from '../../actors/index.ts'
@@ -23,9 +24,12 @@ export interface RunNats {
 /**
  * The NATS server of run `run`: `nats` when given (with the recorded monitoring URL when the run
  * recorded that same server); else the server `triad run` recorded in `<runsDir>/<run>/logs/run.jsonl`
- * (its embedded server listens on a free port, so the default URL would miss it); else
- * `DEFAULT_NATS_URL`. A run recorded as one process on the in-process transport has no server:
- * `triad monitor` and `triad status` refuse it first (`attachRunNats`).
+ * (its embedded server listens on a free port, so the default URL would miss it). Without a run:
+ * `nats`, else `DEFAULT_NATS_URL`. A run recorded as one process on the in-process transport has
+ * no server: `triad monitor` and `triad status` refuse it first (`attachRunNats`).
+ * @throws CliError when `run` is given without `nats` and no NATS URL is recorded for it (no
+ *   run directory `<runsDir>/<run>`, or no server in its `logs/run.jsonl`): asking the default
+ *   server would answer for another server's runs.
  */
 export async function runNats(
   runsDir: string,
@@ -47,6 +51,14 @@ export async function runNats(
       source: `recorded by triad run in ${join(dir.logsDir, 'run.jsonl')}`,
       ...(recorded?.monitor ? { monitor: recorded.monitor } : {}),
     }
+  if (dir) {
+    const where = existsSync(dir.path)
+      ? `${join(dir.logsDir, 'run.jsonl')} records no NATS server`
+      : `there is no run directory ${dir.path}`
+    throw new CliError(
+      `cannot find the NATS server of run ${run}: ${where}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed`,
+    )
+  }
   return { url: DEFAULT_NATS_URL, source: 'the default URL' }
 }
 

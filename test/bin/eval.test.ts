@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { createRunDir } from '../../actors/index.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
@@ -51,13 +51,13 @@ describe('bin/eval - bad input', () => {
 
   it('eval - an unknown task lists the valid ones', async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'chess'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.match(r.stderr, /unknown task 'chess'; valid tasks: calc, code, maze, sql/)
   })
 
   it('eval - k below 1 is refused', async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc', '--k', '0'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(
       r.stderr.split('\n')[0],
       "error: option '--k <n>' argument '0' is invalid. Expected an integer >= 1.",
@@ -66,21 +66,22 @@ describe('bin/eval - bad input', () => {
 
   it('eval - --name, --step and --title without --run are refused', async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc', '--step', '3'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.match(r.stderr, /--name, --step and --title describe the file written with --run: give --run too/)
   })
 
   it('eval - a bad level in --tasks is refused', async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc:x'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(r.stderr, "triad: --tasks calc:x: the level after ':' must be an integer, got 'x'\n")
   })
 
   it("eval - a level outside the task's levels is refused, naming where it came from", async () => {
     const r = await runTriad(['eval', '/nonexistent', '--tasks', 'calc,maze:9'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(r.stderr, "triad: --tasks maze:9: difficulty 9 is invalid: task 'maze' has levels 1..7\n")
     const d = await runTriad(['eval', '/nonexistent', '--tasks', 'calc', '--difficulty', '8'])
+    assert.equal(d.code, 2)
     assert.equal(d.stderr, "triad: --difficulty 8: difficulty 8 is invalid: task 'calc' has levels 1..7\n")
   })
 
@@ -162,7 +163,7 @@ describe('bin/eval - bad input', () => {
   it("eval RUN_DIR - --difficulty outside a level of the run's tasks is refused, naming the option", async () => {
     const run = await runWithCheckpoint(CALC_RECIPE)
     const r = await runTriad(['eval', run.path, '--difficulty', '9', '--backend', 'wasm'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
       "triad: --difficulty 9: difficulty 9 is invalid: task 'calc' has levels 1..7\n",
@@ -266,11 +267,14 @@ describe('bin/eval - into a run directory', () => {
       name: 'ev',
       recipe: {},
     })
+    // --run is the run id, found under --runs-dir
     const r = await runTriad([
       'eval',
       checkpoint,
       '--run',
-      run.path,
+      run.id,
+      '--runs-dir',
+      dirname(run.path),
       '--name',
       'step-000007',
       '--step',

@@ -10,13 +10,15 @@ import {
   type NatsTransport,
   recordRunTransport,
   runDirPaths,
+  startNatsServer,
 } from '../../actors/index.ts'
-import { monitorOnce, waitingText } from '../../bin/commands/monitor.ts'
+import { type MonitorSnapshot, monitorOnce, waitingText } from '../../bin/commands/monitor.ts'
 import { CliError } from '../../bin/errors.ts'
 import { formatDuration, MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { MessageRegistry, MetricsReport, Subjects } from '../../protocols/index.ts'
 import { syntheticMetrics, syntheticSftMetrics } from '../support/synthetic-run.ts'
-import { startTriad, type TriadProcess } from '../support/triad-process.ts'
+import { runTriad, startTriad, type TriadProcess } from '../support/triad-process.ts'
+import { within } from '../support/within.ts'
 
 /** A table row with these cells, as a pattern (cells escaped, separated by `│`). */
 const row = (...cells: string[]) =>
@@ -521,5 +523,122 @@ describe('bin/monitor', () => {
     const child = startTriad(['monitor', '--nats', 'nats://127.0.0.1:1', '--run', 'x', '--once'])
     assert.equal((await child.exited).code, 1)
     assert.match(child.stderr(), /^triad: cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/)
+  })
+  it('triad monitor --once --json - the snapshot as one JSON object for scripts', async () => {
+    const run = `monjson-${process.pid}`
+    const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '5' })
+    const child = startTriad([
+      'monitor',
+      '--nats',
+      'nats://127.0.0.1:4222',
+      '--run',
+      run,
+      '--once',
+      '--json',
+      '--wait',
+      '1500',
+      '--max-steps',
+      '20',
+    ])
+    const { code } = await publishUntil(nats, run, child.exited)
+    await nats.close()
+    assert.equal(code, 0, child.stderr())
+    assert.equal(child.stdout.length, 1, 'one line')
+    const snap = JSON.parse(child.stdout[0]!) as MonitorSnapshot
+    assert.equal(snap.run, run)
+    assert.equal(snap.step, 9)
+    assert.equal(snap.max_steps, 20)
+    assert.equal(snap.ended, false)
+    assert.equal(snap.finished, null)
+    assert.equal(snap.metrics['rollout/success/calc'], 0.325)
+    assert.ok(snap.reports >= 10)
+  })
+
+  it("triad monitor - the live view exits when the run's last report says it ended: 0 when finished, 1 when stopped before its budget", async () => {
+    for (const finished of [true, false]) {
+      const run = `monend${finished ? 'f' : 's'}-${process.pid}`
+      const nats = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'test', id: '6' })
+      const child = startLiveMonitor(run)
+      const shown = whenShown(child, (lines) => EXPECTED_ROWS.every((p) => p.test(lines.join('\n'))))
+      await publishUntil(nats, run, shown)
+      const time = Date.UTC(2026, 11, 1, 12)
+      const last = {
+        role: 'run',
+        id: '1',
+        step: 9,
+        time,
+        values: { 'run/ended': 1, 'run/finished': finished ? 1 : 0 },
+      }
+      const { code } = await publishUntil(nats, run, child.exited, [last])
+      await nats.close()
+      const at = `at step 9 (${new Date(time).toISOString()})`
+      if (finished) {
+        assert.equal(code, 0, child.stderr())
+        assert.equal(child.stdout.at(-1), `run ${run} finished ${at}`)
+      } else {
+        assert.equal(code, 1)
+        assert.equal(
+          child.stderr(),
+          `triad: run ${run} stopped before its budget ${at}: interrupted or failed\n`,
+        )
+      }
+    }
+  })
+
+  it('triad monitor - the live view exits 3 when its NATS server went away and stayed away', async () => {
+    const store = mkdtempSync(join(tmpdir(), 'triad-monitor-gone-'))
+    const server = await startNatsServer({ monitorPort: false, storeDir: store })
+    const run = `mongone-${process.pid}`
+    try {
+      const nats = await connectNats({ servers: server.url, run, role: 'test', id: '7' })
+      const child = startTriad([
+        'monitor',
+        '--nats',
+        server.url,
+        '--run',
+        run,
+        '--interval',
+        '200',
+        '--server-timeout',
+        '1000',
+      ])
+      const shown = whenShown(child, (lines) => EXPECTED_ROWS.every((p) => p.test(lines.join('\n'))))
+      await publishUntil(nats, run, shown)
+      await nats.close()
+      await server.stop()
+      const { code } = await within(
+        child.exited,
+        30_000,
+        'the monitor did not exit within 30 s of the server stop',
+      )
+      assert.equal(code, 3, child.stderr())
+      assert.match(
+        child.stderr(),
+        new RegExp(
+          `^triad: the NATS server at ${server.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} went away \\(unreachable for \\d+s\\); has run ${run} ended\\?`,
+        ),
+      )
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('triad monitor and triad status - a --run whose NATS URL is not recorded is an error, never the default server', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'triad-monitor-runs-'))
+    const missing = await runTriad(['monitor', '--run', 'absent-run', '--runs-dir', runsDir, '--once'])
+    assert.equal(missing.code, 1)
+    assert.equal(
+      missing.stderr,
+      `triad: cannot find the NATS server of run absent-run: there is no run directory ${join(runsDir, 'absent-run')}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed\n`,
+    )
+    const dir = runDirPaths(join(runsDir, 'norecord-20261201-120000'))
+    mkdirSync(dir.path)
+    const status = await runTriad(['status', '--run', dir.id, '--runs-dir', runsDir])
+    assert.equal(status.code, 1)
+    assert.equal(
+      status.stderr,
+      `triad: cannot find the NATS server of run ${dir.id}: ${join(dir.logsDir, 'run.jsonl')} records no NATS server; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed\n`,
+    )
+    assert.equal(status.stdout, '')
   })
 })

@@ -30,7 +30,11 @@ function learnerStep(dir: string): number {
   if (!existsSync(file)) return 0
   let step = 0
   for (const line of readFileSync(file, 'utf8').split('\n'))
-    if (line.includes('"role":"learner"')) step = Math.max(step, (JSON.parse(line) as { step: number }).step)
+    if (line.includes('"role":"learner"')) {
+      const l = JSON.parse(line) as { step: number; axis?: string }
+      // SFT lines count SFT steps (their axis), not learner steps
+      if (l.axis === undefined) step = Math.max(step, l.step)
+    }
   return step
 }
 
@@ -46,7 +50,7 @@ describe('bin/run - one process', () => {
       'nats://127.0.0.1:4222',
       '--in-process',
     ])
-    assert.equal((await child.exited).code, 1)
+    assert.equal((await child.exited).code, 2)
     assert.match(child.stderr(), /^triad: --nats and --in-process exclude each other/)
     assert.equal(existsSync(runs), false)
   })

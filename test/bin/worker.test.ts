@@ -90,7 +90,11 @@ describe('bin/worker - SIGTERM', () => {
         { code: 0, signal: null },
         rollout.stderr(),
       )
-      assert.match(rollout.stderr(), /\[rollout\] stopped in \d+ ms \(agent loops ended in \d+ ms\)/)
+      // stderr is the role's structured log: pino lines with the role's level, role and message
+      assert.match(
+        rollout.stderr(),
+        /^\{"level":30,"time":\d+,"pid":\d+,"hostname":"[^"]+","role":"rollout","id":"[^"]+","run":"[^"]+","msg":"stopped in \d+ ms \(agent loops ended in \d+ ms\)"\}$/m,
+      )
       assert.doesNotMatch(rollout.stderr(), /did not (stop|end) within/)
       // Nothing published is lost: the last report (sent while stopping) counts exactly the groups
       // the stream received.
@@ -143,7 +147,10 @@ describe('bin/worker - a stop that hangs', () => {
       )
       assert.match(
         readFileSync(logFile, 'utf8'),
-        new RegExp(`triad worker: stuck did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting\n`),
+        new RegExp(
+          `^\\{"level":60,.*"role":"stuck",.*"msg":"triad worker: stuck did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting"\\}$`,
+          'm',
+        ),
       )
     } finally {
       await nats.stop()

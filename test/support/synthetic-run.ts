@@ -68,7 +68,8 @@ export function syntheticSftMetrics(
     out.push({
       role: 'learner',
       id: '0',
-      step: 0,
+      step,
+      axis: 'sft',
       time: t0 + step * msPerStep,
       values: {
         'sft/step': step,

@@ -144,7 +144,25 @@ describe('actors/launcher/process-supervisor', () => {
       `broken failed and a restart cannot help; giving up on it (${error})`,
     ])
     await w.supervisor.stop()
-    assert.ok(readFileSync(logFile, 'utf8').includes(line), 'the failure line is in the log too')
+    // The failure line is in the log too, as a pino line of level error with its fields.
+    const logged = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    const failed = logged.find((l) => l.event === 'failed')!
+    assert.deepEqual(
+      { ...failed, time: 0, pid: 0, hostname: '' },
+      {
+        ...JSON.parse(line),
+        level: 50,
+        time: 0,
+        pid: 0,
+        hostname: '',
+        role: 'broken',
+        stream: 'stdout',
+        msg: 'failed',
+      },
+    )
   })
 
   it('supervisor - past the restart limit the gave-up event carries the last failure line of the child', async () => {

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { coldStart, expertExamples, firstEpisodesPerTask, playExperts, sftEpisodes } from '../../../actors/node/cold-start.ts'
+import {
+  coldStart,
+  expertExamples,
+  firstEpisodesPerTask,
+  playExperts,
+  sftEpisodes,
+} from '../../../actors/node/cold-start.ts'
 import {
   chooseBackend,
   createTransformer,

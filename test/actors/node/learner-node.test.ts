@@ -76,7 +76,7 @@ async function waitFor(check: () => boolean, ms: number, what: () => string): Pr
 describe('actors/node/learner-node', () => {
   const nats = suiteNatsServer('triad-learner-js-')
 
-  it('learner-node - the cold-start SFT reports every step with its total: sft/step 1..N, sft/steps_total N', async () => {
+  it('learner-node - the cold-start SFT reports every step with its total: sft/step 1..N, sft/steps_total N, each on the sft axis at its SFT step', async () => {
     const run = `sft${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-sft-'))
     const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
@@ -99,7 +99,11 @@ describe('actors/node/learner-node', () => {
         sft().map((r) => r.values['sft/step']),
         Array.from({ length: total }, (_, i) => i + 1),
       )
-      assert.ok(sft().every((r) => r.step === 0 && r.role === 'learner'))
+      // Each SFT line carries its SFT step on the sft axis (not the learner's step 0).
+      assert.ok(
+        sft().every((r) => r.step === r.values['sft/step'] && r.axis === 'sft' && r.role === 'learner'),
+        JSON.stringify(sft().map((r) => [r.step, r.axis])),
+      )
     } finally {
       await learner.stop()
       await stopReports()

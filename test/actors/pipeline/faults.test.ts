@@ -94,7 +94,9 @@ describe('actors/pipeline - faults with real processes', () => {
     watcher.subscribe(`triad.${run}.metrics.learner`, {
       accepts: new MessageRegistry([MetricsReport]),
       handler: (m) => {
-        step = Math.max(step, (m.payload as { step: number }).step)
+        const line = m.payload as { step: number; axis?: string }
+        // SFT lines count SFT steps (their axis), not learner steps
+        if (line.axis === undefined) step = Math.max(step, line.step)
         for (const w of stepWaiters.splice(0))
           if (step >= w.at) w.resolve()
           else stepWaiters.push(w)

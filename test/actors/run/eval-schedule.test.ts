@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -16,7 +16,9 @@ function checkpoints() {
   mkdirSync(dir, { recursive: true })
   return {
     dir,
+    /** Writes `step-<version>/` and points `latest.json` at it. */
     latest: (version: number) => {
+      mkdirSync(join(dir, `step-${version}`), { recursive: true })
       writeFileSync(
         join(dir, 'latest.json.tmp'),
         JSON.stringify({ version, usedSeqs: [], dir: join(dir, `step-${version}`) }),
@@ -58,15 +60,22 @@ function evaluations() {
 const settle = () => new Promise((r) => setImmediate(r))
 
 describe('actors/run/eval-schedule', () => {
-  it('eval-schedule - evaluates the latest checkpoint at each multiple of every, one at a time, the newest after a busy spell', async () => {
+  it('eval-schedule - evaluates the checkpoint of every multiple of every, one at a time in step order: a multiple reached during an evaluation is pinned at once and queued', async () => {
     const clock = new ManualClock(0)
     const ck = checkpoints()
     const ev = evaluations()
+    const pinned: number[] = []
+    const skipped: number[] = []
     const schedule = new EvalSchedule({
       checkpointsDir: ck.dir,
       every: 2,
       until: 10,
       evaluate: ev.evaluate,
+      pin: (c) => {
+        pinned.push(c.version)
+        return { ...c, dir: `${c.dir}-pinned` }
+      },
+      onSkip: (c) => skipped.push(c.version),
       clock,
     })
     ck.latest(1)
@@ -77,22 +86,70 @@ describe('actors/run/eval-schedule', () => {
     clock.advance(1_000)
     await ev.until(1)
     assert.equal(ev.calls[0]!.version, 2)
-    // Steps 3, 4 and 5 come while step 2 is evaluated: none starts; then only the newest, 5.
-    for (const v of [3, 4, 5]) ck.latest(v)
+    // Steps 3, 4 and 5 come while step 2 is evaluated: 4 is pinned when seen and waits its turn.
+    ck.latest(3)
+    ck.latest(4)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(pinned, [2, 4], 'pinned before step 2 is done')
+    ck.latest(5)
     clock.advance(1_000)
     await settle()
     assert.deepEqual(schedule.started, [2])
     ev.calls[0]!.finish()
     await ev.until(2)
-    assert.deepEqual(schedule.started, [2, 5])
+    assert.deepEqual(schedule.started, [2, 4])
     assert.equal(schedule.nextStep, 6)
+    // latest.json went past 6 and 8 between two looks: 6 is read from checkpoints/step-6/, 8 was
+    // pruned already and is reported, not evaluated.
+    ck.latest(6)
+    ck.latest(7)
+    ck.latest(8)
+    rmSync(join(ck.dir, 'step-8'), { recursive: true })
+    ck.latest(9)
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(pinned, [2, 4, 6])
+    assert.deepEqual(skipped, [8])
     ev.calls[1]!.finish()
+    await ev.until(3)
+    assert.deepEqual(schedule.started, [2, 4, 6])
+    assert.equal(ev.calls.length, 3)
+    ev.calls[2]!.finish()
     // The step budget (10) is left to the end-of-run evaluation.
     ck.latest(10)
     clock.advance(1_000)
     await settle()
-    assert.deepEqual(schedule.started, [2, 5])
+    assert.deepEqual(schedule.started, [2, 4, 6])
     await schedule.stop({ wait: true })
+  })
+
+  it('eval-schedule - multiples seen only at the stop are still evaluated by a stop with wait', async () => {
+    const clock = new ManualClock(0)
+    const ck = checkpoints()
+    const ev = evaluations()
+    const other = new EvalSchedule({
+      checkpointsDir: ck.dir,
+      every: 5,
+      evaluate: ev.evaluate,
+      clock,
+      pollMs: 60_000,
+    })
+    ck.latest(5)
+    ck.latest(10)
+    let stopped = false
+    const stopping = other.stop({ wait: true }).then(() => {
+      stopped = true
+    })
+    await ev.until(1)
+    assert.equal(ev.calls[0]!.version, 5)
+    ev.calls[0]!.finish()
+    await ev.until(2)
+    assert.equal(ev.calls[1]!.version, 10)
+    assert.equal(stopped, false)
+    ev.calls[1]!.finish()
+    await stopping
+    assert.deepEqual(other.started, [5, 10])
   })
 
   it('eval-schedule - a new latest.json is seen from the file-system event, without the poll', async () => {

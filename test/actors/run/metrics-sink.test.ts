@@ -13,6 +13,7 @@ import {
   type Transport,
 } from '../../../actors/index.ts'
 import { MetricsReport, Subjects } from '../../../protocols/index.ts'
+import { eventFiles, readEventFile } from '../../support/tfevents-reader.ts'
 
 const report = (role: string, step: number, values: Record<string, number>): MetricsLine => ({
   role,
@@ -45,7 +46,8 @@ function written(count: number, timeoutMs = 5_000) {
 }
 
 async function sinkContract(transport: Transport, run: string) {
-  const file = join(mkdtempSync(join(tmpdir(), 'triad-sink-')), 'metrics.jsonl')
+  const folder = mkdtempSync(join(tmpdir(), 'triad-sink-'))
+  const file = join(folder, 'metrics.jsonl')
   writeFileSync(file, '{"kept":"earlier line"}\n')
   const wait = written(3)
   const invalid: string[] = []
@@ -54,6 +56,7 @@ async function sinkContract(transport: Transport, run: string) {
     file,
     onWrite: wait.onWrite,
     onInvalid: (_e, s) => invalid.push(s),
+    tensorboardDir: join(folder, 'tensorboard'),
   })
   if (transport.kind === 'nats') await transport.flush()
   const sent = [
@@ -82,6 +85,22 @@ async function sinkContract(transport: Transport, run: string) {
   assert.deepEqual(parsed.bad, [1])
   assert.deepEqual(sink.stats(), { written: 3, invalid: 1 })
   assert.deepEqual(invalid, [Subjects.metrics(run, 'learner')])
+  // The same lines as TensorBoard event files, one folder per reporter, the last step written at stop.
+  const tb = join(folder, 'tensorboard')
+  const files = eventFiles(tb)
+  assert.deepEqual(
+    files.map((f) => f.slice(0, f.lastIndexOf('/'))),
+    ['learner/0', 'rollout/0'],
+  )
+  const points = (f: string) =>
+    readEventFile(join(tb, f))
+      .slice(1)
+      .map((e) => [e.step, e.scalars])
+  assert.deepEqual(points(files[0]!), [
+    [1, { 'learner/loss': 0.25 }],
+    [2, { 'learner/loss': 0.125 }],
+  ])
+  assert.deepEqual(points(files[1]!), [[1, { 'rollout/success/calc': 0.5 }]])
 }
 
 describe('actors/run/metrics-sink', () => {

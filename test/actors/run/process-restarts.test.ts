@@ -10,6 +10,8 @@ import {
   ProcessRestartReport,
   ProcessSupervisor,
   processRestartsKey,
+  RUN_ENDED,
+  RUN_FINISHED,
   RUN_MAX_STEPS,
   startNatsServer,
 } from '../../../actors/index.ts'
@@ -136,5 +138,23 @@ describe('actors/run/process-restarts', () => {
     const state = new MetricsState()
     for (const r of seen) state.add(r)
     assert.match(renderSnapshot(state, { run: 'r' }), /^run r .* 0% {2}step 0\/120\n/)
+  })
+
+  it('process-restarts - stop with an outcome says in the last report that the run ended, and whether at its budget', () => {
+    for (const finished of [true, false]) {
+      const clock = new ManualClock(0)
+      const t = new InProcessTransport(clock)
+      const seen = collectMetricsReports(t, 'r').reports
+      const report = new ProcessRestartReport(t, { run: 'r', id: '9', step: () => 7, names: [], clock })
+      report.stop({ finished })
+      report.stop({ finished })
+      assert.deepEqual(
+        seen.map((r) => [r.step, r.values]),
+        [
+          [7, {}],
+          [7, { [RUN_ENDED]: 1, [RUN_FINISHED]: finished ? 1 : 0 }],
+        ],
+      )
+    }
   })
 })
