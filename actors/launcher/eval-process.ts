@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { createWriteStream } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { dieWithParent } from './parent-death.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from './parent-death.ts'
 
 const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
 
@@ -77,7 +77,7 @@ export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
     'SIGTERM',
   )
   const log = createWriteStream(options.logFile, { flags: 'a' })
-  const child = spawn(line.command, line.args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'pipe', 'pipe'] })
   child.stdout!.pipe(log, { end: false })
   child.stderr!.pipe(log, { end: false })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
