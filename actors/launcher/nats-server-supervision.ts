@@ -1,7 +1,7 @@
 import type { Millis } from '../../protocols/index.ts'
 import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
 import { NatsServerError } from './errors.ts'
-import type { NatsServer } from './nats-server.ts'
+import { type NatsServer, portInUse } from './nats-server.ts'
 
 /** What happened to a supervised NATS server (`superviseNatsServer`). */
 export type NatsServerEvent =
@@ -91,7 +91,10 @@ export function superviseNatsServer(
       onEvent({ type: 'restarted', pid: server.pid()!, restarts })
     } catch (err) {
       if (stopped) return
-      const error = ((err as Error).message ?? String(err)).split('\n')[0]!
+      const message = (err as Error).message ?? String(err)
+      const taken = portInUse(message)
+      const error =
+        taken === undefined ? message.split('\n')[0]! : `port ${taken} is in use by another process`
       next(error, (restartInMs) => onEvent({ type: 'restart-failed', error, restartInMs }))
     }
   }
