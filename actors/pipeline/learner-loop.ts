@@ -189,14 +189,30 @@ export class LearnerLoop {
     }
     const t0 = performance.now()
     const stalenessValues = use.map((t) => this.core.version - oldestVersion(t.group))
-    const metrics = await this.core.step(use.map((t) => t.group))
+    // Once the update is in the weights (the version moved), the step is taken: its groups are
+    // held (acknowledged with the next checkpoint) and it counts toward the budget before anything
+    // that can fail, the end of `step` included (the reward model's weights publish). A publish
+    // that fails on a NATS server that is restarting must not leave them unheld, to be handed out
+    // again and trained twice. A step that failed before its update gives its groups back.
+    const before = this.core.version
+    const hold = () => {
+      this.held.push(...use)
+      this.counts.steps++
+      this.counts.groups += use.length
+    }
+    let metrics: Record<string, number>
+    try {
+      metrics = await this.core.step(use.map((t) => t.group))
+    } catch (err) {
+      if (this.core.version > before) hold()
+      else this.ready.unshift(...use)
+      throw err
+    }
+    hold()
     const tPublish = performance.now()
     const weights = await this.core.weights()
     await this.publishWeights(this.core.version, weights)
     const publishMs = performance.now() - tPublish
-    this.held.push(...use)
-    this.counts.steps++
-    this.counts.groups += use.length
     const v = this.core.version
     const evalEvery = this.settings.evaluationEvery ?? 0
     if (v % this.settings.checkpointEvery === 0 || (evalEvery > 0 && v % evalEvery === 0))

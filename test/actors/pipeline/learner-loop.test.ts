@@ -284,6 +284,60 @@ for (const medium of media)
       assert.deepEqual(records[1]!.duplicates.sort(), seqs)
     })
 
+    it('learner-loop - a step whose end fails after its update, or whose weights publish fails (NATS restarting), is kept: it counts toward the budget and its group is held, not trained again; one that fails before its update gives its group back', async () => {
+      const run = `publishfail-${medium.name.length}`
+      await ensureTrajectoryStream(t, { run, maxGroups: 10 })
+      const pub = openTrajectoryPublisher(t, run)
+      const seqs: number[] = []
+      for (let i = 0; i < 4; i++) seqs.push(await pub.publish(group(`p${i}`)))
+      const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-pubfail-')), 'checkpoints')
+      const counting = countingCore()
+      // Step 2 fails at its end, after the update (the reward model's weights publish); step 3
+      // fails before its update; the weights publish of step 1 fails.
+      let steps = 0
+      const core: LearnerCore = {
+        ...counting,
+        get version() {
+          return counting.version
+        },
+        step: async (groups) => {
+          steps++
+          if (steps === 3) throw new Error('connection closed: disconnect before the update')
+          const out = await counting.step(groups)
+          if (steps === 2) throw new Error('connection closed: disconnect after the update')
+          return out
+        },
+      }
+      let publishes = 0
+      const loop = new LearnerLoop(
+        core,
+        await openTrajectoryConsumer(t, run),
+        {
+          minGroups: 1,
+          maxGroups: 1,
+          stalenessBound: 100,
+          checkpointEvery: 10,
+          checkpointDir,
+          waitMs: 1_000,
+        },
+        async () => {
+          if (publishes++ === 0) throw new Error('connection closed: disconnect')
+        },
+        () => {},
+      )
+      const errors: unknown[] = []
+      await loop.run(3, (err) => errors.push(err))
+      assert.equal(errors.length, 3)
+      assert.equal(loop.counts.steps, 3)
+      assert.equal(counting.version, 3)
+      // The group of the step that failed before its update is used by the next step (with the
+      // one that step takes: the loop always asks the stream for at least one).
+      assert.equal(loop.counts.groups, 4)
+      assert.deepEqual(readAckRecords(checkpointDir), [
+        { version: 3, used: seqs, dropped: [], duplicates: [] },
+      ])
+    })
+
     it('learner-loop - a group handed out again while the loop holds it (its ack wait passed) is not used a second time', async () => {
       const run = `held-${medium.name.length}`
       await ensureTrajectoryStream(t, { run, maxGroups: 10, ackWaitMs: 300 })
