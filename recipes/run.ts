@@ -8,6 +8,8 @@ import {
   findNatsServer,
   InProcessTransport,
   type NatsServer,
+  type NatsServerSupervision,
+  natsServerEventLine,
   natsServerOnPath,
   onLearnerAxis,
   type ProcessEvent,
@@ -24,6 +26,7 @@ import {
   startMetricsSink,
   startNatsServer,
   startNodeProcesses,
+  superviseNatsServer,
   type Transport,
   writeEvalResult,
 } from '../actors/index.ts'
@@ -62,6 +65,11 @@ export interface RunSummary {
   /** Eval file written at the end, if any. */
   evalFile?: string
   metricsLines: number
+  /**
+   * The signal that stopped the run (SIGINT, SIGTERM), when one did: `triad run` exits 128 + its
+   * number (130, 143) after the same clean stop, so a script sees the run as interrupted.
+   */
+  signal?: 'SIGINT' | 'SIGTERM'
 }
 
 /** The line `triad run` prints when it runs in one process, and why. */
@@ -98,6 +106,7 @@ export async function startRun(
   const maxSteps = recipe.budget.maxSteps ?? 1_000_000
   const config = nodeConfigOf(recipe, dir, maxSteps)
   let server: NatsServer | undefined
+  let serverSupervision: NatsServerSupervision | undefined
   let url = options.nats
   const binary = url || options.inProcess ? undefined : natsServerOnPath()
   if (binary) {
@@ -106,6 +115,13 @@ export async function startRun(
     log(
       `embedded nats-server at ${url}, monitoring ${server.monitorUrl}, JetStream store ${join(dir.path, 'nats')}`,
     )
+    // Supervised like the roles: restarted on its port and store when it dies; a server that
+    // cannot come back ends the run.
+    const port = server.port
+    serverSupervision = superviseNatsServer(server, (e) => {
+      log(natsServerEventLine(e, port))
+      void appendRunLog(dir, 'run', { event: `nats-server.${e.type}`, time: Date.now(), port, ...e })
+    })
   }
   let transport: Transport
   if (url) {
@@ -156,32 +172,48 @@ export async function startRun(
   const outOfTime = new Promise<'time'>((resolve) => {
     if (budgetMs) timer = setTimeout(() => resolve('time'), budgetMs)
   })
+  // The first SIGINT or SIGTERM starts the stop; the handlers stay until the stop is done, so a
+  // second signal (Ctrl-C twice, or a supervisor's SIGTERM after the terminal's SIGINT) cannot end
+  // this process by the default action in the middle of it.
+  let signal: 'SIGINT' | 'SIGTERM' | undefined
+  let onSignal: (s: 'SIGINT' | 'SIGTERM') => void = () => {}
   const interrupted = new Promise<'signal'>((resolve) => {
-    process.once('SIGINT', () => resolve('signal'))
-    process.once('SIGTERM', () => resolve('signal'))
+    onSignal = (s) => {
+      signal ??= s
+      resolve('signal')
+    }
   })
+  const onSigint = () => onSignal('SIGINT')
+  const onSigterm = () => onSignal('SIGTERM')
+  process.on('SIGINT', onSigint)
+  process.on('SIGTERM', onSigterm)
   let failure: unknown
-  const finished = nodes.finished.then(
-    () => 'steps' as const,
-    (err: unknown) => {
-      failure = err
-      return 'failed' as const
-    },
-  )
-  const why = await Promise.race([finished, outOfTime, interrupted])
+  const fail = (err: unknown) => {
+    failure = err
+    return 'failed' as const
+  }
+  const finished = nodes.finished.then(() => 'steps' as const, fail)
+  const serverGone = serverSupervision ? serverSupervision.failed.catch(fail) : new Promise<never>(() => {})
+  const why = await Promise.race([finished, outOfTime, interrupted, serverGone])
   clearTimeout(timer)
   const reasons = { steps: `${maxSteps} steps done`, time: 'time budget', signal: 'interrupted' }
   log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
   // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped.
   const evaluating = evaluations?.stop({ wait: why === 'steps' || why === 'time' })
+  // The roles first (the learner checkpoints and acknowledges its groups on the server), the
+  // server last; it is still restarted if it dies while the roles stop.
   await nodes.stop()
   restarts?.stop({ finished: why === 'steps' || why === 'time' })
   await sink.stop()
   await transport.close()
+  serverSupervision?.stop()
   await server?.stop()
   await evaluating
+  process.off('SIGINT', onSigint)
+  process.off('SIGTERM', onSigterm)
 
   const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
+  if (signal) summary.signal = signal
   if (why !== 'signal' && why !== 'failed' && recipe.evaluation.k > 0)
     summary.evalFile = await evaluateRun(recipe, dir, log)
   await appendRunLog(dir, 'run', { event: 'stop', time: Date.now(), reason: why, ...summary })

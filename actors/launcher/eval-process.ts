@@ -4,7 +4,7 @@ import { basename, dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { childLogLine } from '../runtime/role-logger.ts'
-import { dieWithParent } from './parent-death.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from './parent-death.ts'
 
 const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
 
@@ -82,7 +82,7 @@ export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
     'SIGTERM',
   )
   const log = createWriteStream(options.logFile, { flags: 'a' })
-  const child = spawn(line.command, line.args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'pipe', 'pipe'] })
   // Every line of the log file is a pino line of role `eval` (`childLogLine`).
   const lines = (stream: 'stdout' | 'stderr') =>
     new Promise<void>((resolve) =>

@@ -4,7 +4,7 @@ import { delimiter, join } from 'node:path'
 import type { Millis } from '../../protocols/index.ts'
 import { NatsServerError } from './errors.ts'
 import { freePort } from './free-port.ts'
-import { dieWithParent } from './parent-death.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from './parent-death.ts'
 
 /** Options of `startNatsServer`. */
 export interface NatsServerOptions {
@@ -55,6 +55,18 @@ export interface NatsServer {
   restart(): Promise<void>
   /** Stops the server gracefully (SIGTERM, then SIGKILL after 5 s). */
   stop(): Promise<void>
+  /**
+   * Calls `listener` each time the server process exits unasked (a crash, `kill -9` from outside),
+   * after it was ready; not for `stop` or `kill`. `superviseNatsServer` restarts it from there.
+   */
+  onExit(listener: (exit: NatsServerExit) => void): void
+}
+
+/** How a server process ended, as `NatsServer.onExit` reports it. */
+export interface NatsServerExit {
+  pid: number
+  code: number | null
+  signal: NodeJS.Signals | null
 }
 
 /**
@@ -100,13 +112,20 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const readyTimeout = options.readyTimeoutMs ?? 10_000
   let child: ChildProcess | undefined
   let args: string[] = []
+  /** Set by `stop` and `kill`: the next exit was asked for. */
+  let asked = false
+  const exitListeners: ((exit: NatsServerExit) => void)[] = []
 
   const launch = () =>
     new Promise<void>((resolve, reject) => {
       // The server gets SIGTERM when this process dies, even by SIGKILL (see parent-death.ts).
+      // Its own process group: the terminal's Ctrl-C reaches `triad run` alone, which stops the
+      // roles before the server (see parent-death.ts).
       const line = dieWithParent(binary, args, 'SIGTERM')
-      const c = spawn(line.command, line.args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      const c = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'ignore', 'pipe'] })
       child = c
+      asked = false
+      let ready = false
       let log = ''
       const timer = setTimeout(() => {
         c.kill('SIGKILL')
@@ -114,14 +133,16 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       }, readyTimeout)
       c.stderr!.on('data', (d: Buffer) => {
         if (log.length < 20_000) log += d.toString()
-        if (log.includes('Server is ready')) {
+        if (!ready && log.includes('Server is ready')) {
+          ready = true
           clearTimeout(timer)
           resolve()
         }
       })
-      c.on('exit', (code) => {
+      c.on('exit', (code, signal) => {
         clearTimeout(timer)
         reject(new NatsServerError(`nats-server exited with code ${code}:\n${log}`, code))
+        if (ready && !asked && child === c) for (const l of exitListeners) l({ pid: c.pid!, code, signal })
       })
       c.on('error', (err) => {
         clearTimeout(timer)
@@ -160,6 +181,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const terminate = async (signal: NodeJS.Signals) => {
     const c = child
+    asked = true
     if (!c || c.exitCode !== null || c.signalCode !== null) return
     const exited = new Promise<void>((r) => c.once('exit', () => r()))
     c.kill(signal)
@@ -176,5 +198,8 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     kill: () => terminate('SIGKILL'),
     restart: launch,
     stop: () => terminate('SIGTERM'),
+    onExit: (listener) => {
+      exitListeners.push(listener)
+    },
   }
 }

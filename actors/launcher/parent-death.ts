@@ -14,7 +14,19 @@ import { execFileSync } from 'node:child_process'
  * Elsewhere (no `setpriv`: macOS, minimal images), the command runs as given and a child may
  * outlive a parent that is killed with SIGKILL; a parent that exits normally still stops its
  * children itself.
+ *
+ * Such children are also started in a process group of their own (`OWN_PROCESS_GROUP`, spawn's
+ * `detached`: a new session): the terminal's Ctrl-C (SIGINT to the foreground process group)
+ * reaches the parent alone, which stops its children in its order (the roles first, then the
+ * NATS server they need to stop cleanly). The parent-death signal does not depend on the group.
  */
+
+/**
+ * The `spawn` option that puts a child in a process group (and session) of its own, so that the
+ * terminal's signals (Ctrl-C, Ctrl-\\) reach only its parent. Used with `dieWithParent` and without
+ * `child.unref()`: the parent still waits for the child and the child still dies with the parent.
+ */
+export const OWN_PROCESS_GROUP = { detached: true } as const
 
 /** A command line: the program and its arguments. */
 export interface CommandLine {

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline'
 import type { Millis } from '../../protocols/index.ts'
 import { childLogLine } from '../runtime/role-logger.ts'
 import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
-import { dieWithParent } from './parent-death.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from './parent-death.ts'
 
 /**
  * How long `ProcessSupervisor.stop` waits for a child after SIGTERM before it sends SIGKILL, ms.
@@ -232,6 +232,7 @@ export class ProcessSupervisor {
     entry.failure = undefined
     const line = dieWithParent(spec.command, spec.args, 'SIGTERM')
     const child = spawn(line.command, line.args, {
+      ...OWN_PROCESS_GROUP,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...spec.env },
     })

@@ -19,6 +19,7 @@ import {
   MetricsAxes,
   type MetricsAxis,
   MetricsReport,
+  type Millis,
   Subjects,
   type TrajectoryGroupPayload,
 } from '../../protocols/index.ts'
@@ -27,6 +28,7 @@ import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
 import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
 import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
+import { LEARNER_LOCK_FILE, lockRunDir } from '../run/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import {
@@ -92,11 +94,26 @@ export function reportMetrics(transport: Transport, run: string, role: string, i
 }
 
 /**
+ * The ack wait of the learner's durable consumer, ms: how long the stream waits for the
+ * acknowledgement of a group it handed out before it hands the group out again. Shorter than a
+ * learner's restart (the supervisor's backoff, then a process start that loads the tensor
+ * library and restores the checkpoint, several seconds), so after a learner dies (`kill -9`) the
+ * groups it held are free again by the time the next learner asks for them, instead of holding the
+ * stream full for a minute. A live learner keeps its groups alive every third of it
+ * (`LearnerLoopSettings.keepAliveMs`), and one handed out again during a long step is recognised
+ * by its sequence and not used twice.
+ */
+export const LEARNER_ACK_WAIT_MS: Millis = 5_000
+
+/**
  * The learner node: makes sure the trajectory stream exists, restores the newest step checkpoint
  * that can be read (`restoreNewestCheckpoint`: an unreadable one is skipped with a line on `log`)
  * or, when the run has none, runs the cold-start SFT (or starts from random weights), publishes
- * its weights, and runs the learner loop until `maxSteps`.
- * @throws NoReadableCheckpointError when the run has step checkpoints but none can be read.
+ * its weights, and runs the learner loop until `maxSteps`. It holds the run directory's
+ * `learner.lock` (`LEARNER_LOCK_FILE`) from its start until it stopped, so that a resume refuses
+ * while it still runs; a stale one (its learner died) is taken over.
+ * @throws NoReadableCheckpointError when the run has step checkpoints but none can be read;
+ *   RunLockedError when another live learner holds the directory's `learner.lock`.
  */
 export async function startLearnerNode(
   transport: Transport,
@@ -105,6 +122,29 @@ export async function startLearnerNode(
   options: NodeOptions = {},
 ): Promise<NodeHandle> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[learner] ${line}\n`))
+  const lock = await lockRunDir(config.runDir, { file: LEARNER_LOCK_FILE, log })
+  try {
+    const node = await startLearnerLoop(transport, config, id, log)
+    return {
+      done: node.done.finally(() => lock.release()),
+      stop: async () => {
+        await node.stop()
+        await lock.release()
+      },
+    }
+  } catch (err) {
+    await lock.release()
+    throw err
+  }
+}
+
+/** `startLearnerNode` once its lock is held. */
+async function startLearnerLoop(
+  transport: Transport,
+  config: NodeConfig,
+  id: string,
+  log: (line: string) => void,
+): Promise<NodeHandle> {
   const backend = await chooseBackend({ backend: config.backend, log })
   const publish = reportMetrics(transport, config.run, 'learner', id)
   // The status service (`triad-learner`) answers from these, from the start: during the SFT too.
@@ -132,7 +172,7 @@ export async function startLearnerNode(
     await ensureTrajectoryStream(transport, {
       run: config.run,
       maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
-      ackWaitMs: 60_000,
+      ackWaitMs: LEARNER_ACK_WAIT_MS,
     })
     const checkpointDir = join(config.runDir, 'checkpoints')
     const sftDir = join(checkpointDir, 'sft')
@@ -346,6 +386,7 @@ export async function startLearnerNode(
         evaluationEvery: p.evaluationEvery,
         checkpointDir,
         waitMs: 5_000,
+        keepAliveMs: LEARNER_ACK_WAIT_MS / 3,
         maxTokens: config.model.contextLength + 1,
       },
       async (version, weights) => {

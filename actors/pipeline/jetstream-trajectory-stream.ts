@@ -55,17 +55,22 @@ export async function ensureJetStreamTrajectoryStream(
     if (!/not found/i.test(String((err as Error).message))) throw err
     await jsm.streams.add(config)
   }
+  const ackWait = (options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS) * 1_000_000
+  let existing: Awaited<ReturnType<typeof jsm.consumers.info>> | undefined
   try {
-    await jsm.consumers.info(name, DURABLE)
-  } catch {
+    existing = await jsm.consumers.info(name, DURABLE)
+  } catch {}
+  if (!existing)
     await jsm.consumers.add(name, {
       durable_name: DURABLE,
       ack_policy: AckPolicy.Explicit,
-      ack_wait: (options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS) * 1_000_000,
+      ack_wait: ackWait,
       max_ack_pending: Math.max(options.maxGroups, 1),
       max_deliver: -1,
     })
-  }
+  // A run resumed by a newer triad keeps its consumer (and its acknowledgements) with this ack wait.
+  else if (existing.config.ack_wait !== ackWait)
+    await jsm.consumers.update(name, DURABLE, { ack_wait: ackWait })
   return name
 }
 

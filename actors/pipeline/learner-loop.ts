@@ -55,6 +55,12 @@ export interface LearnerLoopSettings {
    * evaluation finds the checkpoint of its step; absent or 0: only `checkpointEvery`.
    */
   evaluationEvery?: number
+  /**
+   * While `run` runs, the groups it holds unacknowledged are kept alive (`keepAlive`) every this
+   * many ms, so that a stream ack wait shorter than a step does not hand them out again while
+   * this learner still holds them; absent: only once per `runOnce`. A third of the ack wait.
+   */
+  keepAliveMs?: Millis
 }
 
 /** Whether every sample of a group is well formed and at most `maxTokens` long. */
@@ -121,14 +127,18 @@ export class LearnerLoop {
   ) {
     // Every group ever trained on, from the audit trail and the checkpoint being resumed: one
     // whose acknowledgement was lost comes back, and is skipped instead of trained on twice.
-    this.skipSeqs = new Set([
-      ...(resumedFrom?.usedSeqs ?? []),
-      ...readAckRecords(settings.checkpointDir).flatMap((r) => r.used),
-    ])
+    const records = readAckRecords(settings.checkpointDir)
+    this.skipSeqs = new Set([...(resumedFrom?.usedSeqs ?? []), ...records.flatMap((r) => r.used)])
     const keep = settings.keepCheckpoints
     if (keep !== undefined && !(Number.isInteger(keep) && keep >= 1))
       throw new CheckpointPruneError(settings.checkpointDir, keep)
     mkdirSync(settings.checkpointDir, { recursive: true })
+    // `latest.json` is the commit point of a checkpoint: the groups it names are used. A learner
+    // stopped between writing it and its audit line (a kill, a stop watchdog) left the audit
+    // without them; the line is written now, before this learner's first checkpoint replaces
+    // `latest.json`, so the audit trail never forgets a group that was trained on.
+    if (resumedFrom && resumedFrom.usedSeqs.length > 0 && !recorded(records, resumedFrom))
+      this.audit({ version: resumedFrom.version, used: resumedFrom.usedSeqs, dropped: [], duplicates: [] })
   }
 
   /** Takes ready groups and runs one step; returns false when no group came within `waitMs`. */
@@ -149,6 +159,9 @@ export class LearnerLoop {
     const discard: TakenGroup[] = []
     const duplicates: TakenGroup[] = []
     for (const t of taken) {
+      // Handed out again while this learner still holds it (its ack wait passed during a long
+      // step): the newest delivery replaces the one held; it is not used a second time.
+      if (this.replaceHeld(t)) continue
       if (this.skipSeqs.has(t.seq)) {
         this.counts.duplicatesSkipped++
         duplicates.push(t)
@@ -176,14 +189,30 @@ export class LearnerLoop {
     }
     const t0 = performance.now()
     const stalenessValues = use.map((t) => this.core.version - oldestVersion(t.group))
-    const metrics = await this.core.step(use.map((t) => t.group))
+    // Once the update is in the weights (the version moved), the step is taken: its groups are
+    // held (acknowledged with the next checkpoint) and it counts toward the budget before anything
+    // that can fail, the end of `step` included (the reward model's weights publish). A publish
+    // that fails on a NATS server that is restarting must not leave them unheld, to be handed out
+    // again and trained twice. A step that failed before its update gives its groups back.
+    const before = this.core.version
+    const hold = () => {
+      this.held.push(...use)
+      this.counts.steps++
+      this.counts.groups += use.length
+    }
+    let metrics: Record<string, number>
+    try {
+      metrics = await this.core.step(use.map((t) => t.group))
+    } catch (err) {
+      if (this.core.version > before) hold()
+      else this.ready.unshift(...use)
+      throw err
+    }
+    hold()
     const tPublish = performance.now()
     const weights = await this.core.weights()
     await this.publishWeights(this.core.version, weights)
     const publishMs = performance.now() - tPublish
-    this.held.push(...use)
-    this.counts.steps++
-    this.counts.groups += use.length
     const v = this.core.version
     const evalEvery = this.settings.evaluationEvery ?? 0
     if (v % this.settings.checkpointEvery === 0 || (evalEvery > 0 && v % evalEvery === 0))
@@ -208,9 +237,25 @@ export class LearnerLoop {
     return true
   }
 
+  /** Replaces the held (or ready) group of `t`'s sequence by `t`; false when none is held. */
+  private replaceHeld(t: TakenGroup): boolean {
+    for (const list of [this.held, this.ready]) {
+      const i = list.findIndex((h) => h.seq === t.seq)
+      if (i >= 0) {
+        list[i] = t
+        return true
+      }
+    }
+    return false
+  }
+
   /**
-   * Saves a checkpoint, records the groups it includes, acknowledges them, then deletes the step
-   * checkpoints past `keepCheckpoints`.
+   * Saves a checkpoint, points `latest.json` at it (the commit: the groups it names are used),
+   * records them in the audit trail, acknowledges them on the stream, then deletes the step
+   * checkpoints past `keepCheckpoints`. Interrupted anywhere, a resume neither trains a group
+   * twice nor loses one: before `latest.json` the groups are not acknowledged (they come again
+   * and are trained again from the older checkpoint); after it, the resumed learner skips them
+   * and writes a missing audit line (see the constructor).
    */
   async checkpoint(): Promise<PipelineCheckpoint> {
     const dir = join(this.settings.checkpointDir, `step-${this.core.version}`)
@@ -223,10 +268,12 @@ export class LearnerLoop {
     const tmp = join(this.settings.checkpointDir, 'latest.json.tmp')
     writeFileSync(tmp, JSON.stringify(record))
     renameSync(tmp, join(this.settings.checkpointDir, 'latest.json'))
-    await this.consumer.ack(this.held)
+    // The audit line before the acknowledgement, which waits on the server.
     this.audit({ version: this.core.version, used: record.usedSeqs, dropped: [], duplicates: [] })
     for (const t of this.held) this.skipSeqs.add(t.seq)
+    const acked = this.held
     this.held = []
+    await this.consumer.ack(acked)
     if (this.settings.keepCheckpoints !== undefined)
       pruneCheckpoints(this.settings.checkpointDir, this.settings.keepCheckpoints)
     return record
@@ -244,18 +291,29 @@ export class LearnerLoop {
    */
   async run(maxSteps = Number.POSITIVE_INFINITY, onError: (err: unknown) => void = () => {}): Promise<void> {
     let pause = 250
-    while (!this.halt.signal.aborted && this.counts.steps < maxSteps) {
-      try {
-        await this.runOnce()
-        pause = 250
-      } catch (err) {
-        if (!isTransient(err)) throw err
-        onError(err)
-        await sleep(systemClock, pause, this.halt.signal)
-        pause = Math.min(pause * 2, 5_000)
+    const every = this.settings.keepAliveMs
+    const keepAlive = every
+      ? setInterval(() => {
+          this.consumer.keepAlive(this.held)
+          this.consumer.keepAlive(this.ready)
+        }, every)
+      : undefined
+    try {
+      while (!this.halt.signal.aborted && this.counts.steps < maxSteps) {
+        try {
+          await this.runOnce()
+          pause = 250
+        } catch (err) {
+          if (!isTransient(err)) throw err
+          onError(err)
+          await sleep(systemClock, pause, this.halt.signal)
+          pause = Math.min(pause * 2, 5_000)
+        }
       }
+      if (this.held.length > 0) await this.checkpoint()
+    } finally {
+      clearInterval(keepAlive)
     }
-    if (this.held.length > 0) await this.checkpoint()
   }
 
   /**
@@ -265,6 +323,14 @@ export class LearnerLoop {
   stop(): void {
     this.halt.abort()
   }
+}
+
+/** Whether the audit trail has the line of `checkpoint`: its version with exactly its used groups. */
+function recorded(records: readonly AckRecord[], checkpoint: PipelineCheckpoint): boolean {
+  const want = [...checkpoint.usedSeqs].sort((a, b) => a - b).join(',')
+  return records.some(
+    (r) => r.version === checkpoint.version && [...r.used].sort((a, b) => a - b).join(',') === want,
+  )
 }
 
 /** Errors of an unreachable or restarting NATS server, which a retry can outlive. */

@@ -51,8 +51,9 @@ export class RunFileFormatError extends Error {
 
 /**
  * A run directory that another `triad run` holds (its `run.lock` names a live process, or one on
- * another host, which this host cannot check), or whose `run.lock` is not a lock this code wrote.
- * Nothing of the run was changed.
+ * another host, which this host cannot check), whose `run.lock` is not a lock this code wrote, or
+ * whose `learner.lock` names a live learner process (of an earlier run, orphaned). Nothing of the
+ * run was changed.
  */
 export class RunLockedError extends Error {
   override name = 'RunLockedError'
@@ -79,6 +80,8 @@ export class RunLockedError extends Error {
     if (!holder)
       return `${path} is locked by ${lockFile}, which is not a triad run lock; delete it if no triad run uses ${path}`
     const since = new Date(holder.started).toISOString()
+    if (!elsewhere && lockFile.endsWith('/learner.lock'))
+      return `${path} is in use by the learner of an earlier triad run (pid ${holder.pid}, since ${since}), which still runs; it stops by itself within seconds of its triad run's end: wait for it (or kill ${holder.pid}) before running in this directory again`
     if (elsewhere)
       return `${path} is in use by triad run pid ${holder.pid} on host ${holder.hostname} since ${since}; this host cannot check that process: if that run is gone, delete ${lockFile}`
     return `${path} is in use by another triad run (pid ${holder.pid}, since ${since}); stop it or wait for it to end before running in this directory again`

@@ -27,6 +27,15 @@ import { RunLockedError } from './errors.ts'
 /** The file name of a run directory's lock. */
 export const RUN_LOCK_FILE = 'run.lock'
 
+/**
+ * The file name of the lock the learner of a run holds in its run directory while it runs (same
+ * mechanism, `lockRunDir(path, { file: LEARNER_LOCK_FILE })`). `triad run` is not the only writer
+ * of a run directory: after a `kill -9` of `triad run` its learner stops by itself (parent-death
+ * signal) but may still write its last checkpoint for a few seconds, so taking the run lock also
+ * refuses while this lock's holder lives.
+ */
+export const LEARNER_LOCK_FILE = 'learner.lock'
+
 /** Who holds a run directory's lock: the JSON content of `run.lock`. */
 export interface RunLockHolder {
   /** Process id of the holder. */
@@ -59,6 +68,11 @@ export interface LockRunDirOptions {
   /** Where the line about a stale lock taken over goes (default: nowhere). */
   log?: (line: string) => void
   clock?: Clock
+  /**
+   * The lock file's name in the directory (default `RUN_LOCK_FILE`). Taking `RUN_LOCK_FILE` also
+   * refuses while a live process holds `LEARNER_LOCK_FILE`.
+   */
+  file?: string
 }
 
 const errno = (err: unknown) => (err as NodeJS.ErrnoException).code
@@ -142,10 +156,17 @@ function refuseLive(path: string, file: string, text: string): RunLockHolder {
  *   processes kept taking and releasing the lock through eight attempts.
  */
 export async function lockRunDir(path: string, options: LockRunDirOptions = {}): Promise<RunLock> {
-  const file = join(path, RUN_LOCK_FILE)
+  const name = options.file ?? RUN_LOCK_FILE
+  const file = join(path, name)
   // A live holder is refused before anything is written.
   const existing = await readText(file)
   if (existing !== undefined) refuseLive(path, file, existing)
+  if (name === RUN_LOCK_FILE) {
+    // The learner of an earlier run that still runs (orphaned by a kill -9 of its triad run).
+    const learnerFile = join(path, LEARNER_LOCK_FILE)
+    const learner = await readText(learnerFile)
+    if (learner !== undefined) refuseLive(path, learnerFile, learner)
+  }
 
   const me: RunLockHolder = {
     pid: process.pid,

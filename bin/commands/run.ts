@@ -12,6 +12,7 @@ import {
   findFinishedRun,
   lockRunDir,
   NatsConnectError,
+  NatsServerError,
   NotARunDirError,
   openRunDir,
   RoleFailedError,
@@ -88,6 +89,9 @@ export function startedLine(dir: RunDir, resumed: boolean): string {
   return `run ${dir.id} ${resumed ? 'resumed' : 'started'} in ${dir.path}`
 }
 
+/** The exit code of a run stopped by a signal: 128 + the signal's number (SIGINT 2, SIGTERM 15). */
+export const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const
+
 /**
  * `recipes/` loads the tensor library (for its closed sets of backends and estimators), so the CLI
  * imports it only when a `run` command needs it: other commands start faster.
@@ -109,7 +113,8 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof RunLockedError ||
     err instanceof RoleFailedError ||
     err instanceof RoleGaveUpError ||
-    err instanceof SandboxCheckError
+    err instanceof SandboxCheckError ||
+    err instanceof NatsServerError
   )
     return new CliError(err.message, { cause: err })
   return err
@@ -227,13 +232,15 @@ export function registerRun(program: Command): void {
             tty: process.stdout.isTTY === true,
           })
           try {
-            await startRun(run.recipe, run.dir, {
+            const summary = await startRun(run.recipe, run.dir, {
               nats: options.nats,
               inProcess: options.inProcess,
               resume: run.resumed,
               onMetrics: (line) => view.add(line as MetricsLine),
               log: (line) => view.log(line),
             })
+            // Interrupted after the clean stop: 128 + the signal's number, as shells report it.
+            if (summary.signal) process.exitCode = SIGNAL_EXIT_CODES[summary.signal]
           } finally {
             view.stop()
             // A run stopped by SIGINT or SIGTERM gets here too (startRun returns); SIGKILL leaves

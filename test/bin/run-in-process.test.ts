@@ -55,7 +55,7 @@ describe('bin/run - one process', () => {
     assert.equal(existsSync(runs), false)
   })
 
-  it('triad run --in-process - runs in one process even with nats-server on PATH, says so, and stops cleanly on SIGTERM with its last step checkpointed and its lock released', async () => {
+  it('triad run --in-process - runs in one process even with nats-server on PATH, says so, and stops cleanly on SIGTERM (exit 143) with its last step checkpointed and its lock released', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'triad-run-'))
     const run = startTriad(['run', longTinyRecipe(tmp), '--runs-dir', join(tmp, 'runs'), '--in-process'], {
       PATH: pathWithNatsServer(),
@@ -73,7 +73,7 @@ describe('bin/run - one process', () => {
       )
       run.child.kill('SIGTERM')
       const { code } = await run.exited
-      assert.equal(code, 0, run.stderr())
+      assert.equal(code, 143, run.stderr())
       const out = run.stdout.join('\n')
       assert.match(
         out,

@@ -6,10 +6,12 @@ import { readdirSync, readFileSync } from 'node:fs'
  * be reaped by whoever inherited it), or when its pid now belongs to a process started later.
  */
 
-/** One process: its parent, state letter, start time (clock ticks since boot) and command. */
+/** One process: its parent, process group, state letter, start time (clock ticks since boot) and command. */
 export interface ProcStat {
   pid: number
   ppid: number
+  /** Its process group. */
+  pgrp: number
   state: string
   startTime: number
   comm: string
@@ -33,6 +35,7 @@ export function procStat(pid: number): ProcStat | undefined {
     comm: text.slice(text.indexOf('(') + 1, close),
     state: fields[0]!,
     ppid: Number(fields[1]),
+    pgrp: Number(fields[2]),
     utime: Number(fields[11]),
     startTime: Number(fields[19]),
   }

@@ -26,9 +26,18 @@ export interface TriadProcess {
   kill(signal?: NodeJS.Signals): Promise<void>
 }
 
-/** Starts `triad ...args` with Node and tsx, as a user would run it. */
-export function startTriad(args: string[], env: NodeJS.ProcessEnv = {}): TriadProcess {
+/**
+ * Starts `triad ...args` with Node and tsx, as a user would run it. `ownGroup`: as a shell starts a
+ * foreground command, in a process group of its own (its pid is the group's id), so that a test
+ * can signal the whole group as the terminal's Ctrl-C does (`process.kill(-pid, 'SIGINT')`).
+ */
+export function startTriad(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: { ownGroup?: boolean } = {},
+): TriadProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', triadBin, ...args], {
+    detached: options.ownGroup === true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   })

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import type { Millis } from '../../../protocols/index.ts'
-import { dieWithParent } from '../../launcher/parent-death.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from '../../launcher/parent-death.ts'
 
 /**
  * Read-only SQLite queries with a wall-clock limit. better-sqlite3 runs a statement to its end in
@@ -91,6 +91,7 @@ class Lane {
   private spawn(): ChildProcess {
     const line = dieWithParent(process.execPath, ['-e', CHILD_SOURCE, this.sqlitePath], 'SIGKILL')
     const w = spawn(line.command, line.args, {
+      ...OWN_PROCESS_GROUP,
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       serialization: 'advanced',
     })

@@ -9,7 +9,6 @@ import {
   type NatsTransport,
   type NodeConfig,
   ProcessSupervisor,
-  readAckRecords,
   type SupervisedProcess,
   startNatsServer,
   startNodeProcesses,
@@ -17,6 +16,7 @@ import {
   trajectoryStreamName,
 } from '../../../actors/index.ts'
 import { MessageRegistry, MetricsReport } from '../../../protocols/index.ts'
+import { auditGroups } from '../../support/group-audit.ts'
 
 /**
  * Fault tests of the asynchronous pipeline with real processes: a learner process and a rollout
@@ -144,28 +144,13 @@ describe('actors/pipeline - faults with real processes', () => {
     await supervisor.stop()
 
     // Every group ever published is in exactly one place: acknowledged after training on it (in a
-    // checkpoint), acknowledged as dropped, or still in the stream waiting for a learner.
-    const records = readAckRecords(runDir + '/checkpoints')
-    const used = records.flatMap((r) => r.used)
-    const dropped = records.flatMap((r) => r.dropped)
-    const duplicates = records.flatMap((r) => r.duplicates)
-    assert.equal(new Set(used).size, used.length, 'a group was trained on in two checkpointed steps')
-    // A group delivered again after it was used (its ack lost in the NATS restart) was skipped.
-    for (const seq of duplicates)
-      assert.ok(used.includes(seq), `group ${seq} skipped as a duplicate but never used`)
-    for (const seq of dropped) assert.ok(!used.includes(seq), `group ${seq} both dropped and used`)
-    const jsm = await streamManager(watcher.nc)
-    const name = trajectoryStreamName(run)
-    const state = (await jsm.streams.info(name)).state
-    const remaining: number[] = []
-    for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
-      try {
-        await jsm.streams.getMessage(name, { seq })
-        remaining.push(seq)
-      } catch {}
-    }
-    const accounted = new Set([...used, ...dropped, ...remaining])
-    for (let seq = 1; seq <= state.last_seq; seq++) assert.ok(accounted.has(seq), `group ${seq} was lost`)
+    // checkpoint), acknowledged as dropped, or still in the stream waiting for a learner. A group
+    // delivered again after it was used (its ack lost in the NATS restart) was skipped.
+    const { used } = await auditGroups(
+      `${runDir}/checkpoints`,
+      await streamManager(watcher.nc),
+      trajectoryStreamName(run),
+    )
     // The learner is stopped: what is left in the stream was never trained on, or was trained on
     // and its ack lost (the next learner skips it as a duplicate).
     assert.ok(used.length >= step - 1, `${used.length} groups used for ${step} steps`)

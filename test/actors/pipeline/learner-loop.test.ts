@@ -237,4 +237,137 @@ for (const medium of media)
       assert.equal(readLatestCheckpoint(checkpointDir)?.version, 1)
       assert.equal(await consumer.pending(), 0)
     })
+    it('learner-loop - stopped between latest.json and its audit line: the resumed loop writes the line once, and the groups that come again are skipped, not trained twice', async () => {
+      const run = `repair-${medium.name.length}`
+      await ensureTrajectoryStream(t, { run, maxGroups: 10 })
+      const pub = openTrajectoryPublisher(t, run)
+      const seqs = [await pub.publish(group('r0')), await pub.publish(group('r1'))]
+      const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-repair-')), 'checkpoints')
+      mkdirSync(join(checkpointDir, 'step-2'), { recursive: true })
+      // What a learner leaves when it is stopped after renaming latest.json (the groups are used)
+      // and before its audit line and its acknowledgement: no acks.jsonl, both groups still pending.
+      writeFileSync(
+        join(checkpointDir, 'latest.json'),
+        JSON.stringify({ version: 2, usedSeqs: seqs, dir: join(checkpointDir, 'step-2') }),
+      )
+      const settings: LearnerLoopSettings = {
+        minGroups: 1,
+        maxGroups: 4,
+        stalenessBound: 100,
+        checkpointEvery: 1,
+        checkpointDir,
+        waitMs: 1_000,
+      }
+      const resume = async () =>
+        new LearnerLoop(
+          countingCore(),
+          await openTrajectoryConsumer(t, run),
+          settings,
+          async () => {},
+          () => {},
+          readLatestCheckpoint(checkpointDir),
+        )
+      const loop = await resume()
+      assert.deepEqual(readAckRecords(checkpointDir), [
+        { version: 2, used: seqs, dropped: [], duplicates: [] },
+      ])
+      assert.equal(await loop.runOnce(), false)
+      assert.equal(loop.counts.steps, 0)
+      assert.equal(loop.counts.duplicatesSkipped, 2)
+      // A second resume (the one that trained the groups again before) finds the line: no copy.
+      await resume()
+      const records = readAckRecords(checkpointDir)
+      assert.deepEqual(
+        records.map((r) => r.used),
+        [seqs, []],
+      )
+      assert.deepEqual(records[1]!.duplicates.sort(), seqs)
+    })
+
+    it('learner-loop - a step whose end fails after its update, or whose weights publish fails (NATS restarting), is kept: it counts toward the budget and its group is held, not trained again; one that fails before its update gives its group back', async () => {
+      const run = `publishfail-${medium.name.length}`
+      await ensureTrajectoryStream(t, { run, maxGroups: 10 })
+      const pub = openTrajectoryPublisher(t, run)
+      const seqs: number[] = []
+      for (let i = 0; i < 4; i++) seqs.push(await pub.publish(group(`p${i}`)))
+      const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-pubfail-')), 'checkpoints')
+      const counting = countingCore()
+      // Step 2 fails at its end, after the update (the reward model's weights publish); step 3
+      // fails before its update; the weights publish of step 1 fails.
+      let steps = 0
+      const core: LearnerCore = {
+        ...counting,
+        get version() {
+          return counting.version
+        },
+        step: async (groups) => {
+          steps++
+          if (steps === 3) throw new Error('connection closed: disconnect before the update')
+          const out = await counting.step(groups)
+          if (steps === 2) throw new Error('connection closed: disconnect after the update')
+          return out
+        },
+      }
+      let publishes = 0
+      const loop = new LearnerLoop(
+        core,
+        await openTrajectoryConsumer(t, run),
+        {
+          minGroups: 1,
+          maxGroups: 1,
+          stalenessBound: 100,
+          checkpointEvery: 10,
+          checkpointDir,
+          waitMs: 1_000,
+        },
+        async () => {
+          if (publishes++ === 0) throw new Error('connection closed: disconnect')
+        },
+        () => {},
+      )
+      const errors: unknown[] = []
+      await loop.run(3, (err) => errors.push(err))
+      assert.equal(errors.length, 3)
+      assert.equal(loop.counts.steps, 3)
+      assert.equal(counting.version, 3)
+      // The group of the step that failed before its update is used by the next step (with the
+      // one that step takes: the loop always asks the stream for at least one).
+      assert.equal(loop.counts.groups, 4)
+      assert.deepEqual(readAckRecords(checkpointDir), [
+        { version: 3, used: seqs, dropped: [], duplicates: [] },
+      ])
+    })
+
+    it('learner-loop - a group handed out again while the loop holds it (its ack wait passed) is not used a second time', async () => {
+      const run = `held-${medium.name.length}`
+      await ensureTrajectoryStream(t, { run, maxGroups: 10, ackWaitMs: 300 })
+      const seq = await openTrajectoryPublisher(t, run).publish(group('h0'))
+      const consumer = await openTrajectoryConsumer(t, run)
+      const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-held-')), 'checkpoints')
+      const loop = new LearnerLoop(
+        countingCore(),
+        consumer,
+        {
+          minGroups: 1,
+          maxGroups: 4,
+          stalenessBound: 100,
+          checkpointEvery: 10,
+          checkpointDir,
+          waitMs: 1_500,
+        },
+        async () => {},
+        () => {},
+      )
+      assert.equal(await loop.runOnce(), true)
+      // This wait outlasts the 300 ms ack wait: the held group is handed out again within it.
+      assert.equal(await loop.runOnce(), false)
+      assert.equal(loop.counts.steps, 1)
+      assert.equal(loop.counts.groups, 1)
+      assert.equal(loop.counts.duplicatesSkipped, 0)
+      await loop.checkpoint()
+      assert.deepEqual(readAckRecords(checkpointDir), [
+        { version: 1, used: [seq], dropped: [], duplicates: [] },
+      ])
+      assert.equal(await consumer.pending(), 0)
+    })
   })

@@ -16,8 +16,10 @@ import {
   openTrajectoryPublisher,
   PublisherClosedError,
   startNatsServer,
+  streamManager,
   type TakenGroup,
   type Transport,
+  trajectoryStreamName,
   trajectorySubject,
 } from '../../../actors/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
@@ -256,6 +258,28 @@ contract('in process', async () => {
     },
     close: () => t.close(),
   }
+})
+
+describe('actors/pipeline/jetstream-trajectory-stream - the learner consumer of an existing run', () => {
+  it('ensureTrajectoryStream - a stream made with another ack wait (an older run, resumed) gets this one; its pending groups stay', async () => {
+    const nats = await startNatsServer({
+      storeDir: mkdtempSync(join(tmpdir(), 'triad-js-ack-')),
+      monitorPort: false,
+    })
+    const t = await connectNats({ servers: nats.url, run: 'ack', role: 'test', id: '0' })
+    try {
+      await ensureTrajectoryStream(t, { run: 'ack', maxGroups: 4, ackWaitMs: 60_000 })
+      await openTrajectoryPublisher(t, 'ack').publish(fakeGroup('a0'))
+      await ensureTrajectoryStream(t, { run: 'ack', maxGroups: 4, ackWaitMs: 5_000 })
+      const jsm = await streamManager(t.nc)
+      const info = await jsm.consumers.info(trajectoryStreamName('ack'), 'learner')
+      assert.equal(info.config.ack_wait, 5_000 * 1_000_000)
+      assert.equal(info.num_pending, 1)
+    } finally {
+      await t.close()
+      await nats.stop()
+    }
+  })
 })
 
 describe('actors/pipeline/open-trajectory-stream - selection from the transport', () => {

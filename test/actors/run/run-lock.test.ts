@@ -6,7 +6,13 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { lockHolderState, lockRunDir, RUN_LOCK_FILE, RunLockedError } from '../../../actors/index.ts'
+import {
+  LEARNER_LOCK_FILE,
+  lockHolderState,
+  lockRunDir,
+  RUN_LOCK_FILE,
+  RunLockedError,
+} from '../../../actors/index.ts'
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-lock-'))
 const runLockModule = fileURLToPath(new URL('../../../actors/run/run-lock.ts', import.meta.url))
@@ -67,6 +73,38 @@ describe('actors/run/run-lock', () => {
     } finally {
       holder.kill('SIGKILL')
     }
+  })
+
+  it("lockRunDir - a run is refused while the learner of an earlier run (learner.lock) still runs, naming its pid; a dead learner's lock is taken over by the next learner", async () => {
+    const dir = tmp()
+    const learner = spawn(process.execPath, ['-e', 'process.stdin.resume()'], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    })
+    try {
+      const text = `${JSON.stringify({ pid: learner.pid, hostname: hostname(), started: 0 })}\n`
+      writeFileSync(join(dir, LEARNER_LOCK_FILE), text)
+      await assert.rejects(
+        lockRunDir(dir),
+        (err: Error) =>
+          err instanceof RunLockedError &&
+          err.message ===
+            `${dir} is in use by the learner of an earlier triad run (pid ${learner.pid}, since 1970-01-01T00:00:00.000Z), which still runs; it stops by itself within seconds of its triad run's end: wait for it (or kill ${learner.pid}) before running in this directory again`,
+      )
+      assert.deepEqual(readdirSync(dir), [LEARNER_LOCK_FILE], 'nothing written')
+      await assert.rejects(lockRunDir(dir, { file: LEARNER_LOCK_FILE }), RunLockedError)
+    } finally {
+      learner.kill('SIGKILL')
+      await new Promise((r) => learner.once('exit', r))
+    }
+    // Dead now: the run may start, and its learner takes the stale learner.lock over.
+    const run = await lockRunDir(dir)
+    const lines: string[] = []
+    const next = await lockRunDir(dir, { file: LEARNER_LOCK_FILE, log: (l) => lines.push(l) })
+    assert.equal(JSON.parse(readFileSync(join(dir, LEARNER_LOCK_FILE), 'utf8')).pid, process.pid)
+    assert.match(lines[0]!, new RegExp(`took over the stale lock of pid ${learner.pid} `))
+    await next.release()
+    await run.release()
+    assert.deepEqual(readdirSync(dir), [])
   })
 
   it('lockRunDir - the lock of a dead process, or of a pid now used by a later process, is taken over with a line', async () => {
