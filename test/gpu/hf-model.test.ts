@@ -1,0 +1,469 @@
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import * as tf from '@tensorflow/tfjs'
+import {
+  CheckpointError,
+  chooseBackend,
+  createTransformer,
+  disposeTransformer,
+  exportHf,
+  forward,
+  KvCache,
+  learnTaskTokenizer,
+  loadHfModel,
+  ModelTooLargeError,
+  type NamedTensor,
+  readHfModelWeights,
+  saveCheckpoint,
+  UnsupportedArchitectureError,
+} from '../../gpu/index.ts'
+import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
+
+/**
+ * Reference forward pass of the Llama family, written from the published architecture
+ * (transformers' modeling_llama / modeling_qwen2 / modeling_qwen3, Llama 3.1's rope scaling) in
+ * plain float64 loops over the HF tensors, independent of gpu/transformer.ts:
+ *   x = E[ids]; per layer: h = rms(x) * w_in; q = h Wq^T (+ bq), k, v likewise; Qwen3: q, k
+ *   RMS-normed per head; rope with rotate_half(x) = [-x2, x1] over the head size, inv_freq_j =
+ *   theta^(-2j/hd) (scaled); query head j attends with kv head floor(j / (H / KV)); scores / sqrt(hd),
+ *   causal softmax; x += o_proj(attn); x += down(silu(gate(rms(x))) * up(rms(x))); logits = rms(x) W_head^T.
+ */
+function referenceLogits(spec: TestHfSpec, w: Record<string, NamedTensor>, ids: number[]): number[][] {
+  const { hidden_size: d, head_dim: hd, num_attention_heads: H, num_key_value_heads: KV } = spec
+  const eps = spec.rms_norm_eps
+  const f = spec.intermediate_size
+  const get = (n: string) => {
+    const t = w[n]
+    if (!t) throw new Error(`reference: no tensor ${n}`)
+    return t.data
+  }
+  const rms = (x: number[], g: ArrayLike<number>): number[] => {
+    const ms = x.reduce((s, v) => s + v * v, 0) / x.length
+    const r = 1 / Math.sqrt(ms + eps)
+    return x.map((v, i) => v * r * g[i]!)
+  }
+  /** y = W x (+ b), W `[out, in]` row-major. */
+  const linear = (W: ArrayLike<number>, x: number[], out: number, b?: ArrayLike<number>): number[] => {
+    const y = new Array<number>(out).fill(0)
+    for (let o = 0; o < out; o++) {
+      let s = b ? b[o]! : 0
+      for (let i = 0; i < x.length; i++) s += W[o * x.length + i]! * x[i]!
+      y[o] = s
+    }
+    return y
+  }
+  const invFreq: number[] = []
+  for (let j = 0; j < hd / 2; j++) invFreq.push(1 / spec.rope_theta ** ((2 * j) / hd))
+  const rs = spec.rope_scaling
+  const ropeType = rs?.rope_type ?? rs?.type // transformers reads either key
+  if (rs && ropeType === 'linear') for (let j = 0; j < invFreq.length; j++) invFreq[j]! /= rs.factor as number
+  if (rs && ropeType === 'llama3') {
+    const factor = rs.factor as number
+    const low = rs.low_freq_factor as number
+    const high = rs.high_freq_factor as number
+    const old = rs.original_max_position_embeddings as number
+    for (let j = 0; j < invFreq.length; j++) {
+      const wavelen = (2 * Math.PI) / invFreq[j]!
+      if (wavelen < old / high) continue
+      if (wavelen > old / low) invFreq[j]! /= factor
+      else {
+        const smooth = (old / wavelen - low) / (high - low)
+        invFreq[j] = (1 - smooth) * (invFreq[j]! / factor) + smooth * invFreq[j]!
+      }
+    }
+  }
+  const rope = (x: number[], pos: number): number[] => {
+    const half = hd / 2
+    const out = new Array<number>(hd)
+    for (let i = 0; i < hd; i++) {
+      const freq = invFreq[i % half]! * pos // emb = cat(freqs, freqs)
+      const rot = i < half ? -x[i + half]! : x[i - half]! // rotate_half
+      out[i] = x[i]! * Math.cos(freq) + rot * Math.sin(freq)
+    }
+    return out
+  }
+  let xs = ids.map((id) => Array.from(get('model.embed_tokens.weight').subarray(id * d, (id + 1) * d)))
+  for (let l = 0; l < spec.num_hidden_layers; l++) {
+    const p = `model.layers.${l}`
+    const bias = (n: string) => w[`${p}.self_attn.${n}.bias`]?.data
+    const qs: number[][][] = []
+    const ks: number[][][] = []
+    const vs: number[][][] = []
+    xs.forEach((x, t) => {
+      const h = rms(x, get(`${p}.input_layernorm.weight`))
+      const q = linear(get(`${p}.self_attn.q_proj.weight`), h, H * hd, bias('q_proj'))
+      const k = linear(get(`${p}.self_attn.k_proj.weight`), h, KV * hd, bias('k_proj'))
+      const v = linear(get(`${p}.self_attn.v_proj.weight`), h, KV * hd, bias('v_proj'))
+      const heads = (a: number[], n: number) =>
+        Array.from({ length: n }, (_, j) => a.slice(j * hd, (j + 1) * hd))
+      let qh = heads(q, H)
+      let kh = heads(k, KV)
+      if (spec.architecture === 'Qwen3ForCausalLM') {
+        qh = qh.map((x) => rms(x, get(`${p}.self_attn.q_norm.weight`)))
+        kh = kh.map((x) => rms(x, get(`${p}.self_attn.k_norm.weight`)))
+      }
+      qs.push(qh.map((x) => rope(x, t)))
+      ks.push(kh.map((x) => rope(x, t)))
+      vs.push(heads(v, KV))
+    })
+    xs = xs.map((x, t) => {
+      const attn: number[] = []
+      for (let j = 0; j < H; j++) {
+        const g = Math.floor(j / (H / KV))
+        const scores: number[] = []
+        for (let s = 0; s <= t; s++)
+          scores.push(qs[t]![j]!.reduce((a, qv, i) => a + qv * ks[s]![g]![i]!, 0) / Math.sqrt(hd))
+        const m = Math.max(...scores)
+        const e = scores.map((s) => Math.exp(s - m))
+        const z = e.reduce((a, b) => a + b, 0)
+        for (let i = 0; i < hd; i++) attn.push(e.reduce((a, p, s) => a + (p / z) * vs[s]![g]![i]!, 0))
+      }
+      const o = linear(get(`${p}.self_attn.o_proj.weight`), attn, d)
+      const x1 = x.map((v, i) => v + o[i]!)
+      const h2 = rms(x1, get(`${p}.post_attention_layernorm.weight`))
+      const gate = linear(get(`${p}.mlp.gate_proj.weight`), h2, f)
+      const up = linear(get(`${p}.mlp.up_proj.weight`), h2, f)
+      const act = gate.map((g, i) => (g / (1 + Math.exp(-g))) * up[i]!)
+      const down = linear(get(`${p}.mlp.down_proj.weight`), act, d)
+      return x1.map((v, i) => v + down[i]!)
+    })
+  }
+  const head = spec.tie_word_embeddings ? get('model.embed_tokens.weight') : get('lm_head.weight')
+  return xs.map((x) => linear(head, rms(x, get('model.norm.weight')), spec.vocab_size))
+}
+
+const base = {
+  hidden_size: 16,
+  num_hidden_layers: 2,
+  intermediate_size: 24,
+  vocab_size: 40,
+  max_position_embeddings: 64,
+  rms_norm_eps: 1e-6,
+}
+
+/** Test models: each architecture, GQA, head_dim != hidden/heads, tied and untied, rope variants. */
+const SPECS: Record<string, { spec: TestHfSpec; dtype?: 'BF16' | 'F16' | 'F32'; shards?: number }> = {
+  qwen3: {
+    spec: {
+      ...base,
+      architecture: 'Qwen3ForCausalLM',
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 8, // 4 * 8 = 32 != hidden 16, as in Qwen3 (q width above the model width)
+      rope_theta: 1000000,
+      tie_word_embeddings: true,
+      rope_scaling: null,
+    },
+  },
+  qwen2: {
+    spec: {
+      ...base,
+      architecture: 'Qwen2ForCausalLM',
+      num_attention_heads: 4,
+      num_key_value_heads: 1,
+      head_dim: 4,
+      rope_theta: 10000,
+      tie_word_embeddings: false,
+    },
+    shards: 3,
+  },
+  llama3: {
+    spec: {
+      ...base,
+      architecture: 'LlamaForCausalLM',
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 8,
+      rope_theta: 500000,
+      tie_word_embeddings: false,
+      rope_scaling: {
+        rope_type: 'llama3',
+        factor: 8,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 16, // small, so that all three frequency bands occur
+      },
+    },
+  },
+  'llama-linear-f16': {
+    spec: {
+      ...base,
+      architecture: 'LlamaForCausalLM',
+      num_attention_heads: 4,
+      num_key_value_heads: 4,
+      head_dim: 4,
+      rope_theta: 10000,
+      tie_word_embeddings: true,
+      rope_scaling: { type: 'linear', factor: 2 },
+    },
+    dtype: 'F16',
+  },
+  'llama-f32': {
+    spec: {
+      ...base,
+      architecture: 'LlamaForCausalLM',
+      num_attention_heads: 2,
+      num_key_value_heads: 2,
+      head_dim: 8,
+      rope_theta: 10000,
+      tie_word_embeddings: true,
+    },
+    dtype: 'F32',
+  },
+}
+
+const IDS = [3, 17, 0, 39, 8, 8, 21, 5, 30, 12, 2]
+
+function maxAbsDiff(a: number[][], b: number[][]): number {
+  let m = 0
+  a.forEach((row, i) =>
+    row.forEach((v, j) => {
+      m = Math.max(m, Math.abs(v - b[i]![j]!))
+    }),
+  )
+  return m
+}
+
+describe('gpu/hf-model', () => {
+  let root: string
+  before(async () => {
+    await chooseBackend({ backend: 'wasm', log: () => {} })
+    root = await mkdtemp(path.join(tmpdir(), 'triad-hf-'))
+  })
+  after(async () => {
+    await rm(root, { recursive: true, force: true })
+  })
+
+  for (const [name, { spec, dtype, shards }] of Object.entries(SPECS)) {
+    it(`${name}: logits equal a plain-loop reference forward to 1e-4`, async () => {
+      const dir = path.join(root, name)
+      const written = await writeHfCheckpoint(dir, spec, { dtype, shards, seed: name.length })
+      if (shards) assert.ok(existsSync(path.join(dir, 'model.safetensors.index.json')))
+      const loaded = await loadHfModel(dir)
+      assert.equal(loaded.architecture, spec.architecture)
+      assert.deepEqual(loaded.generation?.eosTokenIds, [2, 3])
+      const expected = referenceLogits(spec, written.tensors, IDS)
+      const logits = forward(loaded.model, tf.tensor2d([IDS], [1, IDS.length], 'int32'))
+      const got = (logits.arraySync() as number[][][])[0]!
+      logits.dispose()
+      const diff = maxAbsDiff(got, expected)
+      assert.ok(diff < 1e-4, `max |logit - reference| = ${diff}`)
+      // the reference is not trivially matched: logits spread over several units
+      const spread = Math.max(...expected[5]!) - Math.min(...expected[5]!)
+      assert.ok(spread > 1, `logit spread ${spread}`)
+
+      // the KV cache path (one token at a time, grouped-query cache) gives the same logits
+      const cache = new KvCache(loaded.config.layers, 1)
+      const stepwise: number[][] = []
+      for (const id of IDS) {
+        const step = forward(loaded.model, tf.tensor2d([[id]], [1, 1], 'int32'), { cache, lastOnly: true })
+        stepwise.push((step.arraySync() as number[][])[0]!)
+        step.dispose()
+      }
+      cache.dispose()
+      assert.ok(maxAbsDiff(stepwise, expected) < 1e-4)
+      disposeTransformer(loaded.model)
+    })
+  }
+
+  it('a triad-exported Hugging Face directory loads back to identical logits (F32)', async () => {
+    const src = path.join(root, 'qwen3')
+    const out = path.join(root, 'qwen3-export')
+    const res = await exportHf(src, out)
+    assert.equal(res.architecture, 'Qwen3ForCausalLM')
+    const a = await loadHfModel(src)
+    const b = await loadHfModel(out)
+    const ids = tf.tensor2d([IDS], [1, IDS.length], 'int32')
+    const la = forward(a.model, ids).dataSync()
+    const lb = forward(b.model, ids).dataSync()
+    assert.deepEqual(Array.from(lb), Array.from(la))
+    disposeTransformer(a.model)
+    disposeTransformer(b.model)
+  })
+
+  it('a triad checkpoint exports as a Llama-style directory with its tokenizer and loads back to identical logits', async () => {
+    const tokenizer = learnTaskTokenizer(
+      ['the cat sat on the mat; the cat ate the rat', 'calc 12 + 30 = 42'],
+      12,
+    )
+    const model = createTransformer(
+      { layers: 2, width: 16, heads: 2, contextLength: 32, vocabSize: tokenizer.vocabSize },
+      { seed: 7 },
+    )
+    const ckpt = path.join(root, 'triad-ckpt')
+    const out = path.join(root, 'triad-ckpt-hf')
+    await saveCheckpoint(ckpt, model, { tokenizer })
+    const res = await exportHf(ckpt, out)
+    assert.equal(res.architecture, 'LlamaForCausalLM')
+    assert.deepEqual(res.files, [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ])
+    const config = JSON.parse(await readFile(path.join(out, 'config.json'), 'utf8'))
+    assert.deepEqual(config.architectures, ['LlamaForCausalLM'])
+    assert.equal(config.model_type, 'llama')
+    assert.equal(config.tie_word_embeddings, true)
+    assert.equal(config.num_key_value_heads, 2)
+    assert.equal(config.head_dim, 8)
+    assert.equal(config.intermediate_size, model.config.mlpHidden)
+    assert.equal(config.rms_norm_eps, 1e-5)
+    assert.deepEqual(config.eos_token_id, [tokenizer.imEndId, tokenizer.eosId])
+    const tokJson = JSON.parse(await readFile(path.join(out, 'tokenizer.json'), 'utf8'))
+    assert.equal(Object.keys(tokJson.model.vocab).length + tokJson.added_tokens.length, tokenizer.vocabSize)
+    assert.equal(tokJson.model.merges.length, tokenizer.mergeCount)
+    assert.equal(tokJson.added_tokens[3].content, '<|im_end|>')
+    assert.equal(tokJson.added_tokens[3].id, tokenizer.imEndId)
+    const gen = JSON.parse(await readFile(path.join(out, 'generation_config.json'), 'utf8'))
+    assert.deepEqual(gen.eos_token_id, [tokenizer.imEndId, tokenizer.eosId])
+
+    const back = await loadHfModel(out)
+    assert.deepEqual(back.config, model.config)
+    const ids = tf.tensor2d([[1, 2, 3, 260, 40, 41, 42, tokenizer.vocabSize - 1]], [1, 8], 'int32')
+    assert.deepEqual(
+      Array.from(forward(back.model, ids).dataSync()),
+      Array.from(forward(model, ids).dataSync()),
+    )
+    disposeTransformer(back.model)
+
+    // a BF16 export is a real BF16 file (half the bytes) that loads with rounded weights
+    const bf16 = path.join(root, 'triad-ckpt-hf-bf16')
+    await exportHf(ckpt, bf16, { dtype: 'BF16' })
+    const header = (await readFile(path.join(bf16, 'model.safetensors'))).toString('utf8', 0, 400)
+    assert.match(header, /"dtype":"BF16"/)
+    const rounded = await loadHfModel(bf16)
+    const a = forward(model, ids).dataSync()
+    const b = forward(rounded.model, ids).dataSync()
+    let diff = 0
+    for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i]! - b[i]!))
+    assert.ok(diff > 0 && diff < 1e-2, `bf16 logit difference ${diff}`)
+    disposeTransformer(rounded.model)
+    disposeTransformer(model)
+    // an existing output directory is refused (nothing overwritten)
+    await assert.rejects(exportHf(ckpt, out), /already exists/)
+  })
+
+  describe('bad input: one clear line, nothing loaded', () => {
+    const spec = SPECS.qwen2!.spec
+    async function fresh(name: string, shards = 1) {
+      const dir = path.join(root, `bad-${name}`)
+      await writeHfCheckpoint(dir, spec, { shards })
+      return dir
+    }
+    async function editConfig(dir: string, edit: (c: Record<string, unknown>) => void) {
+      const file = path.join(dir, 'config.json')
+      const c = JSON.parse(await readFile(file, 'utf8'))
+      edit(c)
+      await writeFile(file, JSON.stringify(c))
+    }
+    const oneLine = (err: unknown) => {
+      assert.ok(err instanceof Error)
+      assert.ok(!err.message.includes('\n'), err.message)
+      return true
+    }
+
+    it('an unsupported architecture is named, with the supported ones', async () => {
+      const dir = await fresh('arch')
+      await editConfig(dir, (c) => {
+        c.architectures = ['MistralForCausalLM']
+      })
+      await assert.rejects(readHfModelWeights(dir), (err: unknown) => {
+        oneLine(err)
+        assert.ok(err instanceof UnsupportedArchitectureError)
+        assert.equal(
+          err.message,
+          `${path.join(dir, 'config.json')}: architecture 'MistralForCausalLM' is not supported; supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM`,
+        )
+        return true
+      })
+    })
+
+    it('a missing shard is named', async () => {
+      const dir = await fresh('shard', 3)
+      await unlink(path.join(dir, 'model-00002-of-00003.safetensors'))
+      await assert.rejects(readHfModelWeights(dir), (err: unknown) => {
+        oneLine(err)
+        assert.equal(
+          (err as Error).message,
+          `${path.join(dir, 'model-00002-of-00003.safetensors')}: shard listed in model.safetensors.index.json is missing`,
+        )
+        return true
+      })
+    })
+
+    it('a tensor with the wrong shape is named, with the expected and found shapes', async () => {
+      const dir = await fresh('shape')
+      await editConfig(dir, (c) => {
+        c.intermediate_size = 32 // the stored MLP is 24 wide
+      })
+      await assert.rejects(readHfModelWeights(dir), (err: unknown) => {
+        oneLine(err)
+        assert.ok(err instanceof CheckpointError)
+        assert.equal(
+          err.message,
+          `${path.join(dir, 'model.safetensors')}: tensor model.layers.0.mlp.gate_proj.weight has shape [24, 16], expected [32, 16]`,
+        )
+        return true
+      })
+    })
+
+    it('a dtype it cannot read is named', async () => {
+      const dir = await fresh('dtype')
+      const file = path.join(dir, 'model.safetensors')
+      const bytes = await readFile(file)
+      const at = bytes.indexOf('"dtype":"BF16"')
+      assert.ok(at > 0)
+      bytes.write('"dtype":"I16" ', at) // same length: the header stays well-formed JSON
+      await writeFile(file, bytes)
+      await assert.rejects(readHfModelWeights(dir), (err: unknown) => {
+        oneLine(err)
+        assert.match((err as Error).message, /: tensor \S+: unsupported dtype I16 \(F32, F16, BF16\)$/)
+        return true
+      })
+    })
+
+    it('a model too large for the backend fails before any weight is read, naming its size and the limit', async () => {
+      const dir = path.join(root, 'bad-large')
+      await writeHfCheckpoint(dir, spec)
+      await editConfig(dir, (c) => {
+        // Qwen2.5-7B's shape; the directory has no such weights, and none are read
+        Object.assign(c, {
+          hidden_size: 3584,
+          num_hidden_layers: 28,
+          num_attention_heads: 28,
+          num_key_value_heads: 4,
+          head_dim: 128,
+          intermediate_size: 18944,
+          vocab_size: 152064,
+        })
+      })
+      await assert.rejects(readHfModelWeights(dir), (err: unknown) => {
+        oneLine(err)
+        assert.ok(err instanceof ModelTooLargeError)
+        assert.equal(err.limitBytes, 2 ** 32)
+        assert.equal(err.backend, 'wasm')
+        // 7,615,616,512 parameters (untied) as float32, plus the head's transpose
+        assert.equal(err.bytes, 4 * 7615616512 + 4 * 152064 * 3584)
+        assert.match(err.message, /needs 30\.40 GiB as float32 .* the wasm backend's limit of 4\.00 GiB/)
+        return true
+      })
+    })
+
+    it('an export from bad input writes nothing', async () => {
+      const dir = await fresh('export')
+      await editConfig(dir, (c) => {
+        c.intermediate_size = 32
+      })
+      const out = path.join(root, 'bad-export-out')
+      await assert.rejects(exportHf(dir, out), CheckpointError)
+      assert.equal(existsSync(out), false)
+      assert.equal(existsSync(`${out}.tmp-${process.pid}`), false)
+    })
+  })
+})
