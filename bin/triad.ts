@@ -4,6 +4,8 @@ import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
 import { registerEval } from './commands/eval.ts'
+import { registerExport } from './commands/export.ts'
+import { registerGenerate } from './commands/generate.ts'
 import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
@@ -27,6 +29,8 @@ registerRun(program)
 registerMonitor(program)
 registerReport(program)
 registerEval(program)
+registerGenerate(program)
+registerExport(program)
 
 registerWorker(program)
 
