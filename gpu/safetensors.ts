@@ -101,10 +101,14 @@ export function encodeSafetensors(
       out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at)
     else if (dtype === SafetensorsDtype.F32)
       for (let i = 0; i < data.length; i++) view.setFloat32(at + 4 * i, data[i]!, true)
-    else {
-      const convert = dtype === SafetensorsDtype.BF16 ? f32ToBf16Bits : f32ToF16Bits
-      for (let i = 0; i < data.length; i++) view.setUint16(at + 2 * i, convert(data[i]!), true)
-    }
+    else if (dtype === SafetensorsDtype.BF16) {
+      const bits = new Uint32Array(data.buffer, data.byteOffset, data.length) // float32 bits, no copy
+      for (let i = 0; i < data.length; i++) {
+        const b = bits[i]!
+        const h = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16 // as f32ToBf16Bits
+        view.setUint16(at + 2 * i, h & 0xffff, true)
+      }
+    } else for (let i = 0; i < data.length; i++) view.setUint16(at + 2 * i, f32ToF16Bits(data[i]!), true)
     at += width * data.length
   }
   return out
