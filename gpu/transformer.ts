@@ -591,7 +591,7 @@ export function forward(model: Transformer, tokens: tf.Tensor2D, options: Forwar
   return tf.tidy(() => {
     const [b, t] = tokens.shape
     const h = hiddenStates(model, tokens, options)
-    const logits = matmul(h, tf.transpose(outputWeight(model))) // h W^T, W = E when tied
+    const logits = projectOut(model, h) // h W^T, W = E when tied
     return options.lastOnly ? logits : tf.reshape(logits, [b, t, model.config.vocabSize])
   })
 }
@@ -633,7 +633,7 @@ export function tokenLogprobs(
       positions: options.positions,
     })
     const vocab = model.config.vocabSize
-    let logits: tf.Tensor2D = matmul(h, tf.transpose(outputWeight(model))) // h W^T, [b*t, V]
+    let logits: tf.Tensor2D = projectOut(model, h) // h W^T, [b*t, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
     const lse = tf.logSumExp(logits, -1) // [b*t]
     // z_y by a gather at row * V + y (no [b*t, V] one-hot; its gradient is a scatter-add)
@@ -644,6 +644,25 @@ export function tokenLogprobs(
     const picked = tf.gather(tf.reshape(logits, [b * t * vocab]), flat)
     return tf.reshape(tf.sub(picked, lse), [b, t]) // log p = z_y - logsumexp(z)
   })
+}
+
+/**
+ * Output heads at least this large (vocabSize x width values; 64 MiB of float32) take the
+ * transpose-flag matmul for a few rows, see `projectOut`.
+ */
+const LARGE_HEAD_VALUES = 2 ** 24
+
+/**
+ * Logits `h W^T` `[rows, vocabSize]` from hidden states `[rows, width]`. Normally an explicit
+ * transpose and a plain matmul (the fast path on wasm, see `matmul.ts`). For a large head and at
+ * most 8 rows (decoding), the transpose costs more than the product (at 151,936 x 896 on wasm
+ * 1.4 s of a 1.8 s step for one row), so the matmul with the transpose flag runs instead (0.17 s);
+ * triad's own small vocabularies never take that path.
+ */
+function projectOut(model: Transformer, h: tf.Tensor2D): tf.Tensor2D {
+  const w = outputWeight(model)
+  if (w.size >= LARGE_HEAD_VALUES && h.shape[0] <= 8) return tf.matMul(h, w, false, true)
+  return matmul(h, tf.transpose(w))
 }
 
 /** The output projection `[vocabSize, width]`: `lm_head` when untied, else the embedding. */

@@ -20,6 +20,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   tokenizer: () => import('../bench/tokenizer.ts'),
   env: () => import('../bench/env.ts'),
   'reward-judge': () => import('../bench/reward-judge.ts'),
+  'hf-model': () => import('../bench/hf-model.ts'),
 }
 
 export function registerBench(program: Command): void {

@@ -6,6 +6,7 @@ import {
   createRng,
   createTransformer,
   disposeTransformer,
+  forward,
   fullConfig,
   initWeights,
   paramShapes,
@@ -124,4 +125,22 @@ describe('gpu/transformer variants', () => {
       disposeTransformer(model)
     })
   }
+
+  it('a large output head (151,936 x 112) gives the same logits on the decoding path (few rows) as on the wide one', async () => {
+    const model = createTransformer(
+      { layers: 1, width: 112, heads: 2, contextLength: 16, vocabSize: 151936 },
+      { seed: 3 },
+    )
+    const ids = [5, 151935, 77, 1000, 2, 9, 40000, 3, 8, 150000]
+    const tokens = tf.tensor2d([ids], [1, 10], 'int32')
+    const wide = forward(model, tokens) // 10 rows: explicit transpose
+    const last = forward(model, tokens, { lastOnly: true }) // 1 row: the transpose-flag matmul
+    const a = (await wide.data()).subarray(9 * 151936)
+    const b = await last.data()
+    let diff = 0
+    for (let i = 0; i < b.length; i++) diff = Math.max(diff, Math.abs(a[i]! - b[i]!))
+    assert.ok(diff < 1e-5, `max diff ${diff}`)
+    tf.dispose([tokens, wide, last])
+    disposeTransformer(model)
+  })
 })
