@@ -7,11 +7,13 @@ import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   CheckpointError,
+  ContinuousBatcher,
   chooseBackend,
   createTransformer,
   disposeTransformer,
   exportHf,
   forward,
+  generate,
   KvCache,
   learnTaskTokenizer,
   loadHfModel,
@@ -153,6 +155,28 @@ describe('gpu/hf-model', () => {
       disposeTransformer(loaded.model)
     })
   }
+
+  it('a grouped-query model serves through the continuous batcher (shared prefixes too) as generate() does', async () => {
+    const { model } = await loadHfModel(path.join(root, 'qwen2')) // 4 query heads, 1 key/value head
+    const prompts = [
+      [3, 17, 0, 39, 8],
+      [3, 17, 0, 39, 8, 8, 21],
+      [11, 2],
+      [3, 17, 0, 39, 8, 30],
+    ]
+    const options = { maxNewTokens: 6, temperature: 0 }
+    const expected = await Promise.all(prompts.map((p) => generate(model, [p], options).then((g) => g[0]!)))
+    const batcher = new ContinuousBatcher(model, { maxBatch: 2 })
+    const first = await batcher.submit(Int32Array.from(prompts[0]!), options) // fills the prefix cache
+    const rest = await Promise.all(prompts.slice(1).map((p) => batcher.submit(Int32Array.from(p), options)))
+    for (const [i, got] of [first, ...rest].entries()) {
+      assert.deepEqual(Array.from(got.tokens), Array.from(expected[i]!.tokens), `prompt ${i}`)
+      for (let k = 0; k < got.logprobs.length; k++)
+        assert.ok(Math.abs(got.logprobs[k]! - expected[i]!.logprobs[k]!) < 1e-4)
+    }
+    await batcher.close()
+    disposeTransformer(model)
+  })
 
   it('a triad-exported Hugging Face directory loads back to identical logits (F32)', async () => {
     const src = path.join(root, 'qwen3')
