@@ -320,7 +320,9 @@ export function createTransformer(
       for (const p of params.values()) p.dispose()
       throw new ShapeError(name, `${size} float32 values for [${shape.join(', ')}]`, [data?.length ?? 0])
     }
-    params.set(name, tf.variable(tf.tensor(data, shape, 'float32'), true, undefined, 'float32'))
+    const initial = tf.tensor(data, shape, 'float32')
+    params.set(name, tf.variable(initial, true, undefined, 'float32'))
+    initial.dispose() // tf.variable copies its initial value: without this every model took twice its size
   }
   const hd = full.headDim
   const { cos, sin, rot } = ropeTables(full)

@@ -122,10 +122,14 @@ export async function run(options: { quick?: boolean }) {
     tf.dispose([a, b])
     const matmulGflops = (2 * 1024 ** 3) / bestMs / 1e6
 
+    const progress = (line: string) =>
+      process.stderr.write(`hf-model: ${line} (${tf.memory().numBytes} tensor bytes)\n`)
+    progress(`wrote ${fileBytes} bytes in ${round(writeMs)} ms`)
     const l0 = performance.now()
     const { model } = await loadHfModel(dir)
     const loadMs = performance.now() - l0
     let peak = tf.memory().numBytes
+    progress(`loaded in ${round(loadMs)} ms`)
 
     const n = parameterCount(config)
     const gen = async (batch: number, newTokens: number) => {
@@ -149,7 +153,18 @@ export async function run(options: { quick?: boolean }) {
         fractionOfMatmulPeak: round((2 * n * tokensPerSecond) / 1e9 / matmulGflops, 3),
       }
     }
-    const generation = [await gen(1, quick ? 4 : 16), await gen(16, quick ? 2 : 8)]
+    // a batch that fails (the wasm heap is 4 GiB) is reported with its error, not lost
+    const attempt = async (batch: number, newTokens: number) => {
+      try {
+        const r = await gen(batch, newTokens)
+        progress(`generated at batch ${batch}`)
+        return r
+      } catch (err) {
+        progress(`batch ${batch} failed: ${(err as Error).message}`)
+        return { batch, newTokens, failed: (err as Error).message }
+      }
+    }
+    const generation = [await attempt(1, quick ? 4 : 16), await attempt(16, quick ? 2 : 8)]
     disposeTransformer(model)
 
     const limit = backendMemoryLimit()

@@ -9,6 +9,7 @@ import {
   forward,
   fullConfig,
   initWeights,
+  parameterBytes,
   paramShapes,
   type TransformerConfig,
   tokenLogprobs,
@@ -142,5 +143,15 @@ describe('gpu/transformer variants', () => {
     assert.ok(diff < 1e-5, `max diff ${diff}`)
     tf.dispose([tokens, wide, last])
     disposeTransformer(model)
+  })
+
+  it('a model holds its parameters once on the backend (float32 bytes plus the rotary tables)', () => {
+    const before = tf.memory().numBytes
+    const model = createTransformer(variant, { seed: 1 })
+    const full = fullConfig(variant)
+    const rope = 2 * 4 * full.contextLength * full.headDim + 4 * full.headDim * full.headDim
+    assert.equal(tf.memory().numBytes - before, parameterBytes(variant) + rope)
+    disposeTransformer(model)
+    assert.equal(tf.memory().numBytes, before)
   })
 })
