@@ -4,6 +4,8 @@ import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
 import { registerEval } from './commands/eval.ts'
+import { registerExport } from './commands/export.ts'
+import { registerGenerate } from './commands/generate.ts'
 import { registerMetrics } from './commands/metrics.ts'
 import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
@@ -29,6 +31,8 @@ registerMonitor(program)
 registerReport(program)
 registerMetrics(program)
 registerEval(program)
+registerGenerate(program)
+registerExport(program)
 
 registerWorker(program)
 

@@ -448,7 +448,7 @@ export class ContinuousBatcher {
   }
 
   private cohortOf(model: Transformer, version: number): Cohort {
-    const store = new RaggedStore(model.config.layers, model.config.heads)
+    const store = new RaggedStore(model.config.layers, model.config.kvHeads)
     const prefixes = new PrefixCache(this.options.prefixCacheTokens ?? 16384)
     const cohort: Cohort = { model, version, store, rows: [], prefixes, admitting: false }
     this.cohorts.push(cohort)

@@ -111,3 +111,45 @@ export class BatcherClosedError extends Error {
     super('the continuous batcher is closed', options)
   }
 }
+
+/** A model directory whose `architectures` names a model family triad does not implement. */
+export class UnsupportedArchitectureError extends Error {
+  override name = 'UnsupportedArchitectureError'
+  /** The `config.json` that names it. */
+  readonly path: string
+  /** The architecture given (or `undefined` when none was). */
+  readonly architecture: string | undefined
+  /** The architectures triad loads. */
+  readonly supported: readonly string[]
+  constructor(path: string, architecture: string | undefined, supported: readonly string[]) {
+    super(
+      `${path}: architecture ${architecture === undefined ? '(none given)' : `'${architecture}'`} is not supported; supported: ${supported.join(', ')}`,
+    )
+    this.path = path
+    this.architecture = architecture
+    this.supported = supported
+  }
+}
+
+/** A model whose parameters do not fit the backend's memory; raised before any weight is read. */
+export class ModelTooLargeError extends Error {
+  override name = 'ModelTooLargeError'
+  /** The model directory. */
+  readonly path: string
+  /** Bytes the model needs on the backend (float32 parameters plus the output projection's transpose). */
+  readonly bytes: number
+  /** Bytes the backend can hold. */
+  readonly limitBytes: number
+  /** The backend whose limit it is. */
+  readonly backend: string
+  constructor(path: string, bytes: number, limitBytes: number, backend: string) {
+    const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`
+    super(
+      `${path}: the model needs ${gib(bytes)} as float32 (${bytes} bytes), more than the ${backend} backend's limit of ${gib(limitBytes)} (${limitBytes} bytes)`,
+    )
+    this.path = path
+    this.bytes = bytes
+    this.limitBytes = limitBytes
+    this.backend = backend
+  }
+}

@@ -28,6 +28,8 @@
  * - `saveCheckpoint(dir, model, {tokenizer})` / `loadCheckpoint(dir)` (model.safetensors,
  *   config.json, tokenizer.json); `getWeights(model)` / `setWeights(model, record)` move weights as
  *   `Record<string, Float32Array>`; `encodeSafetensors` / `decodeSafetensors` for bytes.
+ * - `loadHfModel(dir)`: a Hugging Face directory (Llama, Qwen2, Qwen3; sharded safetensors; BF16,
+ *   F16, F32) as the same `Transformer`; `exportHf(checkpointDir, outDir)` writes one back.
  */
 
 export * from './adamw.ts'
@@ -45,6 +47,11 @@ export * from './entropy.ts'
 export * from './errors.ts'
 export * from './gradients.ts'
 export * from './grpo.ts'
+export * from './hf-config.ts'
+export * from './hf-export.ts'
+export * from './hf-model.ts'
+export * from './hf-tensors.ts'
+export * from './hf-tokenizer-export.ts'
 export * from './jinja-chat-format.ts'
 export * from './kl.ts'
 export * from './kv-cache.ts'

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs'
 
 /**
  * Key-value cache of a transformer: per layer the rotated keys and the values of every token seen
- * so far, `[batch*heads, length, headDim]` float32, and which of those tokens are real
+ * so far, `[batch*kvHeads, length, headDim]` float32, and which of those tokens are real
  * (`keyMask`, `[batch, length]`, 1 real / 0 padding). `forward` reads and extends it, so a
  * generation step costs one token's work instead of the whole prefix.
  *
@@ -25,8 +25,8 @@ export class KvCache {
   }
 
   /**
-   * Appends layer `layer`'s new keys and values `[batch*heads, steps, headDim]` and returns the
-   * full ones `[batch*heads, length + steps, headDim]`. The returned tensors are owned by the cache.
+   * Appends layer `layer`'s new keys and values `[batch*kvHeads, steps, headDim]` and returns the
+   * full ones `[batch*kvHeads, length + steps, headDim]`. The returned tensors are owned by the cache.
    */
   append(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): [tf.Tensor3D, tf.Tensor3D] {
     const oldK = this.keys[layer]

@@ -1,3 +1,5 @@
+import type { FileHandle } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import { CheckpointError } from './errors.ts'
 
 /**
@@ -5,8 +7,8 @@ import { CheckpointError } from './errors.ts'
  * little-endian unsigned header size N, N bytes of UTF-8 JSON mapping each tensor name to
  * `{dtype, shape, data_offsets: [begin, end]}` (offsets relative to the byte after the header) plus an
  * optional `__metadata__` string map, then the raw little-endian tensor bytes, contiguous and in
- * offset order. We write F32 and pad the header with spaces to a multiple of 8 bytes; we read F32,
- * F16 and BF16 (widened to float32).
+ * offset order. We write F32, BF16 or F16 and pad the header with spaces to a multiple of 8 bytes; we
+ * read F32, F16 and BF16 (widened to float32).
  */
 
 /** A tensor read from or written to a safetensors file. */
@@ -17,16 +19,62 @@ export interface NamedTensor {
   data: Float32Array
 }
 
-/** Dtypes this reader understands, with their byte sizes. */
+/** Dtypes this reader understands (and the writer can write). */
+export const SafetensorsDtype = { F32: 'F32', F16: 'F16', BF16: 'BF16' } as const
+export type SafetensorsDtype = (typeof SafetensorsDtype)[keyof typeof SafetensorsDtype]
+
+/** Byte size of each dtype. */
 const DTYPE_BYTES: Readonly<Record<string, number>> = { F32: 4, F16: 2, BF16: 2 }
 
 const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
-/** Encodes tensors (sorted by name) and string metadata as safetensors bytes. */
+/**
+ * Float32 to bfloat16 bits, rounding to nearest even (NaN stays a quiet NaN): the high 16 bits of
+ * the float32 after adding `0x7fff + lsb`.
+ */
+export function f32ToBf16Bits(x: number): number {
+  const bits = new Uint32Array(new Float32Array([x]).buffer)[0]!
+  if ((bits & 0x7fffffff) > 0x7f800000) return ((bits >>> 16) | 0x40) & 0xffff
+  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff
+}
+
+/** Float32 to IEEE half bits, rounding to nearest even; overflow becomes infinity. */
+export function f32ToF16Bits(x: number): number {
+  const bits = new Uint32Array(new Float32Array([x]).buffer)[0]!
+  const sign = (bits >>> 16) & 0x8000
+  const exp = (bits >>> 23) & 0xff
+  let mant = bits & 0x7fffff
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0)
+  const e = exp - 127 + 15
+  if (e >= 0x1f) return sign | 0x7c00
+  if (e <= 0) {
+    if (e < -10) return sign
+    mant |= 0x800000
+    const shift = 14 - e
+    const half = 1 << (shift - 1)
+    let m = mant >>> shift
+    const rest = mant & ((1 << shift) - 1)
+    if (rest > half || (rest === half && m & 1)) m++
+    return sign | m
+  }
+  let out = sign | (e << 10) | (mant >>> 13)
+  const rest = mant & 0x1fff
+  if (rest > 0x1000 || (rest === 0x1000 && out & 1)) out++ // may carry into the exponent: still right
+  return out
+}
+
+/**
+ * Encodes tensors (sorted by name) and string metadata as safetensors bytes.
+ * @param options.dtype how values are stored: `F32` (default, exact), `BF16` or `F16` (rounded to
+ *   nearest even).
+ */
 export function encodeSafetensors(
   tensors: Readonly<Record<string, NamedTensor>>,
   metadata: Readonly<Record<string, string>> = {},
+  options: { dtype?: SafetensorsDtype } = {},
 ): Uint8Array {
+  const dtype = options.dtype ?? SafetensorsDtype.F32
+  const width = DTYPE_BYTES[dtype]!
   const names = Object.keys(tensors).sort()
   const header: Record<string, unknown> = {}
   if (Object.keys(metadata).length) header.__metadata__ = { ...metadata }
@@ -36,8 +84,8 @@ export function encodeSafetensors(
     const count = t.shape.reduce((a, b) => a * b, 1)
     if (count !== t.data.length)
       throw new CheckpointError(name, `shape [${t.shape}] holds ${count} values, not ${t.data.length}`)
-    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + 4 * count] }
-    offset += 4 * count
+    header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + width * count] }
+    offset += width * count
   }
   let json = JSON.stringify(header)
   json += ' '.repeat((8 - ((Buffer.byteLength(json) + 8) % 8)) % 8) // align the data to 8 bytes
@@ -46,14 +94,22 @@ export function encodeSafetensors(
   new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true)
   out.set(headerBytes, 8)
   let at = 8 + headerBytes.length
+  const view = new DataView(out.buffer)
   for (const name of names) {
     const data = tensors[name]!.data
-    if (littleEndian) out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at)
-    else {
-      const view = new DataView(out.buffer, at, data.byteLength)
-      for (let i = 0; i < data.length; i++) view.setFloat32(4 * i, data[i]!, true)
-    }
-    at += data.byteLength
+    if (dtype === SafetensorsDtype.F32 && littleEndian)
+      out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at)
+    else if (dtype === SafetensorsDtype.F32)
+      for (let i = 0; i < data.length; i++) view.setFloat32(at + 4 * i, data[i]!, true)
+    else if (dtype === SafetensorsDtype.BF16) {
+      const bits = new Uint32Array(data.buffer, data.byteOffset, data.length) // float32 bits, no copy
+      for (let i = 0; i < data.length; i++) {
+        const b = bits[i]!
+        const h = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16 // as f32ToBf16Bits
+        view.setUint16(at + 2 * i, h & 0xffff, true)
+      }
+    } else for (let i = 0; i < data.length; i++) view.setUint16(at + 2 * i, f32ToF16Bits(data[i]!), true)
+    at += width * data.length
   }
   return out
 }
@@ -67,33 +123,48 @@ function f16ToF32(h: number): number {
   return sign * 2 ** (exp - 15) * (1 + frac / 1024)
 }
 
+/** One tensor's entry in a safetensors header. */
+export interface SafetensorsEntry {
+  name: string
+  /** One of `SafetensorsDtype`. */
+  dtype: SafetensorsDtype
+  /** Dimensions, row-major. */
+  shape: number[]
+  /** Byte range `[begin, end)` relative to the first data byte. */
+  begin: number
+  end: number
+}
+
+/** A parsed safetensors header. */
+export interface SafetensorsHeader {
+  /** Entries by tensor name. */
+  entries: Map<string, SafetensorsEntry>
+  /** Byte offset of the first data byte in the file (8 + header size). */
+  dataStart: number
+  /** The `__metadata__` strings. */
+  metadata: Record<string, string>
+}
+
 /**
- * Decodes safetensors bytes.
- * @param source a name for error messages (the file path).
- * @throws CheckpointError on a truncated file, bad JSON, an unknown dtype, offsets out of range, or
- *   tensors that overlap or leave holes.
+ * Checks a header's JSON against the data length: known dtypes, integer shapes, offsets that fit
+ * the shape and tile the data exactly.
  */
-export function decodeSafetensors(
-  bytes: Uint8Array,
-  source = 'safetensors',
-): { tensors: Record<string, NamedTensor>; metadata: Record<string, string> } {
-  if (bytes.length < 8) throw new CheckpointError(source, `file too short (${bytes.length} bytes)`)
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const headerLen = Number(view.getBigUint64(0, true))
-  if (headerLen > bytes.length - 8)
-    throw new CheckpointError(source, `header size ${headerLen} exceeds the file`)
+function parseHeader(
+  headerText: string,
+  headerLen: number,
+  dataLen: number,
+  source: string,
+): SafetensorsHeader {
   let header: Record<string, unknown>
   try {
-    header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + headerLen)).toString('utf8'))
+    header = JSON.parse(headerText)
   } catch (err) {
     throw new CheckpointError(source, 'header is not JSON', { cause: err })
   }
   if (typeof header !== 'object' || header === null || Array.isArray(header))
     throw new CheckpointError(source, 'header is not a JSON object')
-  const dataStart = 8 + headerLen
-  const dataLen = bytes.length - dataStart
   const metadata = (header.__metadata__ ?? {}) as Record<string, string>
-  const entries: { name: string; dtype: string; shape: number[]; begin: number; end: number }[] = []
+  const entries: SafetensorsEntry[] = []
   for (const [name, raw] of Object.entries(header)) {
     if (name === '__metadata__') continue
     const info = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown }
@@ -114,7 +185,7 @@ export function decodeSafetensors(
         source,
         `tensor ${name}: data_offsets [${begin}, ${end}] do not fit its shape or the file`,
       )
-    entries.push({ name, dtype, shape: shape as number[], begin, end })
+    entries.push({ name, dtype: dtype as SafetensorsDtype, shape: shape as number[], begin, end })
   }
   entries.sort((a, b) => a.begin - b.begin)
   let expected = 0
@@ -125,25 +196,111 @@ export function decodeSafetensors(
   }
   if (expected !== dataLen)
     throw new CheckpointError(source, `${dataLen - expected} bytes after the last tensor`)
-  const tensors: Record<string, NamedTensor> = {}
-  for (const e of entries) {
-    const count = (e.end - e.begin) / DTYPE_BYTES[e.dtype]!
-    const data = new Float32Array(count)
-    const at = dataStart + e.begin
-    if (e.dtype === 'F32' && littleEndian) {
-      data.set(new Float32Array(Uint8Array.prototype.slice.call(bytes, at, at + 4 * count).buffer))
-      tensors[e.name] = { shape: e.shape, data }
-      continue
-    }
-    for (let i = 0; i < count; i++) {
-      if (e.dtype === 'F32') data[i] = view.getFloat32(at + 4 * i, true)
-      else if (e.dtype === 'BF16') {
-        const tmp = new DataView(new ArrayBuffer(4))
-        tmp.setUint16(0, view.getUint16(at + 2 * i, true), false) // bf16 = the high half of a float32
-        data[i] = tmp.getFloat32(0, false)
-      } else data[i] = f16ToF32(view.getUint16(at + 2 * i, true))
-    }
-    tensors[e.name] = { shape: e.shape, data }
+  return { entries: new Map(entries.map((e) => [e.name, e])), dataStart: 8 + headerLen, metadata }
+}
+
+/** Widens raw little-endian tensor bytes of `dtype` to float32. */
+function toFloat32(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
+  const aligned = raw.byteOffset % 4 === 0 ? raw : raw.slice()
+  if (dtype === 'F32') {
+    if (littleEndian)
+      return new Float32Array(
+        aligned.buffer.slice(aligned.byteOffset, aligned.byteOffset + aligned.byteLength),
+      )
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength)
+    return Float32Array.from({ length: raw.byteLength / 4 }, (_, i) => view.getFloat32(4 * i, true))
   }
+  const count = raw.byteLength / 2
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength)
+  const out = new Float32Array(count)
+  if (dtype === 'BF16') {
+    const bits = new Uint32Array(out.buffer)
+    for (let i = 0; i < count; i++) bits[i] = view.getUint16(2 * i, true) << 16 // bf16 = the high half of a float32
+  } else for (let i = 0; i < count; i++) out[i] = f16ToF32(view.getUint16(2 * i, true))
+  return out
+}
+
+/**
+ * Decodes safetensors bytes.
+ * @param source a name for error messages (the file path).
+ * @throws CheckpointError on a truncated file, bad JSON, an unknown dtype, offsets out of range, or
+ *   tensors that overlap or leave holes.
+ */
+export function decodeSafetensors(
+  bytes: Uint8Array,
+  source = 'safetensors',
+): { tensors: Record<string, NamedTensor>; metadata: Record<string, string> } {
+  if (bytes.length < 8) throw new CheckpointError(source, `file too short (${bytes.length} bytes)`)
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const headerLen = Number(view.getBigUint64(0, true))
+  if (headerLen > bytes.length - 8)
+    throw new CheckpointError(source, `header size ${headerLen} exceeds the file`)
+  const text = Buffer.from(bytes.subarray(8, 8 + headerLen)).toString('utf8')
+  const { entries, dataStart, metadata } = parseHeader(text, headerLen, bytes.length - 8 - headerLen, source)
+  const tensors: Record<string, NamedTensor> = {}
+  for (const e of entries.values())
+    tensors[e.name] = {
+      shape: e.shape,
+      data: toFloat32(bytes.subarray(dataStart + e.begin, dataStart + e.end), e.dtype),
+    }
   return { tensors, metadata }
+}
+
+/**
+ * Reads only the header of a safetensors file (names, dtypes, shapes, offsets), checked as in
+ * `decodeSafetensors`, so a loader can check every tensor before reading any data.
+ * @throws CheckpointError when the file cannot be read or its header is malformed.
+ */
+export async function readSafetensorsHeader(file: string): Promise<SafetensorsHeader> {
+  let handle: FileHandle
+  try {
+    handle = await open(file, 'r')
+  } catch (err) {
+    throw new CheckpointError(file, 'cannot read', { cause: err })
+  }
+  try {
+    const { size } = await handle.stat()
+    if (size < 8) throw new CheckpointError(file, `file too short (${size} bytes)`)
+    const head = Buffer.alloc(8)
+    await handle.read(head, 0, 8, 0)
+    const headerLen = Number(head.readBigUInt64LE(0))
+    if (headerLen > size - 8) throw new CheckpointError(file, `header size ${headerLen} exceeds the file`)
+    const text = Buffer.alloc(headerLen)
+    await handle.read(text, 0, headerLen, 8)
+    return parseHeader(text.toString('utf8'), headerLen, size - 8 - headerLen, file)
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * Reads the named tensors of a safetensors file whose header was read by `readSafetensorsHeader`,
+ * widened to float32, one at a time (never the whole file in memory).
+ * @param onTensor called with each tensor as it is read (and may transform and keep it).
+ * @throws CheckpointError when the file cannot be read or a name is not in the header.
+ */
+export async function readSafetensorsTensors(
+  file: string,
+  header: SafetensorsHeader,
+  names: readonly string[],
+  onTensor: (name: string, tensor: NamedTensor) => void,
+): Promise<void> {
+  let handle: FileHandle
+  try {
+    handle = await open(file, 'r')
+  } catch (err) {
+    throw new CheckpointError(file, 'cannot read', { cause: err })
+  }
+  try {
+    for (const name of names) {
+      const e = header.entries.get(name)
+      if (!e) throw new CheckpointError(file, `missing tensor ${name}`)
+      const raw = Buffer.alloc(e.end - e.begin)
+      const { bytesRead } = await handle.read(raw, 0, raw.length, header.dataStart + e.begin)
+      if (bytesRead !== raw.length) throw new CheckpointError(file, `tensor ${name}: file ends early`)
+      onTensor(name, { shape: e.shape, data: toFloat32(raw, e.dtype) })
+    }
+  } finally {
+    await handle.close()
+  }
 }

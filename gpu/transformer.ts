@@ -3,19 +3,28 @@ import { ConfigError, ShapeError } from './errors.ts'
 import type { KvCache } from './kv-cache.ts'
 import { matmul } from './matmul.ts'
 import { createRng } from './prng.ts'
+import './segment-sum-kernel.ts'
 
 /**
- * Decoder-only transformer: token embedding (tied with the output projection), `layers` pre-norm
- * blocks of RMSNorm -> causal multi-head attention with rotary positions -> residual, RMSNorm ->
- * SwiGLU MLP -> residual, then a final RMSNorm and the tied output projection.
+ * Decoder-only transformer: token embedding, `layers` pre-norm blocks of RMSNorm -> causal
+ * multi-head attention with rotary positions -> residual, RMSNorm -> SwiGLU MLP -> residual, then a
+ * final RMSNorm and the output projection (tied with the embedding, or its own `lm_head`).
+ *
+ * One implementation for triad's own models and the Llama family of pretrained models
+ * (`LlamaForCausalLM`, `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, see `hf-model.ts`): grouped-query
+ * attention (`kvHeads` key/value heads shared by `heads / kvHeads` query heads each, Ainslie et al.
+ * 2023), a head size independent of the width (`headDim`), q/k/v biases (Qwen2), per-head RMSNorm
+ * of queries and keys before the rotation (Qwen3), rotary frequency scaling (`ropeScaling`: linear
+ * position interpolation, Chen et al. 2023; Llama 3.1's piecewise scaling).
  *
  * Sources: RMSNorm (Zhang & Sennrich 2019, eq. 4); rotary positions (Su et al. 2021, RoFormer,
  * eq. 34, the "rotate half" layout of GPT-NeoX); SwiGLU (Shazeer 2020, eq. 6); tied embeddings
  * (Press & Wolf 2017).
  *
- * Built for the wasm backend: the embedding gradient is a one-hot matmul (wasm lacks
- * `UnsortedSegmentSum`, the gradient of `gather`), every weight matmul is 2-D (`[rows, width]`),
- * and attention uses 3-D batched matmuls with equal batch sizes (no broadcasting).
+ * Built for the wasm backend: the embedding gradient is a scatter-add (`unsortedSegmentSum`, O(tokens
+ * x width), registered for wasm in `segment-sum-kernel.ts`; a one-hot matmul would cost O(tokens x
+ * vocab x width), 150,000 times the work at Qwen's vocabulary), every weight matmul is 2-D (`[rows,
+ * width]`), and attention uses 3-D batched matmuls with equal batch sizes (no broadcasting).
  */
 
 /** Size of a transformer. */
@@ -36,7 +45,41 @@ export interface TransformerConfig {
   ropeTheta?: number
   /** RMSNorm epsilon; default 1e-5. */
   normEps?: number
+  /** Key/value heads (grouped-query attention); divides `heads`; default `heads`. */
+  kvHeads?: number
+  /** Size of one attention head; even; default `width / heads`. */
+  headDim?: number
+  /** Biases on the q, k and v projections (Qwen2); default false. */
+  qkvBias?: boolean
+  /** Per-head RMSNorm of queries and keys before the rotation (Qwen3); default false. */
+  qkNorm?: boolean
+  /** Output projection is the embedding (`h E^T`); false adds `lm_head` `[vocabSize, width]`; default true. */
+  tiedEmbeddings?: boolean
+  /** Rotary frequency scaling; default `{type: 'none'}`. */
+  ropeScaling?: RopeScaling
 }
+
+/** Kinds of rotary frequency scaling. */
+export const RopeScalingType = { None: 'none', Linear: 'linear', Llama3: 'llama3' } as const
+export type RopeScalingType = (typeof RopeScalingType)[keyof typeof RopeScalingType]
+
+/**
+ * Rotary frequency scaling: `none`; `linear` (position interpolation, Chen et al. 2023: every
+ * frequency divided by `factor`); `llama3` (Llama 3.1: wavelengths above `originalContextLength /
+ * lowFreqFactor` divided by `factor`, below `originalContextLength / highFreqFactor` kept, and a
+ * linear blend between, in `original / wavelength`).
+ */
+export type RopeScaling =
+  | { type: 'none' }
+  | { type: 'linear'; factor: number }
+  | {
+      type: 'llama3'
+      factor: number
+      lowFreqFactor: number
+      highFreqFactor: number
+      /** Context the model was pretrained at, in tokens (`original_max_position_embeddings`). */
+      originalContextLength: number
+    }
 
 /** A config with every default filled in (what `config.json` stores). */
 export type FullTransformerConfig = Required<TransformerConfig>
@@ -62,20 +105,29 @@ export function fullConfig(config: TransformerConfig): FullTransformerConfig {
   }
   for (const field of ['layers', 'width', 'heads', 'contextLength', 'vocabSize'] as const)
     positiveInt(field, config[field])
-  if (config.width % config.heads !== 0)
+  if (config.headDim === undefined && config.width % config.heads !== 0)
     throw new ConfigError('width', config.width, 'must be a multiple of heads')
-  if ((config.width / config.heads) % 2 !== 0)
-    throw new ConfigError(
-      'heads',
-      config.heads,
-      'width / heads (the head size) must be even for rotary positions',
-    )
+  const headDim = config.headDim ?? config.width / config.heads
+  positiveInt('headDim', headDim)
+  if (headDim % 2 !== 0)
+    throw config.headDim === undefined
+      ? new ConfigError(
+          'heads',
+          config.heads,
+          'width / heads (the head size) must be even for rotary positions',
+        )
+      : new ConfigError('headDim', config.headDim, 'must be even for rotary positions')
+  const kvHeads = config.kvHeads ?? config.heads
+  positiveInt('kvHeads', kvHeads)
+  if (config.heads % kvHeads !== 0)
+    throw new ConfigError('kvHeads', kvHeads, `must divide heads (${config.heads})`)
   const mlpHidden = config.mlpHidden ?? Math.ceil((8 * config.width) / 3 / 64) * 64
   positiveInt('mlpHidden', mlpHidden)
   const ropeTheta = config.ropeTheta ?? 10000
   if (!(ropeTheta > 1)) throw new ConfigError('ropeTheta', ropeTheta, 'must be > 1')
   const normEps = config.normEps ?? 1e-5
   if (!(normEps > 0)) throw new ConfigError('normEps', normEps, 'must be > 0')
+  const ropeScaling = checkRopeScaling(config.ropeScaling ?? { type: RopeScalingType.None })
   return {
     layers: config.layers,
     width: config.width,
@@ -85,32 +137,82 @@ export function fullConfig(config: TransformerConfig): FullTransformerConfig {
     mlpHidden,
     ropeTheta,
     normEps,
+    kvHeads,
+    headDim,
+    qkvBias: config.qkvBias ?? false,
+    qkNorm: config.qkNorm ?? false,
+    tiedEmbeddings: config.tiedEmbeddings ?? true,
+    ropeScaling,
+  }
+}
+
+function checkRopeScaling(scaling: RopeScaling): RopeScaling {
+  const positive = (field: string, v: unknown) => {
+    if (typeof v !== 'number' || !(v > 0))
+      throw new ConfigError(`ropeScaling.${field}`, v, 'must be a number > 0')
+  }
+  switch (scaling.type) {
+    case RopeScalingType.None:
+      return { type: RopeScalingType.None }
+    case RopeScalingType.Linear:
+      positive('factor', scaling.factor)
+      return { type: RopeScalingType.Linear, factor: scaling.factor }
+    case RopeScalingType.Llama3: {
+      for (const f of ['factor', 'lowFreqFactor', 'highFreqFactor', 'originalContextLength'] as const)
+        positive(f, scaling[f])
+      if (!(scaling.highFreqFactor > scaling.lowFreqFactor))
+        throw new ConfigError(
+          'ropeScaling.highFreqFactor',
+          scaling.highFreqFactor,
+          'must exceed lowFreqFactor',
+        )
+      const { factor, lowFreqFactor, highFreqFactor, originalContextLength } = scaling
+      return { type: RopeScalingType.Llama3, factor, lowFreqFactor, highFreqFactor, originalContextLength }
+    }
+    default:
+      throw new ConfigError(
+        'ropeScaling.type',
+        (scaling as { type: unknown }).type,
+        `must be one of ${Object.values(RopeScalingType).join(', ')}`,
+      )
   }
 }
 
 /**
- * Names and shapes of every parameter, in a fixed order:
- * `embed` `[vocabSize, width]`; per layer `layers.<i>.attn_norm` `[width]`, `layers.<i>.qkv`
- * `[width, 3*width]` (q, k, v side by side), `layers.<i>.attn_out` `[width, width]`,
- * `layers.<i>.mlp_norm` `[width]`, `layers.<i>.gate_up` `[width, 2*mlpHidden]` (gate, up),
- * `layers.<i>.down` `[mlpHidden, width]`; `final_norm` `[width]`. Weights multiply on the right
- * (`x @ W`).
+ * Names and shapes of every parameter, in a fixed order, with `q = heads * headDim` and `kv =
+ * kvHeads * headDim`: `embed` `[vocabSize, width]`; per layer `layers.<i>.attn_norm` `[width]`,
+ * `layers.<i>.qkv` `[width, q + 2*kv]` (q, k, v side by side), `layers.<i>.qkv_bias` `[q + 2*kv]`
+ * (with `qkvBias`), `layers.<i>.q_norm` and `layers.<i>.k_norm` `[headDim]` (with `qkNorm`),
+ * `layers.<i>.attn_out` `[q, width]`, `layers.<i>.mlp_norm` `[width]`, `layers.<i>.gate_up`
+ * `[width, 2*mlpHidden]` (gate, up), `layers.<i>.down` `[mlpHidden, width]`; `final_norm`
+ * `[width]`; `lm_head` `[vocabSize, width]` (untied only). Weights multiply on the right (`x @ W`),
+ * except `embed` and `lm_head` (`h @ W^T`).
  */
 export function paramShapes(config: FullTransformerConfig): [string, number[]][] {
   const { width: d, mlpHidden: f, vocabSize: v } = config
+  const q = config.heads * config.headDim
+  const kv = config.kvHeads * config.headDim
   const shapes: [string, number[]][] = [['embed', [v, d]]]
   for (let i = 0; i < config.layers; i++) {
+    shapes.push([`layers.${i}.attn_norm`, [d]], [`layers.${i}.qkv`, [d, q + 2 * kv]])
+    if (config.qkvBias) shapes.push([`layers.${i}.qkv_bias`, [q + 2 * kv]])
+    if (config.qkNorm)
+      shapes.push([`layers.${i}.q_norm`, [config.headDim]], [`layers.${i}.k_norm`, [config.headDim]])
     shapes.push(
-      [`layers.${i}.attn_norm`, [d]],
-      [`layers.${i}.qkv`, [d, 3 * d]],
-      [`layers.${i}.attn_out`, [d, d]],
+      [`layers.${i}.attn_out`, [q, d]],
       [`layers.${i}.mlp_norm`, [d]],
       [`layers.${i}.gate_up`, [d, 2 * f]],
       [`layers.${i}.down`, [f, d]],
     )
   }
   shapes.push(['final_norm', [d]])
+  if (!config.tiedEmbeddings) shapes.push(['lm_head', [v, d]])
   return shapes
+}
+
+/** Bytes of a model's parameters held as float32 (what loading it allocates on the backend). */
+export function parameterBytes(config: TransformerConfig): number {
+  return 4 * parameterCount(config)
 }
 
 /** Number of parameters (tied embedding counted once). */
@@ -119,7 +221,7 @@ export function parameterCount(config: TransformerConfig): number {
 }
 
 /**
- * Initial weights as plain arrays, from a seed: norms 1, weights normal with std 0.02, residual
+ * Initial weights as plain arrays, from a seed: norms 1, biases 0, weights normal with std 0.02, residual
  * output projections (`attn_out`, `down`) scaled by `1/sqrt(2*layers)` (GPT-2). Identical on every
  * backend.
  */
@@ -130,7 +232,8 @@ export function initWeights(config: TransformerConfig, seed: number): Record<str
   const residualStd = 0.02 / Math.sqrt(2 * full.layers)
   for (const [name, shape] of paramShapes(full)) {
     const data = new Float32Array(shape.reduce((a, b) => a * b, 1))
-    if (shape.length === 1) data.fill(1)
+    if (name.endsWith('_bias')) data.fill(0)
+    else if (shape.length === 1) data.fill(1)
     else {
       const std = name.endsWith('attn_out') || name.endsWith('down') ? residualStd : 0.02
       for (let k = 0; k < data.length; k++) data[k] = rng.normal() * std
@@ -140,18 +243,47 @@ export function initWeights(config: TransformerConfig, seed: number): Record<str
   return out
 }
 
+/**
+ * Rotary inverse frequencies `theta_j = base^(-2j/headDim)` (RoFormer eq. 15), j < headDim/2, after
+ * the config's `ropeScaling`.
+ */
+export function ropeInverseFrequencies(config: FullTransformerConfig): Float64Array {
+  const hd = config.headDim
+  const inv = new Float64Array(hd / 2)
+  for (let j = 0; j < hd / 2; j++) inv[j] = config.ropeTheta ** ((-2 * j) / hd)
+  const s = config.ropeScaling
+  if (s.type === RopeScalingType.Linear) for (let j = 0; j < inv.length; j++) inv[j]! /= s.factor
+  else if (s.type === RopeScalingType.Llama3) {
+    const lowFreqWavelen = s.originalContextLength / s.lowFreqFactor
+    const highFreqWavelen = s.originalContextLength / s.highFreqFactor
+    for (let j = 0; j < inv.length; j++) {
+      const wavelen = (2 * Math.PI) / inv[j]!
+      if (wavelen > lowFreqWavelen)
+        inv[j]! /= s.factor // long wavelengths: interpolated
+      else if (wavelen >= highFreqWavelen) {
+        // between: blend, smooth = (original / wavelen - low) / (high - low)
+        const smooth =
+          (s.originalContextLength / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor)
+        inv[j] = ((1 - smooth) * inv[j]!) / s.factor + smooth * inv[j]!
+      } // short wavelengths: kept
+    }
+  }
+  return inv
+}
+
 function ropeTables(config: FullTransformerConfig): {
   cos: Float32Array
   sin: Float32Array
   rot: Float32Array
 } {
-  const hd = config.width / config.heads
+  const hd = config.headDim
   const half = hd / 2
+  const inv = ropeInverseFrequencies(config)
   const cos = new Float32Array(config.contextLength * hd)
   const sin = new Float32Array(config.contextLength * hd)
   for (let p = 0; p < config.contextLength; p++) {
     for (let j = 0; j < half; j++) {
-      const angle = p * config.ropeTheta ** ((-2 * j) / hd) // theta_j = base^(-2j/d), RoFormer eq. 15
+      const angle = p * inv[j]!
       const c = Math.cos(angle)
       const s = Math.sin(angle)
       cos[p * hd + j] = c
@@ -188,9 +320,11 @@ export function createTransformer(
       for (const p of params.values()) p.dispose()
       throw new ShapeError(name, `${size} float32 values for [${shape.join(', ')}]`, [data?.length ?? 0])
     }
-    params.set(name, tf.variable(tf.tensor(data, shape, 'float32'), true, undefined, 'float32'))
+    const initial = tf.tensor(data, shape, 'float32')
+    params.set(name, tf.variable(initial, true, undefined, 'float32'))
+    initial.dispose() // tf.variable copies its initial value: without this every model took twice its size
   }
-  const hd = full.width / full.heads
+  const hd = full.headDim
   const { cos, sin, rot } = ropeTables(full)
   return {
     config: full,
@@ -210,8 +344,10 @@ export function disposeTransformer(model: Transformer): void {
 }
 
 /**
- * Embedding lookup whose gradient is a one-hot matmul (the wasm backend has no
- * `UnsortedSegmentSum`, the gradient of `gather`).
+ * Embedding lookup whose gradient is a scatter-add of the output gradient's rows into the rows of
+ * the looked-up ids, `dE = unsortedSegmentSum(dY, ids, vocab)`: O(n x width) work and memory, where
+ * a one-hot matmul `onehot(ids)^T dY` costs O(n x vocab x width). The wasm backend lacks the kernel;
+ * `segment-sum-kernel.ts` registers one.
  * @param ids `[n]` int32. @returns `[n, width]`.
  */
 function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
@@ -229,7 +365,7 @@ function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
     return {
       value: tf.gather(e, i as tf.Tensor1D),
       gradFunc: (dy, saved) => [
-        tf.matMul(tf.transpose(tf.oneHot(saved[0] as tf.Tensor1D, vocab)), dy as tf.Tensor2D), // dE = onehot(ids)^T dY
+        tf.unsortedSegmentSum(dy as tf.Tensor2D, saved[0] as tf.Tensor1D, vocab), // dE[v] = sum of dY rows with id v
         tf.zerosLike(saved[0]!),
       ],
     }
@@ -239,9 +375,9 @@ function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
 }
 
 /** RMSNorm over the last axis: `x / sqrt(mean(x^2) + eps) * g` (Zhang & Sennrich 2019, eq. 4). */
-function rmsNorm(x: tf.Tensor2D, g: tf.Tensor, eps: number): tf.Tensor2D {
+function rmsNorm<T extends tf.Tensor>(x: T, g: tf.Tensor, eps: number): T {
   const ms = tf.mean(tf.square(x), -1, true) // mean(x^2)
-  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), g) as tf.Tensor2D // x / RMS(x) * g
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), g) as T // x / RMS(x) * g
 }
 
 /** Inputs of one forward pass beyond the tokens (all built by the caller, inside its tidy). */
@@ -281,8 +417,11 @@ export type AttentionMode = (typeof AttentionMode)[keyof typeof AttentionMode]
 
 /**
  * Scaled dot-product attention `softmax(q k^T + mask) v` (Vaswani et al. 2017, eq. 1; the
- * `1/sqrt(d_k)` is already in q). q `[b*h, t, hd]`, k and v `[b*h, keyLen, hd]`, mask
- * `[b or 1, 1, t, keyLen]`; returns `[b*h, t, hd]`.
+ * `1/sqrt(d_k)` is already in q), grouped-query: query head `j` reads key/value head
+ * `floor(j / (heads / kvHeads))` (Ainslie et al. 2023). q `[b*heads, t, hd]`, k and v `[b*kvHeads,
+ * keyLen, hd]`, mask `[b or 1, 1, t, keyLen]`; returns `[b*heads, t, hd]`. The g = heads / kvHeads
+ * query heads of a group are stacked along the query axis (`[b*kvHeads, g*t, hd]`), so keys and
+ * values are never repeated.
  */
 function attention(
   q: tf.Tensor3D,
@@ -293,46 +432,63 @@ function attention(
   mode: AttentionMode,
 ): tf.Tensor3D {
   const [bh, t, hd] = q.shape
+  const bkv = k.shape[0]
+  const g = bh / bkv // query heads per key/value head
   const keyLen = k.shape[1]
   const maskBatch = mask.shape[0]
-  const perHead = mode === AttentionMode.PerHead || (mode === AttentionMode.Auto && t >= 64 && bh <= 64)
+  const qg = tf.reshape(q, [bkv, g * t, hd])
+  const perHead = mode === AttentionMode.PerHead || (mode === AttentionMode.Auto && t >= 64 && bkv <= 64)
   if (!perHead) {
-    const scores = tf.matMul(q, k, false, true) // [b*h, t, keyLen]
+    const scores = tf.matMul(qg, k, false, true) // [b*kv, g*t, keyLen]
     const masked = tf.add(tf.reshape(scores, [bh / heads, heads, t, keyLen]), mask)
-    return tf.matMul(tf.reshape(tf.softmax(masked), [bh, t, keyLen]), v)
+    return tf.reshape(tf.matMul(tf.reshape(tf.softmax(masked), [bkv, g * t, keyLen]), v), [bh, t, hd])
   }
-  const qs = tf.split(q, bh, 0)
-  const kts = tf.split(tf.transpose(k, [0, 2, 1]), bh, 0)
-  const vs = tf.split(v, bh, 0)
+  const kvHeads = bkv / (bh / heads)
+  const qs = tf.split(qg, bkv, 0)
+  const kts = tf.split(tf.transpose(k, [0, 2, 1]), bkv, 0)
+  const vs = tf.split(v, bkv, 0)
   const masks =
     maskBatch === 1
       ? [tf.reshape(mask, [t, keyLen])]
       : tf.split(tf.reshape(mask, [maskBatch, t * keyLen]), maskBatch, 0)
   const outs = qs.map((qi, i) => {
-    const m = tf.reshape(masks[maskBatch === 1 ? 0 : Math.floor(i / heads)]!, [t, keyLen])
-    const scores = tf.add(matmul(tf.reshape(qi, [t, hd]), tf.reshape(kts[i]!, [hd, keyLen])), m) // q k^T + mask
-    return tf.reshape(matmul(tf.softmax(scores) as tf.Tensor2D, tf.reshape(vs[i]!, [keyLen, hd])), [1, t, hd])
+    const m = tf.reshape(masks[maskBatch === 1 ? 0 : Math.floor(i / kvHeads)]!, [t, keyLen])
+    const raw = matmul(tf.reshape(qi, [g * t, hd]), tf.reshape(kts[i]!, [hd, keyLen])) // q k^T
+    const scores =
+      g === 1 ? tf.add(raw, m) : tf.reshape(tf.add(tf.reshape(raw, [g, t, keyLen]), m), [g * t, keyLen])
+    return tf.reshape(matmul(tf.softmax(scores) as tf.Tensor2D, tf.reshape(vs[i]!, [keyLen, hd])), [
+      1,
+      g * t,
+      hd,
+    ])
   })
-  return tf.concat(outs, 0) as tf.Tensor3D
+  return tf.reshape(tf.concat(outs, 0), [bh, t, hd])
 }
 
 function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContext): tf.Tensor2D {
-  const { width: d, heads: h, normEps, mlpHidden: f } = model.config
-  const hd = d / h
+  const { heads: h, kvHeads: kv, headDim: hd, normEps, mlpHidden: f } = model.config
   const p = (name: string) => model.params.get(`layers.${i}.${name}`)!
   const n = x.shape[0]
   const { batch: b, steps: t } = ctx
 
   // Attention: x + W_o softmax(q k^T / sqrt(hd) + mask) v
   const a = rmsNorm(x, p('attn_norm'), normEps)
-  const qkv = matmul(a, p('qkv') as tf.Tensor2D)
-  const [q2, k2, v2] = tf.split(qkv, 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
-  const q = rope(model, tf.reshape(tf.mul(q2, 1 / Math.sqrt(hd)), [n, h, hd]), ctx) // 1/sqrt(d_k) folded into q
-  const kNew = toHeads(rope(model, tf.reshape(k2, [n, h, hd]), ctx), b, t, h, hd)
-  const vNew = toHeads(v2, b, t, h, hd)
+  let qkv = matmul(a, p('qkv') as tf.Tensor2D)
+  if (model.config.qkvBias) qkv = tf.add(qkv, p('qkv_bias')) as tf.Tensor2D // Qwen2: x W + b
+  const [q2, k2, v2] = tf.split(qkv, [h * hd, kv * hd, kv * hd], 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
+  let q3 = tf.reshape(q2, [n, h, hd]) as tf.Tensor3D
+  let k3 = tf.reshape(k2, [n, kv, hd]) as tf.Tensor3D
+  if (model.config.qkNorm) {
+    // Qwen3: RMSNorm over each head's vector, before the rotation
+    q3 = rmsNorm(q3, p('q_norm'), normEps)
+    k3 = rmsNorm(k3, p('k_norm'), normEps)
+  }
+  const q = rope(model, tf.mul(q3, 1 / Math.sqrt(hd)), ctx) // 1/sqrt(d_k) folded into q
+  const kNew = toHeads(rope(model, k3, ctx), b, t, kv, hd)
+  const vNew = toHeads(v2, b, t, kv, hd)
   const [k, v] = ctx.cache ? ctx.cache.append(i, kNew, vNew) : [kNew, vNew]
   const attn = attention(toHeads(q, b, t, h, hd), k, v, ctx.mask, h, ctx.attention) // [b*h, t, hd]
-  const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, d])
+  const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, h * hd])
   const x1 = tf.add(x, matmul(merged as tf.Tensor2D, p('attn_out') as tf.Tensor2D)) as tf.Tensor2D
 
   // Gated MLP: x + W_down (silu(x W_gate) * x W_up)   (Shazeer 2020, eq. 6)
@@ -393,7 +549,7 @@ export function hiddenStates(
     )
   if (cache && cache.batch !== b)
     throw new ShapeError('tokens', `batch ${cache.batch} (the cache's)`, tokens.shape)
-  const hd = width / model.config.heads
+  const hd = model.config.headDim
   const flatIds = tf.reshape(tokens.toInt(), [b * t]) as tf.Tensor1D
   const positions =
     options.positions ?? tf.tile(tf.reshape(tf.range(cached, cached + t, 1, 'int32'), [1, t]), [b, 1])
@@ -437,7 +593,7 @@ export function forward(model: Transformer, tokens: tf.Tensor2D, options: Forwar
   return tf.tidy(() => {
     const [b, t] = tokens.shape
     const h = hiddenStates(model, tokens, options)
-    const logits = matmul(h, tf.transpose(model.params.get('embed')! as tf.Tensor2D)) // tied: h E^T
+    const logits = projectOut(model, h) // h W^T, W = E when tied
     return options.lastOnly ? logits : tf.reshape(logits, [b, t, model.config.vocabSize])
   })
 }
@@ -478,15 +634,43 @@ export function tokenLogprobs(
       attentionMask: options.attentionMask,
       positions: options.positions,
     })
-    let logits: tf.Tensor2D = matmul(h, tf.transpose(model.params.get('embed')! as tf.Tensor2D)) // tied: h E^T, [b*t, V]
+    const vocab = model.config.vocabSize
+    let logits: tf.Tensor2D = projectOut(model, h) // h W^T, [b*t, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
     const lse = tf.logSumExp(logits, -1) // [b*t]
-    const picked = tf.sum(
-      tf.mul(logits, tf.oneHot(tf.reshape(targets.toInt(), [b * t]), model.config.vocabSize)),
-      -1,
-    )
+    // z_y by a gather at row * V + y (no [b*t, V] one-hot; its gradient is a scatter-add)
+    const flat = tf.add(
+      tf.mul(tf.range(0, b * t, 1, 'int32'), tf.scalar(vocab, 'int32')),
+      tf.reshape(targets.toInt(), [b * t]),
+    ) as tf.Tensor1D
+    const picked = tf.gather(tf.reshape(logits, [b * t * vocab]), flat)
     return tf.reshape(tf.sub(picked, lse), [b, t]) // log p = z_y - logsumexp(z)
   })
+}
+
+/**
+ * Output heads at least this large (vocabSize x width values; 64 MiB of float32) take the
+ * transpose-flag matmul for a few rows, see `projectOut`.
+ */
+const LARGE_HEAD_VALUES = 2 ** 24
+
+/**
+ * Logits `h W^T` `[rows, vocabSize]` from hidden states `[rows, width]`. Normally an explicit
+ * transpose and a plain matmul (the fast path on wasm, see `matmul.ts`). For a large head and at
+ * most 8 rows (decoding), the transpose costs more than the product (at 151,936 x 896 on wasm
+ * 1.4 s of a 1.8 s step for one row), so the matmul with the transpose flag runs instead (0.17 s);
+ * triad's own small vocabularies never take that path.
+ */
+function projectOut(model: Transformer, h: tf.Tensor2D): tf.Tensor2D {
+  const w = outputWeight(model)
+  if (w.size >= LARGE_HEAD_VALUES && h.shape[0] <= 8) return tf.matMul(h, w, false, true)
+  return matmul(h, tf.transpose(w))
+}
+
+/** The output projection `[vocabSize, width]`: `lm_head` when untied, else the embedding. */
+export function outputWeight(model: Transformer): tf.Tensor2D {
+  return (model.params.get(model.config.tiedEmbeddings ? 'embed' : 'lm_head') ??
+    model.params.get('embed')!) as tf.Tensor2D
 }
 
 /**
@@ -496,5 +680,5 @@ export function tokenLogprobs(
  */
 export function trainingFlopsPerToken(config: TransformerConfig, seqLen: number): number {
   const c = fullConfig(config)
-  return 6 * parameterCount(c) + 12 * c.layers * c.width * seqLen // 6N + 12 L H Q T
+  return 6 * parameterCount(c) + 12 * c.layers * c.heads * c.headDim * seqLen // 6N + 12 L H Q T
 }

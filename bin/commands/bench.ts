@@ -21,6 +21,7 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   'chat-format': () => import('../bench/chat-format.ts'),
   env: () => import('../bench/env.ts'),
   'reward-judge': () => import('../bench/reward-judge.ts'),
+  'hf-model': () => import('../bench/hf-model.ts'),
 }
 
 export function registerBench(program: Command): void {

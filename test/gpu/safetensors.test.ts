@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { CheckpointError, decodeSafetensors, encodeSafetensors } from '../../gpu/index.ts'
+import {
+  CheckpointError,
+  decodeSafetensors,
+  encodeSafetensors,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+} from '../../gpu/index.ts'
 
 function withHeader(header: unknown, data: Uint8Array): Uint8Array {
   const json = Buffer.from(JSON.stringify(header))
@@ -88,5 +94,24 @@ describe('gpu/safetensors', () => {
     new DataView(bad.buffer).setBigUint64(0, 4n, true)
     bad.set(Buffer.from('{{{{'), 8)
     assert.throws(() => decodeSafetensors(bad), /header is not JSON/)
+  })
+
+  it('BF16 and F16 are written rounded to nearest even and read back as those values', () => {
+    assert.equal(f32ToBf16Bits(1), 0x3f80)
+    assert.equal(f32ToBf16Bits(1 + 2 ** -8), 0x3f80) // a tie: to the even neighbour
+    assert.equal(f32ToBf16Bits(1 + 3 * 2 ** -8), 0x3f82) // a tie: up to the even neighbour
+    assert.equal(f32ToBf16Bits(-2.5), 0xc020)
+    assert.equal(f32ToF16Bits(1), 0x3c00)
+    assert.equal(f32ToF16Bits(65504), 0x7bff)
+    assert.equal(f32ToF16Bits(1e6), 0x7c00) // overflow: infinity
+    assert.equal(f32ToF16Bits(2 ** -24), 0x0001) // the smallest subnormal
+    assert.equal(f32ToF16Bits(1 + 2 ** -11), 0x3c00) // a tie: to even
+    const values = Float32Array.from([1, 1 + 3 * 2 ** -8, -2.5, 0.1, 2 ** -24, -0])
+    const bf = decodeSafetensors(
+      encodeSafetensors({ x: { shape: [6], data: values } }, {}, { dtype: 'BF16' }),
+    )
+    assert.deepEqual(Array.from(bf.tensors.x!.data), [1, 1 + 2 ** -6, -2.5, 0.10009765625, 2 ** -24, -0])
+    const h = decodeSafetensors(encodeSafetensors({ x: { shape: [6], data: values } }, {}, { dtype: 'F16' }))
+    assert.deepEqual(Array.from(h.tensors.x!.data), [1, 1 + 3 * 2 ** -8, -2.5, 0.0999755859375, 2 ** -24, -0])
   })
 })

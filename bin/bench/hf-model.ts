@@ -1,0 +1,196 @@
+/**
+ * `triad bench hf-model`: a Hugging Face model in the Qwen2.5-0.5B shape (24 layers, width 896, 14
+ * query and 2 key/value heads of 64, MLP 4864, vocabulary 151,936, tied, q/k/v biases) with random
+ * weights written on the fly as a sharded BF16 directory, on the chosen backend: load time,
+ * generation tokens/s with the KV cache at batch 1 and 16, peak tensor memory, and each rate as a
+ * fraction of the backend's own 1024x1024x1024 matMul rate measured in the same run. Training of
+ * the full model is reported as fitting or not (its float32 weights, gradients and AdamW moments
+ * against the backend's memory); LoRA training is not measured (adapters are not built yet).
+ * `--quick` keeps the widths and vocabulary but uses 2 layers.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import * as tf from '@tensorflow/tfjs'
+import {
+  backendMemoryLimit,
+  chooseBackend,
+  disposeTransformer,
+  encodeSafetensors,
+  fullConfig,
+  generate,
+  hfTensorShapes,
+  loadHfModel,
+  parameterBytes,
+  parameterCount,
+  SafetensorsDtype,
+  type TransformerConfig,
+  toHfConfig,
+} from '../../gpu/index.ts'
+
+const round = (x: number, digits = 1) => Number(x.toFixed(digits))
+
+/** Fills with uniform values of standard deviation `std` (xorshift32; fast, for benchmark weights). */
+function fillRandom(data: Float32Array, seed: number, std: number): void {
+  let s = seed >>> 0 || 1
+  const scale = std * Math.sqrt(12) // uniform on [-a/2, a/2] has std a / sqrt(12)
+  for (let i = 0; i < data.length; i++) {
+    s ^= s << 13
+    s ^= s >>> 17
+    s ^= s << 5
+    data[i] = ((s >>> 0) / 4294967296 - 0.5) * scale
+  }
+}
+
+async function writeModel(dir: string, config: TransformerConfig): Promise<number> {
+  const full = fullConfig(config)
+  const shapes = hfTensorShapes(full)
+  const groups: [string, number[]][][] = [[]]
+  for (const entry of shapes) {
+    const layer = /^model\.layers\.(\d+)\./.exec(entry[0])
+    if (
+      layer &&
+      Number(layer[1]) % 6 === 0 &&
+      entry[0].endsWith('input_layernorm.weight') &&
+      groups.at(-1)!.length
+    )
+      groups.push([])
+    groups.at(-1)!.push(entry)
+  }
+  const weightMap: Record<string, string> = {}
+  let bytes = 0
+  let seed = 1
+  for (let g = 0; g < groups.length; g++) {
+    const file = `model-${String(g + 1).padStart(5, '0')}-of-${String(groups.length).padStart(5, '0')}.safetensors`
+    const tensors: Record<string, { shape: number[]; data: Float32Array }> = {}
+    for (const [name, shape] of groups[g]!) {
+      const data = new Float32Array(shape.reduce((a, b) => a * b, 1))
+      if (name.endsWith('norm.weight')) data.fill(1)
+      else fillRandom(data, seed++, 0.02)
+      tensors[name] = { shape, data }
+      weightMap[name] = file
+    }
+    const encoded = encodeSafetensors(tensors, { format: 'pt' }, { dtype: SafetensorsDtype.BF16 })
+    bytes += encoded.length
+    await writeFile(path.join(dir, file), encoded)
+  }
+  await writeFile(
+    path.join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ metadata: { total_size: bytes }, weight_map: weightMap }),
+  )
+  await writeFile(
+    path.join(dir, 'config.json'),
+    JSON.stringify(toHfConfig(full, { eosTokenIds: [151645] }, { torchDtype: 'bfloat16' })),
+  )
+  return bytes
+}
+
+export async function run(options: { quick?: boolean }) {
+  const quick = options.quick === true
+  const backend = await chooseBackend()
+  const config: TransformerConfig = {
+    layers: quick ? 2 : 24,
+    width: 896,
+    heads: 14,
+    kvHeads: 2,
+    headDim: 64,
+    mlpHidden: 4864,
+    vocabSize: 151936,
+    contextLength: 512,
+    ropeTheta: 1000000,
+    normEps: 1e-6,
+    qkvBias: true,
+    tiedEmbeddings: true,
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), 'triad-bench-hf-'))
+  try {
+    const t0 = performance.now()
+    const fileBytes = await writeModel(dir, config)
+    const writeMs = performance.now() - t0
+
+    // the backend's matMul rate, 1024^3 (2 n^3 FLOPs), best of 3 after a warm-up
+    const a = tf.randomNormal([1024, 1024], 0, 1, 'float32', 1)
+    const b = tf.randomNormal([1024, 1024], 0, 1, 'float32', 2)
+    let bestMs = Number.POSITIVE_INFINITY
+    for (let i = 0; i < 4; i++) {
+      const s = performance.now()
+      const c = tf.matMul(a, b)
+      await c.data()
+      c.dispose()
+      if (i > 0) bestMs = Math.min(bestMs, performance.now() - s)
+    }
+    tf.dispose([a, b])
+    const matmulGflops = (2 * 1024 ** 3) / bestMs / 1e6
+
+    const progress = (line: string) =>
+      process.stderr.write(`hf-model: ${line} (${tf.memory().numBytes} tensor bytes)\n`)
+    progress(`wrote ${fileBytes} bytes in ${round(writeMs)} ms`)
+    const l0 = performance.now()
+    const { model } = await loadHfModel(dir)
+    const loadMs = performance.now() - l0
+    let peak = tf.memory().numBytes
+    progress(`loaded in ${round(loadMs)} ms`)
+
+    const n = parameterCount(config)
+    const gen = async (batch: number, newTokens: number) => {
+      const prompts = Array.from({ length: batch }, (_, r) =>
+        Array.from({ length: 16 }, (_, i) => (r * 31 + i * 7) % 151936),
+      )
+      await generate(model, prompts.slice(0, 1), { maxNewTokens: 2, temperature: 1, seed: 1 }) // warm-up
+      const s = performance.now()
+      const out = await generate(model, prompts, { maxNewTokens: newTokens, temperature: 1, seed: 1 })
+      const ms = performance.now() - s
+      peak = Math.max(peak, tf.memory().numBytes)
+      const tokens = out.reduce((acc, g) => acc + g.tokens.length, 0)
+      const tokensPerSecond = (tokens / ms) * 1000
+      // about 2 N FLOPs per generated token (the prompt pass included in the time, not in the count)
+      return {
+        batch,
+        promptTokens: 16,
+        newTokens,
+        ms: round(ms),
+        tokensPerSecond: round(tokensPerSecond, 2),
+        fractionOfMatmulPeak: round((2 * n * tokensPerSecond) / 1e9 / matmulGflops, 3),
+      }
+    }
+    // a batch that fails (the wasm heap is 4 GiB) is reported with its error, not lost
+    const attempt = async (batch: number, newTokens: number) => {
+      try {
+        const r = await gen(batch, newTokens)
+        progress(`generated at batch ${batch}`)
+        return r
+      } catch (err) {
+        progress(`batch ${batch} failed: ${(err as Error).message}`)
+        return { batch, newTokens, failed: (err as Error).message }
+      }
+    }
+    const generation = [await attempt(1, quick ? 4 : 16), await attempt(16, quick ? 2 : 8)]
+    disposeTransformer(model)
+
+    const limit = backendMemoryLimit()
+    const fullTrainingBytes = 4 * parameterBytes(config) // weights, gradients, two AdamW moments
+    return {
+      bench: 'hf-model',
+      backend: backend.name,
+      quick,
+      shape: quick ? 'Qwen2.5-0.5B widths, 2 layers' : 'Qwen2.5-0.5B',
+      config: { ...fullConfig(config), parameters: n },
+      files: { dtype: 'BF16', bytes: fileBytes, writeMs: round(writeMs) },
+      matmul: { shape: [1024, 1024, 1024], gflops: round(matmulGflops), bestMs: round(bestMs) },
+      load: { ms: round(loadMs), bytesPerSecond: round((fileBytes / loadMs) * 1000, 0) },
+      generation,
+      peakTensorBytes: peak,
+      training: {
+        full: {
+          bytesNeeded: fullTrainingBytes,
+          limitBytes: limit.bytes,
+          fits: fullTrainingBytes <= limit.bytes,
+          note: 'float32 weights + gradients + AdamW m and v; activations not counted',
+        },
+        lora: 'not measured: LoRA adapters are not built yet',
+      },
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,248 @@
+import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import * as tf from '@tensorflow/tfjs'
+import { CheckpointError, ModelTooLargeError } from './errors.ts'
+import { fromHfConfig, type HfModelConfig } from './hf-config.ts'
+import { fromHfTensors, hfTensorShapes, isIgnoredHfTensor } from './hf-tensors.ts'
+import { readSafetensorsHeader, readSafetensorsTensors, type SafetensorsHeader } from './safetensors.ts'
+import {
+  createTransformer,
+  type FullTransformerConfig,
+  parameterBytes,
+  type Transformer,
+} from './transformer.ts'
+
+/**
+ * A Hugging Face model directory as a triad `Transformer`: `config.json` (architectures
+ * `LlamaForCausalLM`, `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, see `hf-config.ts`), the weights in
+ * `model.safetensors` or in shards listed by `model.safetensors.index.json` (F32, F16 or BF16,
+ * widened to float32), and `generation_config.json` when present. The tokenizer files are not read
+ * here.
+ *
+ * Everything is checked before any weight is read: the architecture and settings, the size against
+ * the backend's memory, that every shard exists, and every tensor's name, dtype and shape.
+ */
+
+/** File names of a Hugging Face model directory. */
+export const HfFile = {
+  Config: 'config.json',
+  Weights: 'model.safetensors',
+  WeightsIndex: 'model.safetensors.index.json',
+  GenerationConfig: 'generation_config.json',
+  Tokenizer: 'tokenizer.json',
+  TokenizerConfig: 'tokenizer_config.json',
+} as const
+export type HfFile = (typeof HfFile)[keyof typeof HfFile]
+
+/** The fields of `generation_config.json` triad reads (as given; absent fields stay absent). */
+export interface HfGenerationConfig {
+  bosTokenId?: number
+  eosTokenIds: number[]
+  padTokenId?: number
+  doSample?: boolean
+  temperature?: number
+  topP?: number
+  topK?: number
+  maxNewTokens?: number
+}
+
+/** Options of `loadHfModel`. */
+export interface LoadHfModelOptions {
+  /** Cap on the context in tokens (default the model's `max_position_embeddings`). */
+  contextLength?: number
+  /** Memory the backend can hold, bytes; default `backendMemoryLimit()`. */
+  memoryLimitBytes?: number
+}
+
+/** The wasm backend's heap limit: 4 GiB (32-bit addresses). */
+export const WASM_HEAP_BYTES = 2 ** 32
+
+/**
+ * Bytes the active tfjs backend can hold: 4 GiB for wasm (its heap), the machine's memory for the
+ * others (cpu and tfjs-node keep tensors in process memory; tfjs-node-gpu is bounded by the device,
+ * which tfjs does not report, so this is an upper bound there).
+ */
+export function backendMemoryLimit(): { bytes: number; backend: string } {
+  const backend = tf.getBackend()
+  return { bytes: backend === 'wasm' ? WASM_HEAP_BYTES : os.totalmem(), backend }
+}
+
+/**
+ * Bytes a model needs on the backend: its float32 parameters plus one transposed copy of the output
+ * projection (`[width, vocabSize]`, made by every forward pass).
+ */
+export function modelMemoryBytes(config: FullTransformerConfig): number {
+  return parameterBytes(config) + 4 * config.vocabSize * config.width
+}
+
+async function readJson(file: string): Promise<unknown> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (err) {
+    throw new CheckpointError(file, 'cannot read', { cause: err })
+  }
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new CheckpointError(file, 'not JSON', { cause: err })
+  }
+}
+
+/** Reads `generation_config.json` when the directory has one. @throws CheckpointError on bad JSON. */
+export async function readHfGenerationConfig(dir: string): Promise<HfGenerationConfig | undefined> {
+  const file = path.join(dir, HfFile.GenerationConfig)
+  if (!existsSync(file)) return undefined
+  const raw = (await readJson(file)) as Record<string, unknown>
+  if (typeof raw !== 'object' || raw === null) throw new CheckpointError(file, 'is not a JSON object')
+  const num = (k: string) => (typeof raw[k] === 'number' ? (raw[k] as number) : undefined)
+  const eos = raw.eos_token_id
+  const out: HfGenerationConfig = {
+    eosTokenIds:
+      typeof eos === 'number' ? [eos] : Array.isArray(eos) ? eos.filter((x) => typeof x === 'number') : [],
+  }
+  const set = <K extends keyof HfGenerationConfig>(key: K, v: HfGenerationConfig[K] | undefined) => {
+    if (v !== undefined) out[key] = v
+  }
+  set('bosTokenId', num('bos_token_id'))
+  set('padTokenId', num('pad_token_id'))
+  set('doSample', typeof raw.do_sample === 'boolean' ? raw.do_sample : undefined)
+  set('temperature', num('temperature'))
+  set('topP', num('top_p'))
+  set('topK', num('top_k'))
+  set('maxNewTokens', num('max_new_tokens'))
+  return out
+}
+
+/** Weight files of a directory: the shards of its index, or `model.safetensors`. */
+async function weightFiles(dir: string): Promise<{ files: string[]; index?: Map<string, string> }> {
+  const indexFile = path.join(dir, HfFile.WeightsIndex)
+  if (existsSync(indexFile)) {
+    const raw = (await readJson(indexFile)) as { weight_map?: unknown }
+    const map = raw?.weight_map
+    if (typeof map !== 'object' || map === null || Array.isArray(map))
+      throw new CheckpointError(indexFile, 'has no weight_map object')
+    const index = new Map<string, string>()
+    for (const [name, file] of Object.entries(map)) {
+      if (typeof file !== 'string' || file.includes('/') || file.includes('\\'))
+        throw new CheckpointError(indexFile, `weight_map[${name}] is not a file name in the directory`)
+      index.set(name, file)
+    }
+    const files = [...new Set(index.values())].sort()
+    for (const f of files)
+      if (!existsSync(path.join(dir, f)))
+        throw new CheckpointError(path.join(dir, f), `shard listed in ${HfFile.WeightsIndex} is missing`)
+    return { files, index }
+  }
+  const single = path.join(dir, HfFile.Weights)
+  if (!existsSync(single))
+    throw new CheckpointError(dir, `has neither ${HfFile.Weights} nor ${HfFile.WeightsIndex}`)
+  return { files: [HfFile.Weights] }
+}
+
+/** What `readHfModelWeights` reads. */
+export interface HfModelWeights extends HfModelConfig {
+  /** Weights by triad parameter name (`paramShapes`), float32. */
+  weights: Record<string, Float32Array>
+  generation: HfGenerationConfig | undefined
+}
+
+/**
+ * Reads and checks a Hugging Face model directory into triad's weights, without making a model.
+ * @throws UnsupportedArchitectureError; ModelTooLargeError (before any weight is read, naming the
+ *   size and the limit); CheckpointError for a missing file or shard, an unreadable dtype, a
+ *   missing, unexpected or misshapen tensor (naming it, the expected and the found shape).
+ */
+export async function readHfModelWeights(
+  dir: string,
+  options: LoadHfModelOptions = {},
+): Promise<HfModelWeights> {
+  const configFile = path.join(dir, HfFile.Config)
+  const hf = fromHfConfig(await readJson(configFile), configFile, { contextLength: options.contextLength })
+  const { config } = hf
+  const limit =
+    options.memoryLimitBytes !== undefined
+      ? { bytes: options.memoryLimitBytes, backend: tf.getBackend() }
+      : backendMemoryLimit()
+  const need = modelMemoryBytes(config)
+  if (need > limit.bytes) throw new ModelTooLargeError(dir, need, limit.bytes, limit.backend)
+  const generation = await readHfGenerationConfig(dir)
+
+  const { files, index } = await weightFiles(dir)
+  const headers = new Map<string, SafetensorsHeader>()
+  for (const f of files) headers.set(f, await readSafetensorsHeader(path.join(dir, f)))
+  const where = new Map<string, string>() // tensor -> file
+  for (const [f, h] of headers)
+    for (const name of h.entries.keys()) {
+      if (where.has(name))
+        throw new CheckpointError(path.join(dir, f), `tensor ${name} is also in ${where.get(name)}`)
+      if (index && index.get(name) !== f)
+        throw new CheckpointError(
+          path.join(dir, f),
+          `tensor ${name} is not listed for this shard in ${HfFile.WeightsIndex}`,
+        )
+      where.set(name, f)
+    }
+  const expected = hfTensorShapes(config)
+  const wanted = new Set(expected.map(([n]) => n))
+  for (const [name, shape] of expected) {
+    const f = where.get(name)
+    if (!f)
+      throw new CheckpointError(
+        index ? path.join(dir, HfFile.WeightsIndex) : path.join(dir, HfFile.Weights),
+        `missing tensor ${name}`,
+      )
+    const found = headers.get(f)!.entries.get(name)!.shape
+    if (found.join(',') !== shape.join(','))
+      throw new CheckpointError(
+        path.join(dir, f),
+        `tensor ${name} has shape [${found.join(', ')}], expected [${shape.join(', ')}]`,
+      )
+  }
+  for (const [name, f] of where)
+    if (!wanted.has(name) && !isIgnoredHfTensor(name, config))
+      throw new CheckpointError(path.join(dir, f), `unexpected tensor ${name} for ${hf.architecture}`)
+
+  const read = new Map<string, Float32Array>()
+  for (const f of files) {
+    const names = [...headers.get(f)!.entries.keys()].filter((n) => wanted.has(n))
+    await readSafetensorsTensors(path.join(dir, f), headers.get(f)!, names, (name, t) =>
+      read.set(name, t.data),
+    )
+  }
+  const weights = fromHfTensors(config, (name) => {
+    const data = read.get(name)!
+    read.delete(name)
+    return data
+  })
+  return { ...hf, weights, generation }
+}
+
+/** A loaded Hugging Face model. */
+export interface LoadedHfModel extends HfModelConfig {
+  model: Transformer
+  generation: HfGenerationConfig | undefined
+}
+
+/**
+ * Loads a Hugging Face model directory into a new model on the current backend (see
+ * `readHfModelWeights` for what is checked and thrown).
+ */
+export async function loadHfModel(dir: string, options: LoadHfModelOptions = {}): Promise<LoadedHfModel> {
+  const { weights, ...rest } = await readHfModelWeights(dir, options)
+  return { ...rest, model: createTransformer(rest.config, { weights }) }
+}
+
+/** Whether a directory looks like a Hugging Face model (a `config.json` with `architectures`). */
+export async function isHfModelDir(dir: string): Promise<boolean> {
+  const file = path.join(dir, HfFile.Config)
+  if (!existsSync(file)) return false
+  try {
+    const raw = JSON.parse(await readFile(file, 'utf8')) as { architectures?: unknown }
+    return Array.isArray(raw.architectures)
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { createTransformer, disposeTransformer, saveCheckpoint, Tokenizer } from '../../gpu/index.ts'
+import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
+import { referenceLogits } from '../support/hf-reference-forward.ts'
+import { runTriad } from '../support/triad-process.ts'
+
+const spec: TestHfSpec = {
+  architecture: 'Qwen3ForCausalLM',
+  hidden_size: 16,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 8,
+  intermediate_size: 24,
+  vocab_size: 40,
+  max_position_embeddings: 64,
+  rope_theta: 1000000,
+  rms_norm_eps: 1e-6,
+  tie_word_embeddings: true,
+}
+
+function logSoftmax(row: number[]): number[] {
+  const m = Math.max(...row)
+  const z = Math.log(row.reduce((s, v) => s + Math.exp(v - m), 0)) + m
+  return row.map((v) => v - z)
+}
+
+describe('bin/generate and bin/export', () => {
+  let root: string
+  before(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'triad-cli-hf-'))
+  })
+  after(async () => {
+    await rm(root, { recursive: true, force: true })
+  })
+
+  it('generate --temperature 0 --json on a Hugging Face directory: greedy ids and their temperature-1 logprobs', async () => {
+    const dir = path.join(root, 'qwen3')
+    const written = await writeHfCheckpoint(dir, spec, { seed: 3 })
+    const r = await runTriad([
+      'generate',
+      dir,
+      '--prompt-ids',
+      '3,17,0',
+      '--max-new-tokens',
+      '4',
+      '--temperature',
+      '0',
+      '--json',
+    ])
+    assert.equal(r.code, 0, r.stderr)
+    const out = JSON.parse(r.stdout.trim())
+    assert.deepEqual(out.prompt_ids, [3, 17, 0])
+    assert.equal(out.text, null)
+    assert.ok(out.ids.length >= 1 && out.ids.length <= 4)
+    assert.equal(out.logprobs.length, out.ids.length)
+    // each greedy id is the reference model's argmax, its logprob the reference log-softmax
+    const seq = [3, 17, 0, ...out.ids]
+    const ref = referenceLogits(spec, written.tensors, seq)
+    out.ids.forEach((id: number, i: number) => {
+      const row = ref[2 + i]!
+      assert.equal(id, row.indexOf(Math.max(...row)))
+      assert.ok(Math.abs(out.logprobs[i] - logSoftmax(row)[id]!) < 1e-4)
+    })
+    if (out.ids.length < 4)
+      assert.ok([2, 3].includes(out.ids.at(-1)), 'stopped on an eos of generation_config.json')
+  })
+
+  it('generate on a triad checkpoint decodes the text; bad prompt ids are one line', async () => {
+    const tokenizer = new Tokenizer()
+    const model = createTransformer({
+      layers: 1,
+      width: 16,
+      heads: 2,
+      contextLength: 32,
+      vocabSize: tokenizer.vocabSize,
+    })
+    const ckpt = path.join(root, 'triad')
+    await saveCheckpoint(ckpt, model, { tokenizer })
+    disposeTransformer(model)
+    const r = await runTriad([
+      'generate',
+      ckpt,
+      '--prompt-ids',
+      '104,105',
+      '--max-new-tokens',
+      '3',
+      '--seed',
+      '5',
+      '--json',
+    ])
+    assert.equal(r.code, 0, r.stderr)
+    const out = JSON.parse(r.stdout.trim())
+    assert.equal(out.text, tokenizer.decode(out.ids))
+    const again = await runTriad([
+      'generate',
+      ckpt,
+      '--prompt-ids',
+      '104,105',
+      '--max-new-tokens',
+      '3',
+      '--seed',
+      '5',
+      '--json',
+    ])
+    assert.deepEqual(JSON.parse(again.stdout.trim()), out, 'same seed, same output')
+    const bad = await runTriad(['generate', ckpt, '--prompt-ids', '1,x,3'])
+    assert.equal(bad.code, 1)
+    assert.equal(
+      bad.stderr.trim().split('\n').at(-1),
+      "triad: --prompt-ids: 'x' is not a token id in 0..263 (give comma-separated ids, e.g. 1,2,3)",
+    )
+  })
+
+  it('export --hf writes a loadable directory; bad input writes nothing and is one line', async () => {
+    const tokenizer = new Tokenizer()
+    const model = createTransformer({
+      layers: 1,
+      width: 16,
+      heads: 2,
+      contextLength: 32,
+      vocabSize: tokenizer.vocabSize,
+    })
+    const ckpt = path.join(root, 'triad-export')
+    await saveCheckpoint(ckpt, model, { tokenizer })
+    disposeTransformer(model)
+    const out = path.join(root, 'triad-export-hf')
+    const r = await runTriad(['export', ckpt, '--hf', out])
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(
+      r.stdout.trim(),
+      `exported ${ckpt} as LlamaForCausalLM to ${out}: config.json, generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json`,
+    )
+    // the export generates like the checkpoint
+    const a = await runTriad([
+      'generate',
+      ckpt,
+      '--prompt-ids',
+      '1,2',
+      '--temperature',
+      '0',
+      '--max-new-tokens',
+      '3',
+      '--json',
+    ])
+    const b = await runTriad([
+      'generate',
+      out,
+      '--prompt-ids',
+      '1,2',
+      '--temperature',
+      '0',
+      '--max-new-tokens',
+      '3',
+      '--json',
+    ])
+    assert.deepEqual(JSON.parse(b.stdout.trim()).ids, JSON.parse(a.stdout.trim()).ids)
+    assert.deepEqual(JSON.parse(b.stdout.trim()).logprobs, JSON.parse(a.stdout.trim()).logprobs)
+
+    const hfDir = path.join(root, 'mistral')
+    await writeHfCheckpoint(hfDir, spec)
+    const cfg = JSON.parse(await readFile(path.join(hfDir, 'config.json'), 'utf8'))
+    cfg.architectures = ['MistralForCausalLM']
+    await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(cfg))
+    const badOut = path.join(root, 'mistral-hf')
+    const bad = await runTriad(['export', hfDir, '--hf', badOut])
+    assert.equal(bad.code, 1)
+    assert.equal(
+      bad.stderr.trim(),
+      `triad: cannot export: ${path.join(hfDir, 'config.json')}: architecture 'MistralForCausalLM' is not supported; supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM`,
+    )
+    assert.equal(existsSync(badOut), false)
+    const noHf = await runTriad(['export', ckpt])
+    assert.equal(noHf.code, 1)
+    assert.equal(
+      noHf.stderr.trim(),
+      'triad: give the output directory with --hf OUT (the only export format)',
+    )
+  })
+})
