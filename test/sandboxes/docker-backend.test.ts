@@ -53,6 +53,10 @@ function suite(mode: DockerMode): void {
     uids: () => [SANDBOX_UID],
     outputBytes: limits.outputBytes,
     slots: limits.concurrency,
+    foreignContainers: async () =>
+      (await docker.listContainers({ filters: { label: ['triad.sandbox.owner'] } }))
+        .filter((c) => c.Labels['triad.sandbox.owner'] !== `${hostname()}:${process.pid}`)
+        .map((c) => c.Id),
     forkServers: async () => {
       const ids = (
         await docker.listContainers({
