@@ -5,8 +5,9 @@
 # as `python3 main.py` would, with site and its paths), as root with only CAP_SETUID, CAP_SETGID and
 # CAP_KILL, in the sandbox's namespaces. FD is one end of a SOCK_SEQPACKET socket pair; messages are
 # JSON, one per packet:
-#   server -> runner: {"ready": true} once, then per request {"pid": P} after the fork and
-#                     {"status": S} (the raw wait status) when the child is reaped.
+#   server -> runner: {"ready": true} once, then per request {"pid": P} with the child's pidfd
+#                     (SCM_RIGHTS) after the fork, and {"status": S} (the raw wait status) when the
+#                     child is reaped.
 #   runner -> server: a request {workdir, uid, gid, source, rlimits, env} with SCM_RIGHTS fds
 #                     [stdin, stdout, stderr].
 # The child: new session, parent-death signal, the job's rlimits, oom_score_adj 1000 (the memory
@@ -58,7 +59,10 @@ def serve(fd):
             return job, fds
         for f in fds:
             os.close(f)
-        sock.send(json.dumps({'pid': pid}).encode())
+        # a pidfd, opened before this server can reap the child: the runner waits on it race-free
+        pidfd = os.pidfd_open(pid)
+        socket.send_fds(sock, [json.dumps({'pid': pid}).encode()], [pidfd])
+        os.close(pidfd)
         _, status = os.waitpid(pid, 0)
         sock.send(json.dumps({'status': status}).encode())
 

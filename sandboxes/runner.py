@@ -298,25 +298,34 @@ class ForkServer:
         if self.recv(self.START_S) != {'ready': True}:
             raise ForkServerLost('the fork server did not start')
 
-    def recv(self, timeout):
+    def recv(self, timeout, fds=None):
+        """One message; the fds that came with it are appended to `fds` (others are closed)."""
         ready, _, _ = select.select([self.sock], [], [], timeout)
         if not ready:
             raise ForkServerLost('the fork server did not answer in %.1f s' % timeout)
-        data = self.sock.recv(1 << 16)
+        data, got, _, _ = socket.recv_fds(self.sock, 1 << 16, 1)
+        if fds is None:
+            for f in got:
+                os.close(f)
+        else:
+            fds.extend(got)
         if not data:
             raise ForkServerLost('the fork server exited')
         return json.loads(data)
 
     def fork(self, request, fds):
-        """Sends one request with its fds; returns the child's pid."""
+        """Sends one request with its fds; returns the child's pid and pidfd."""
         try:
             socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
         except OSError as e:
             raise ForkServerLost('the fork server is gone: %s' % e.strerror)
-        reply = self.recv(self.REPLY_S)
-        if 'pid' not in reply:
+        got = []
+        reply = self.recv(self.REPLY_S, got)
+        if 'pid' not in reply or len(got) != 1:
+            for f in got:
+                os.close(f)
             raise ForkServerLost('the fork server answered %r' % (reply,))
-        return reply['pid']
+        return reply['pid'], got[0]
 
     def stop(self):
         if self.proc is not None:
@@ -409,7 +418,7 @@ class Forked:
         request = {k: job[k] for k in ('workdir', 'uid', 'gid', 'source', 'rlimits', 'env')}
         try:
             FORK.ensure(job['env'])
-            self.pid = FORK.fork(request, fds_child)
+            self.pid, self.pidfd = FORK.fork(request, fds_child)
         except BaseException:
             for f in mine:
                 if f is not None:
@@ -500,7 +509,8 @@ def run_command(job, argv, timeout, stdin_text, breaches, notes, fork=False, wha
     if pending is not None:
         os.set_blocking(child.stdin, False)
         sel.register(child.stdin, selectors.EVENT_WRITE)
-    pidfd = os.pidfd_open(child.pid)
+    # the fork path's pidfd comes from the fork server (it reaps the child, maybe before now)
+    pidfd = child.pidfd if isinstance(child, Forked) else os.pidfd_open(child.pid)
     sel.register(pidfd, selectors.EVENT_READ)
     timed_out = False
     over = False
