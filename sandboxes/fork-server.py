@@ -13,14 +13,17 @@
 # The child: new session, parent-death signal, the job's rlimits, oom_score_adj 1000 (the memory
 # limit kills the job's processes before the runner or this server), the job's fds, work dir, user,
 # environment; then every module this server imported beyond the interpreter's own start-up is
-# dropped from sys.modules and main.py runs as `__main__`. Nothing a child does reaches this
+# dropped from sys.modules and main.py runs as `__main__`; it ends as the interpreter ends, without
+# the tear-down of every module (see leave). Nothing a child does reaches this
 # process: it only forks and reaps. The interpreter's hash seed is this server's, shared by the
 # requests it serves (a slot's server lives at most `recycleAfter` requests).
 import sys
 
 BASE_MODULES = frozenset(sys.modules)
 
+import atexit  # noqa: E402
 import ctypes  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
@@ -105,17 +108,58 @@ def run_main(path):
     exec(code, main.__dict__)
 
 
+def leave(code, _atexit=atexit, _gc=gc, _exit=os._exit):
+    """Ends the child as the interpreter's own exit does (non-daemon threads joined, atexit run,
+    the program's objects released so unclosed files are flushed, standard streams flushed), minus
+    the tear-down of every module, which costs more than the program itself for a short one. Bound
+    at start: the program may have broken sys.modules or the import system."""
+    try:
+        threading = sys.modules.get('threading')
+        if threading is not None:
+            threading._shutdown()
+        _atexit._run_exitfuncs()
+        main = sys.modules.get('__main__')
+        if main is not None and (threading is None or threading.active_count() == 1):
+            main.__dict__.clear()
+        _gc.collect()
+    except BaseException:  # noqa: BLE001 - the program broke its own exit: still end
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001 - as the interpreter: a failed flush exits with 120
+            code = 120
+    _exit(code)
+
+
+def exit_code(e):
+    """The exit status of a SystemExit, as the interpreter computes it."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    try:
+        print(e.code, file=sys.stderr)
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+gc.freeze()  # objects of start-up are never collected by the children: no copy-on-write for them
 JOB, FDS = serve(int(sys.argv[1]))
 MAIN_PATH = become(JOB, FDS)
-del JOB, FDS, serve, become, ctypes, json, os, resource, socket
+del JOB, FDS, serve, become, atexit, ctypes, gc, json, os, resource, socket
 try:
     run_main(MAIN_PATH)
-except SystemExit:
-    raise
+except SystemExit as e:
+    leave(exit_code(e))
 except BaseException as e:  # noqa: BLE001 - printed as the interpreter prints an uncaught one
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != MAIN_PATH:
         tb = tb.tb_next
     e.__traceback__ = tb  # the excepthook prints the exception's own traceback
     sys.excepthook(type(e), e, tb)
-    sys.exit(1)
+    del e, tb
+    leave(1)
+leave(0)
