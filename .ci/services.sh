@@ -7,6 +7,7 @@ need_apt=()
 command -v nats-server >/dev/null || need_apt+=(nats-server)
 command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+/usr/bin/python3 -c 'import seccomp' 2>/dev/null || need_apt+=(python3-seccomp)
 [ -x /bin/busybox ] || need_apt+=(busybox-static)
 command -v chromium >/dev/null || need_apt+=(chromium)
 # The sandbox's toolchains (sandboxes/languages.ts): Debian's, under /usr, which the sandbox image

@@ -43,6 +43,12 @@ export class SlotCgroup {
     }
   }
 
+  /** The memory controller's `memory.oom_control` (its `oom_kill` line counts processes killed by
+   *  the limit). */
+  get oomControlFile(): string {
+    return join(this.dirs[0]!, 'memory.oom_control')
+  }
+
   /** Sets the memory limit (bytes) for the next job. */
   setMemory(bytes: Bytes): void {
     writeFileSync(join(this.dirs[0]!, 'memory.limit_in_bytes'), String(bytes))

@@ -14,6 +14,7 @@ import {
   RUNNER_ARGV,
   type RunnerJob,
   type RunnerResult,
+  runnerServeArgv,
   WORKDIR,
 } from './runner-job.ts'
 import { WarmPool, type WarmSandbox } from './warm-pool.ts'
@@ -35,6 +36,9 @@ export interface DockerBackendOptions {
   image?: string
   /** `attach` (default) or `exec`; see `DockerMode`. */
   mode?: DockerMode
+  /** Attach mode: serve python through each container's fork server (default true); false spawns
+   *  a new interpreter per request. Exec mode has no warm runner and always spawns. */
+  forkServer?: boolean
   /** Docker client (default: the local daemon's socket). */
   docker?: Docker
   /** Where warnings go (default stderr). */
@@ -58,14 +62,20 @@ interface PoolContainer extends WarmSandbox {
  * (`NetworkMode: none`), read-only root, tmpfs /work and /tmp, the host's /usr bind-mounted
  * read-only, memory (no swap), pids and CPU limits, every capability dropped but SETUID/SETGID/KILL
  * (held by the root runner only; the code runs as uid 10001, which can neither signal nor trace
- * it), `no-new-privileges`. After each job the runner kills every process of the job and wipes
- * /work, /tmp and /dev/shm. A container is replaced after `recycleAfter` jobs or after any breach
+ * it), `no-new-privileges`, docker's default seccomp profile, a private IPC namespace. Processes
+ * and threads are limited by the container's pids cgroup (not RLIMIT_NPROC, which would count the
+ * jobs of every container together: they share uid 10001). After each job the runner kills every
+ * process of the job and wipes /work, /tmp, /dev/shm, the job's System V IPC objects and
+ * /dev/mqueue, so nothing of a job outlives it; the job's processes have oom_score_adj 1000, so the
+ * memory limit kills them (reported as the job's Failed run) rather than the runner. A container is replaced after `recycleAfter` jobs or after any breach
  * (time limit, output limit, death by a signal, leftover processes or files, runner failure).
  */
 export class DockerBackend implements SandboxBackend {
   readonly kind = BackendKind.Docker
   readonly isolation = 'docker'
   readonly mode: DockerMode
+  /** Whether python requests go through the containers' fork servers. */
+  readonly forkServer: boolean
   private readonly limits: SandboxLimits
   private readonly image: string
   private readonly docker: Docker
@@ -78,6 +88,7 @@ export class DockerBackend implements SandboxBackend {
     this.limits = o.limits
     this.image = o.image ?? DEFAULT_IMAGE
     this.mode = o.mode ?? DockerMode.Attach
+    this.forkServer = this.mode === DockerMode.Attach && (o.forkServer ?? true)
     this.docker = o.docker ?? new Docker()
     this.warn = o.warn ?? ((m) => process.stderr.write(`${m}\n`))
     this.pool = new WarmPool<PoolContainer>({
@@ -126,6 +137,10 @@ export class DockerBackend implements SandboxBackend {
       gid: SANDBOX_UID,
       cleanup: [WORKDIR, '/tmp', '/dev/shm'],
       killMode: 'all',
+      fork: this.forkServer,
+      nproc: false,
+      ipcCleanup: true,
+      oomFile: '/sys/fs/cgroup/memory/memory.oom_control',
     })
     const memoryMB = memoryOf(request, this.limits)
     const deadlineMs = (job.compile_timeout + job.run_timeout + HOST_GRACE_S) * 1000
@@ -224,7 +239,7 @@ export class DockerBackend implements SandboxBackend {
     const attach = this.mode === DockerMode.Attach
     const container = await this.docker.createContainer({
       Image: this.image,
-      Cmd: attach ? [...RUNNER_ARGV, 'serve'] : ['/usr/bin/sleep', 'infinity'],
+      Cmd: attach ? runnerServeArgv(this.forkServer) : ['/usr/bin/sleep', 'infinity'],
       // The runner (and in exec mode the idle keeper) is uid 0 with only SETUID/SETGID/KILL: docker
       // gives the execs of a non-root container no capabilities at all. The code runs as SANDBOX_UID.
       User: '0:0',

@@ -1,5 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { accessSync, chmodSync, constants, lstatSync, mkdtempSync, rmSync } from 'node:fs'
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { RunCodeRequest } from '../protocols/index.ts'
@@ -8,7 +18,15 @@ import { SlotCgroup } from './cgroup.ts'
 import { hostEtcPaths } from './host-etc.ts'
 import type { SandboxLimits } from './limits.ts'
 import { RunnerChannel } from './runner-channel.ts'
-import { makeJob, memoryOf, RUNNER_ARGV, type RunnerJob, type RunnerResult, WORKDIR } from './runner-job.ts'
+import {
+  makeJob,
+  memoryOf,
+  type RunnerJob,
+  type RunnerResult,
+  runnerServeArgv,
+  WORKDIR,
+} from './runner-job.ts'
+import { buildSeccompFilter } from './seccomp.ts'
 import { WarmPool, type WarmSandbox } from './warm-pool.ts'
 
 /** Options of the local backend. */
@@ -22,7 +40,13 @@ export interface LocalBackendOptions {
   firstUid?: number
   /** Where warnings go (default stderr). */
   warn?: (message: string) => void
+  /** Serve python through each slot's fork server (default true); false spawns a new interpreter
+   *  per request. */
+  forkServer?: boolean
 }
+
+/** Where a slot's memory cgroup `memory.oom_control` is bound inside bubblewrap. */
+const OOM_FILE = '/run/triad/memory.oom_control'
 
 /** One slot: a uid, a cgroup, and the warm runner that serves it. */
 interface LocalSandbox extends WarmSandbox {
@@ -42,11 +66,13 @@ const HOST_GRACE_S = 10
 /**
  * Runs jobs on this machine, in a pool of warm runners (`WarmPool`), one per slot. With bubblewrap:
  * each runner lives in its own mount, PID, network, IPC and UTS namespace (read-only /usr, tmpfs
- * /work and /tmp, no network, no host /etc or /home), as root with only CAP_SETUID/SETGID/KILL, and
- * runs the code as the slot's own uid; memory, pids and CPU are limited by a per-slot cgroup where
+ * /work and /tmp, no network, no host /etc or /home), as root with only CAP_SETUID/SETGID/KILL,
+ * under a seccomp filter refusing what docker's default profile refuses (see seccomp-filter.py;
+ * without python3-seccomp a loud warning says so), and runs the code as the slot's own uid; memory, pids and CPU are limited by a per-slot cgroup where
  * one can be made (else RLIMIT_AS). Without bubblewrap: the runner runs on the host with resource
  * limits only, and a loud warning says that isolation is weaker. After each job every process of
- * the job is killed and the work dir wiped; a slot whose job breached a limit gets a fresh runner.
+ * the job is killed, the work dir wiped and (with bubblewrap) the job's System V IPC objects and
+ * /dev/mqueue entries removed; a slot whose job breached a limit gets a fresh runner.
  */
 export class LocalBackend implements SandboxBackend {
   readonly kind = BackendKind.Local
@@ -60,12 +86,18 @@ export class LocalBackend implements SandboxBackend {
   private root = false
   private readonly freeSlots: number[] = []
   private readonly cgroups = new Map<number, SlotCgroup | undefined>()
+  /** Whether python requests go through the slots' fork servers. */
+  readonly forkServer: boolean
+  /** With bubblewrap: the compiled seccomp filter (see seccomp-filter.py), in `stateDir`. */
+  private seccompFile: string | undefined
+  private stateDir: string | undefined
 
   constructor(o: LocalBackendOptions) {
     this.limits = o.limits
     this.useBwrap = o.bwrap ?? true
     this.bwrapPath = o.bwrapPath ?? '/usr/bin/bwrap'
     this.firstUid = o.firstUid ?? 61000
+    this.forkServer = o.forkServer ?? true
     this.warn = o.warn ?? ((m) => process.stderr.write(`${m}\n`))
     this.pool = new WarmPool<LocalSandbox>({
       size: o.limits.concurrency,
@@ -105,6 +137,15 @@ export class LocalBackend implements SandboxBackend {
     }
     const weak: string[] = []
     if (!bwrap) weak.push('bubblewrap is not installed: no filesystem, network or PID isolation')
+    else {
+      const filter = buildSeccompFilter()
+      if ('error' in filter) weak.push(`no seccomp filter: ${filter.error}`)
+      else {
+        this.stateDir = mkdtempSync(join(tmpdir(), 'triad-sandbox-seccomp-'))
+        this.seccompFile = join(this.stateDir, 'filter.bpf')
+        writeFileSync(this.seccompFile, filter.bpf)
+      }
+    }
     if (!this.root) weak.push('not running as root: the code runs as the server user')
     if (!this.cgroups.get(0)) weak.push('no cgroup: memory is limited by RLIMIT_AS, pids by RLIMIT_NPROC')
     if (weak.length > 0)
@@ -132,6 +173,9 @@ export class LocalBackend implements SandboxBackend {
         workdir: slot.hostDir ?? WORKDIR,
         cleanup: slot.hostDir ? [slot.hostDir] : [WORKDIR, '/tmp'],
         killMode: this.isolation === 'bwrap' ? 'all' : slot.uid >= 0 ? 'uid' : 'group',
+        fork: this.forkServer,
+        ipcCleanup: this.isolation === 'bwrap',
+        oomFile: slot.cgroup ? (this.isolation === 'bwrap' ? OOM_FILE : slot.cgroup.oomControlFile) : null,
       })
       const r = await slot.channel.run(job, (job.compile_timeout + job.run_timeout + HOST_GRACE_S) * 1000)
       slot.alive = slot.channel.alive
@@ -147,23 +191,31 @@ export class LocalBackend implements SandboxBackend {
     const cgroup = this.cgroups.get(index)
     let hostDir: string | undefined
     let argv: string[]
-    if (this.isolation === 'bwrap')
-      argv = [this.bwrapPath, ...this.bwrapArgs(uid), '--', ...RUNNER_ARGV, 'serve']
+    const serve = runnerServeArgv(this.forkServer)
+    if (this.isolation === 'bwrap') argv = [this.bwrapPath, ...this.bwrapArgs(uid, cgroup), '--', ...serve]
     else {
       hostDir = mkdtempSync(join(tmpdir(), 'triad-sandbox-'))
       chmodSync(hostDir, 0o1777)
-      argv = [...RUNNER_ARGV, 'serve']
+      argv = serve
     }
     if (cgroup) {
       const joinGroup = cgroup.procsFiles.map((f) => `echo $$ > '${f}'`).join(' && ')
       argv = ['/bin/sh', '-c', `${joinGroup} && exec "$@"`, 'sh', ...argv]
     }
-    const child = spawn(argv[0]!, argv.slice(1), {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: {},
-      detached: true,
-      cwd: hostDir ?? '/',
-    })
+    // bwrap reads the seccomp program from fd 3 (`--seccomp 3`)
+    const filterFd =
+      this.isolation === 'bwrap' && this.seccompFile ? openSync(this.seccompFile, 'r') : undefined
+    let child: ChildProcess
+    try {
+      child = spawn(argv[0]!, argv.slice(1), {
+        stdio: filterFd === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', filterFd],
+        env: {},
+        detached: true,
+        cwd: hostDir ?? '/',
+      })
+    } finally {
+      if (filterFd !== undefined) closeSync(filterFd)
+    }
     const kill = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL')
@@ -197,7 +249,7 @@ export class LocalBackend implements SandboxBackend {
     this.freeSlots.push(s.index)
   }
 
-  private bwrapArgs(uid: number): string[] {
+  private bwrapArgs(uid: number, cgroup: SlotCgroup | undefined): string[] {
     const args = ['--ro-bind', '/usr', '/usr']
     for (const top of ['/bin', '/lib', '/lib64', '/sbin']) {
       try {
@@ -213,13 +265,15 @@ export class LocalBackend implements SandboxBackend {
     for (const p of hostEtcPaths()) args.push('--ro-bind', p, p)
     const size = String(this.limits.workdirBytes)
     args.push(
-      ...['--proc', '/proc', '--dev', '/dev'],
+      ...['--proc', '/proc', '--dev', '/dev', '--mqueue', '/dev/mqueue'],
       ...['--perms', '1777', '--size', size, '--tmpfs', WORKDIR],
       ...['--perms', '1777', '--size', size, '--tmpfs', '/tmp'],
       ...['--chdir', WORKDIR, '--hostname', 'sandbox'],
       ...['--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'],
       ...['--die-with-parent', '--new-session', '--clearenv'],
     )
+    if (cgroup) args.push('--ro-bind', cgroup.oomControlFile, OOM_FILE)
+    if (this.seccompFile) args.push('--seccomp', '3')
     if (uid >= 0)
       args.push(
         '--cap-drop',
@@ -238,5 +292,6 @@ export class LocalBackend implements SandboxBackend {
   async close(): Promise<void> {
     await this.pool.close()
     await Promise.all([...this.cgroups.values()].map((c) => c?.remove()))
+    if (this.stateDir) rmSync(this.stateDir, { recursive: true, force: true })
   }
 }

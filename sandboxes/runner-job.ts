@@ -25,6 +25,25 @@ export const RUNNER_SOURCE: string = readFileSync(new URL('./runner.py', import.
 /** The runner's command line inside a sandbox. */
 export const RUNNER_ARGV: readonly string[] = ['/usr/bin/python3', '-I', '-S', '-c', RUNNER_SOURCE]
 
+/**
+ * The python fork server of a warm slot (`fork-server.py`): one pre-started interpreter that forks a
+ * fresh child per python request, which drops to the job's user, limits and work dir and runs
+ * main.py, so a request skips the interpreter's start-up. The runner starts it on the first python
+ * job and falls back to spawning (breach `fork_server_lost`, the slot is then replaced) when it dies
+ * or does not answer in 2 s.
+ */
+export const FORK_SERVER_SOURCE: string = readFileSync(new URL('./fork-server.py', import.meta.url), 'utf8')
+
+/** Languages served through the fork server. The others gain nothing from one: bash starts in about
+ *  1 ms, node cannot fork a warm interpreter (its threads do not survive `fork`), and cpp's time is
+ *  the compiler's. */
+export const FORK_LANGUAGES: readonly string[] = ['python']
+
+/** Command line of a warm slot's long-lived runner (`serve`), with the fork server when asked. */
+export function runnerServeArgv(forkServer: boolean): string[] {
+  return [...RUNNER_ARGV, 'serve', ...(forkServer ? [FORK_SERVER_SOURCE] : [])]
+}
+
 /** Environment of the user's program: nothing of the server's. */
 export const SANDBOX_ENV: Readonly<Record<string, string>> = {
   PATH: '/usr/local/bin:/usr/bin:/bin',
@@ -54,10 +73,27 @@ export interface RunnerJob {
   cleanup: string[]
   /** How the runner finds leftover processes: `all` (own PID namespace), `uid` (the job's uid), `group`. */
   kill_mode: 'all' | 'uid' | 'group'
+  /** Run the program through the slot's fork server (python in a warm slot). */
+  fork: boolean
+  /** After the job, remove the System V shm/sem/msg objects of the job's uid and every /dev/mqueue
+   *  entry (set where the sandbox has its own IPC namespace, so all of them are the job's). */
+  ipc_cleanup: boolean
+  /** The memory cgroup's `memory.oom_control` inside the sandbox (its `oom_kill` count tells a job's
+   *  processes killed by the memory limit), or null where there is none. */
+  oom_file: string | null
 }
 
 /** Why a backend must not reuse its sandbox after a job (docker recycles the container). */
-export type Breach = 'time_limit' | 'output_limit' | 'signal' | 'leftover_processes' | 'cleanup_failed'
+export type Breach =
+  | 'time_limit'
+  | 'output_limit'
+  | 'signal'
+  | 'leftover_processes'
+  | 'cleanup_failed'
+  /** The memory limit killed a process of the job (the run is Failed even if its main process exited 0). */
+  | 'memory_limit'
+  /** The fork server died or hung; the program was spawned instead (or reaped by the runner). */
+  | 'fork_server_lost'
 
 /** What the runner writes back. */
 export type RunnerResult =
@@ -92,6 +128,14 @@ export function makeJob(
     workdir?: string
     killMode?: RunnerJob['kill_mode']
     rlimitAsBytes?: Bytes
+    /** Serve `FORK_LANGUAGES` through the slot's fork server (default false). */
+    fork?: boolean
+    /** Set RLIMIT_NPROC to `limits.pids` (default true). Docker sets false: its uid is the same in
+     *  every container of the host, so RLIMIT_NPROC would count all jobs together; each container's
+     *  pids cgroup limits its job instead. */
+    nproc?: boolean
+    ipcCleanup?: boolean
+    oomFile?: string | null
   },
 ): RunnerJob {
   checkRequest(request, limits)
@@ -109,11 +153,11 @@ export function makeJob(
       413,
     )
   const rlimits: Record<string, number> = {
-    nproc: limits.pids,
     nofile: limits.openFiles,
     fsize: limits.fileBytes,
     core: 0,
   }
+  if (o.nproc ?? true) rlimits['nproc'] = limits.pids
   if (o.rlimitAsBytes !== undefined) rlimits['as'] = o.rlimitAsBytes
   return {
     workdir,
@@ -134,6 +178,9 @@ export function makeJob(
     env: { ...SANDBOX_ENV, ...lang.env },
     cleanup: o.cleanup,
     kill_mode: o.killMode ?? 'all',
+    fork: (o.fork ?? false) && FORK_LANGUAGES.includes(request.language),
+    ipc_cleanup: o.ipcCleanup ?? false,
+    oom_file: o.oomFile ?? null,
   }
 }
 
@@ -177,10 +224,17 @@ export function responseOf(result: RunnerResult): RunCodeResponse {
   const notes = [...result.notes]
   if (result.compile?.status === CommandRunStatus.TimeLimitExceeded) notes.push('compile time limit exceeded')
   if (result.run?.status === CommandRunStatus.TimeLimitExceeded) notes.push('run time limit exceeded')
-  if (result.run && result.run.return_code === -9 && !result.breaches.includes('output_limit'))
+  if (
+    result.run &&
+    result.run.return_code === -9 &&
+    !result.breaches.includes('output_limit') &&
+    !result.breaches.includes('memory_limit')
+  )
     notes.push('the program was killed by SIGKILL (memory limit or kill)')
+  const status = statusOf([result.compile, result.run])
   return {
-    status: statusOf([result.compile, result.run]),
+    status:
+      status === RunStatus.Success && result.breaches.includes('memory_limit') ? RunStatus.Failed : status,
     message: notes.join('; '),
     compile_result: result.compile,
     run_result: result.run,

@@ -5,18 +5,23 @@
 # runner. Reads one job as JSON on stdin, writes one result as JSON on stdout:
 #   job:    {workdir, uid, gid, source, code, stdin, files, fetch_files, compile, run,
 #            compile_timeout, run_timeout (s), output_limit (bytes per stream), fetch_limit (bytes),
-#            rlimits: {name: value}, env, cleanup: [dirs]}
+#            rlimits: {name: value}, env, cleanup: [dirs], kill_mode, fork (run through the fork
+#            server), ipc_cleanup (remove the job user's System V objects and /dev/mqueue entries),
+#            oom_file (the memory cgroup's memory.oom_control, or null)}
 #   result: {compile, run, files, breaches: [..], notes: [..]}  or  {error: "..."}
 # Each command result is {status, execution_time, return_code, stdout, stderr} as SandboxFusion's.
-# Standard library only; started as `python3 -I -S -c <this file>`.
+# Standard library only; started as `python3 -I -S -c <this file>`, or
+# `python3 -I -S -c <this file> serve [FORK_SERVER_SOURCE]` for a warm slot (see fork-server.py).
 import binascii
 import ctypes
 import json
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -33,47 +38,19 @@ RLIMITS = {
 }
 
 
-def become_user(job):
-    if job['uid'] < 0:
-        return  # the server cannot switch users (not root): run as itself
-    os.setgroups([])
-    os.setgid(job['gid'])
-    os.setuid(job['uid'])
-
-
 def as_user(job, fn):
-    """Runs fn() in a child process as the job's user; returns what fn returns (JSON-able)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code = 0
-        try:
-            become_user(job)
-            out = json.dumps({'ok': fn()}).encode()
-        except BaseException as e:  # noqa: BLE001 - reported to the parent
-            out = json.dumps({'err': '%s: %s' % (type(e).__name__, e)}).encode()
-            code = 1
-        try:
-            view = memoryview(out)
-            while view:
-                n = os.write(w, view)
-                view = view[n:]
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    while True:
-        b = os.read(r, 1 << 16)
-        if not b:
-            break
-        chunks.append(b)
-    os.close(r)
-    os.waitpid(pid, 0)
-    reply = json.loads(b''.join(chunks) or b'{"err": "helper died"}')
-    if 'err' in reply:
-        raise RuntimeError(reply['err'])
-    return reply['ok']
+    """Runs fn() with the job's user as effective uid and gid (the real and saved ones stay 0, so no
+    job process may signal or trace the runner meanwhile) and returns what fn returns. No fork: file
+    and IPC permission checks follow the effective ids; capabilities are dropped until it returns."""
+    if job['uid'] < 0:
+        return fn()
+    os.setegid(job['gid'])
+    os.seteuid(job['uid'])
+    try:
+        return fn()
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
 
 
 def safe_path(workdir, rel):
@@ -129,6 +106,45 @@ def fetch(job):
     return as_user(job, read)
 
 
+IPC_RMID = 0
+SYSV = (('shm', 'shmctl'), ('sem', 'semctl'), ('msg', 'msgctl'))
+
+
+def remove_ipc(uid):
+    """Removes the System V objects of `uid` (creator or owner) and every /dev/mqueue entry it may
+    unlink; runs as the job's user. Returns the ones left."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    left = []
+    for kind, ctl in SYSV:
+        try:
+            with open('/proc/sysvipc/%s' % kind) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            # key id perms ... uid gid cuid cgid ... (uid is column 7 for shm, 4 for sem and msg)
+            ident = int(cols[1])
+            uids = {int(cols[7]), int(cols[9])} if kind == 'shm' else (
+                {int(cols[4]), int(cols[6])} if kind == 'sem' else {int(cols[7]), int(cols[9])})
+            if uid not in uids:
+                continue
+            fn = getattr(libc, ctl)
+            rc = fn(ident, 0, IPC_RMID, None) if kind == 'sem' else fn(ident, IPC_RMID, None)
+            if rc != 0:
+                left.append('%s %d' % (kind, ident))
+    try:
+        names = os.listdir('/dev/mqueue')
+    except OSError:
+        names = []
+    for n in names:
+        try:
+            os.unlink(os.path.join('/dev/mqueue', n))
+        except OSError:
+            left.append('/dev/mqueue/%s' % n)
+    return left
+
+
 def cleanup(job):
     def wipe():
         left = []
@@ -152,6 +168,8 @@ def cleanup(job):
                         os.unlink(p)
                 except OSError:
                     left.append(p)
+        if job.get('ipc_cleanup'):
+            left.extend(remove_ipc(job['uid']))
         return left
 
     return as_user(job, wipe)
@@ -173,10 +191,14 @@ def uid_of(pid):
 
 
 def others():
-    me = os.getpid()
+    """Processes of the job: in 'all' mode every process but PID 1, this runner and its fork
+    server; in 'uid' mode those of the job's uid."""
+    keep = {1, os.getpid()}
+    if FORK is not None and FORK.pid is not None:
+        keep.add(FORK.pid)
     pids = []
     for n in os.listdir('/proc'):
-        if n.isdigit() and int(n) not in (1, me):
+        if n.isdigit() and int(n) not in keep:
             pid = int(n)
             if KILL_MODE == 'all' or (KILL_MODE == 'uid' and uid_of(pid) == JOB_UID):
                 pids.append(pid)
@@ -193,23 +215,39 @@ def reap():
             return
 
 
+def kill_as_user():
+    """kill(-1, SIGKILL) from a child running as the job's user: one atomic sweep of every process
+    that user may signal (a fork bomb cannot outrun it); spares the root runner and fork server."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(JOB_UID)
+            os.setuid(JOB_UID)
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def kill_all():
-    """Kills every process of the job but PID 1 and this runner; True when none is left."""
+    """Kills every process of the job but PID 1, this runner and its fork server; True when none is
+    left."""
     if KILL_MODE == 'group':
         reap()
         return True
+    reap()
+    if not others():
+        return True
     for _ in range(50):
-        if KILL_MODE == 'all':
+        if JOB_UID >= 0:
+            kill_as_user()
+        for pid in others():
             try:
-                os.kill(-1, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        else:
-            for pid in others():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
         reap()
         if not others():
             return True
@@ -222,33 +260,246 @@ def decode(b):
     return b.decode('utf-8', 'replace')
 
 
-def run_command(job, argv, timeout, stdin_text, breaches):
-    limits = job['rlimits']
+class ForkServerLost(Exception):
+    """The fork server died or did not answer in time."""
 
-    def limit():
-        for name, value in limits.items():
-            resource.setrlimit(RLIMITS[name], (value, value))
 
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.Popen(
+class ForkServer:
+    """The runner's end of fork-server.py: started on the first python job, restarted when lost."""
+
+    START_S = 10.0
+    REPLY_S = 2.0
+
+    def __init__(self, source):
+        self.source = source
+        self.proc = None
+        self.sock = None
+        self.pid = None
+        self.env = None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def ensure(self, env):
+        if self.alive() and self.env == env:
+            return
+        if self.proc is not None and not self.alive():
+            raise ForkServerLost('the fork server had exited')
+        self.stop()
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                ['/usr/bin/python3', '-c', self.source, str(b.fileno())],
+                env=env, cwd='/', stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                pass_fds=[b.fileno()], start_new_session=True)
+        finally:
+            b.close()
+        self.sock, self.pid, self.env = a, self.proc.pid, env
+        if self.recv(self.START_S) != {'ready': True}:
+            raise ForkServerLost('the fork server did not start')
+
+    def recv(self, timeout, fds=None):
+        """One message; the fds that came with it are appended to `fds` (others are closed)."""
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            raise ForkServerLost('the fork server did not answer in %.1f s' % timeout)
+        data, got, _, _ = socket.recv_fds(self.sock, 1 << 16, 1)
+        if fds is None:
+            for f in got:
+                os.close(f)
+        else:
+            fds.extend(got)
+        if not data:
+            raise ForkServerLost('the fork server exited')
+        return json.loads(data)
+
+    def fork(self, request, fds):
+        """Sends one request with its fds; returns the child's pid and pidfd."""
+        try:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+        except OSError as e:
+            raise ForkServerLost('the fork server is gone: %s' % e.strerror)
+        got = []
+        reply = self.recv(self.REPLY_S, got)
+        if 'pid' not in reply or len(got) != 1:
+            for f in got:
+                os.close(f)
+            raise ForkServerLost('the fork server answered %r' % (reply,))
+        return reply['pid'], got[0]
+
+    def stop(self):
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, ChildProcessError):
+                pass
+        if self.sock is not None:
+            self.sock.close()
+        self.proc = self.sock = self.pid = self.env = None
+
+
+FORK = None  # the slot's ForkServer in warm mode with a fork server source, else None
+
+
+class Spawned:
+    """A command started with subprocess (the spawn path)."""
+
+    def __init__(self, job, argv, with_stdin):
+        limits = job['rlimits']
+
+        def limit():
+            # before the user switch: a process that changed its uid may no longer write its /proc
+            with open('/proc/self/oom_score_adj', 'w') as f:
+                f.write('1000')
+            for name, value in limits.items():
+                resource.setrlimit(RLIMITS[name], (value, value))
+            if job['uid'] >= 0:
+                os.setgroups([])
+                os.setgid(job['gid'])
+                os.setuid(job['uid'])
+
+        self.proc = subprocess.Popen(
             argv,
             cwd=job['workdir'],
             env=job['env'],
-            stdin=subprocess.PIPE if stdin_text else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            **({'user': job['uid'], 'group': job['gid'], 'extra_groups': []} if job['uid'] >= 0 else {}),
             start_new_session=True,
             preexec_fn=limit,
             close_fds=True,
         )
+        self.pid = self.proc.pid
+        self.stdin = self.proc.stdin.fileno() if with_stdin else None
+        self.stdout = self.proc.stdout.fileno()
+        self.stderr = self.proc.stderr.fileno()
+
+    def wait(self, timeout):
+        """The return code (negative: killed by that signal). @raises subprocess.TimeoutExpired"""
+        return self.proc.wait(timeout=timeout)
+
+    def close_stdin(self):
+        self.proc.stdin.close()
+
+    def close(self):
+        for f in (self.proc.stdout, self.proc.stderr, self.proc.stdin):
+            if f is not None and not f.closed:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+
+
+class Forked:
+    """A python program forked by the slot's fork server (the fork path)."""
+
+    def __init__(self, job, with_stdin):
+        fds_child = []
+        mine = []
+        if with_stdin:
+            r, w = os.pipe()
+            fds_child.append(r)
+            mine.append(w)
+        else:
+            fds_child.append(os.open('/dev/null', os.O_RDONLY))
+            mine.append(None)
+        for _ in range(2):
+            r, w = os.pipe()
+            fds_child.append(w)
+            mine.append(r)
+        request = {k: job[k] for k in ('workdir', 'uid', 'gid', 'source', 'rlimits', 'env')}
+        try:
+            FORK.ensure(job['env'])
+            self.pid, self.pidfd = FORK.fork(request, fds_child)
+        except BaseException:
+            for f in mine:
+                if f is not None:
+                    os.close(f)
+            raise
+        finally:
+            for f in fds_child:
+                os.close(f)
+        self.stdin, self.stdout, self.stderr = mine
+        self.code = None
+
+    def wait(self, timeout):
+        if self.code is None:
+            try:
+                status = FORK.recv(timeout)['status']
+            except ForkServerLost as e:
+                if 'did not answer' in str(e):
+                    raise subprocess.TimeoutExpired('fork server', timeout)
+                # the server died: its child is now this runner's (the subreaper's) to reap
+                try:
+                    _, status = os.waitpid(self.pid, 0)
+                except ChildProcessError:
+                    status = signal.SIGKILL
+                BREACHES.append('fork_server_lost')
+            self.code = os.waitstatus_to_exitcode(status)
+        return self.code
+
+    def close_stdin(self):
+        os.close(self.stdin)
+        self.stdin = None
+
+    def close(self):
+        for f in (self.stdin, self.stdout, self.stderr):
+            if f is not None:
+                try:
+                    os.close(f)
+                except OSError:
+                    pass
+
+
+BREACHES = []  # the breaches of the job in progress
+
+
+def start(job, argv, with_stdin, fork, notes):
+    """Starts a command on the fork path when asked and possible, else on the spawn path."""
+    if fork and FORK is not None:
+        try:
+            return Forked(job, with_stdin)
+        except (ForkServerLost, OSError) as e:
+            FORK.stop()
+            BREACHES.append('fork_server_lost')
+            notes.append('%s; the program was spawned instead' % e)
+    return Spawned(job, argv, with_stdin)
+
+
+def oom_kills(job):
+    """Processes the memory cgroup has killed so far (memory.oom_control's oom_kill), or None."""
+    path = job.get('oom_file')
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith('oom_kill '):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def run_command(job, argv, timeout, stdin_text, breaches, notes, fork=False, what='run'):
+    oom_before = oom_kills(job)
+    t0 = time.monotonic()
+    try:
+        child = start(job, argv, bool(stdin_text), fork, notes)
     except OSError as e:
         return {'status': 'Finished', 'execution_time': 0.0, 'return_code': 127, 'stdout': '',
                 'stderr': 'cannot start %s: %s\n' % (argv[0], e.strerror)}
     deadline = t0 + timeout
     cap = job['output_limit']
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    out_fd, err_fd = child.stdout, child.stderr
     bufs = {out_fd: bytearray(), err_fd: bytearray()}
     sel = selectors.DefaultSelector()
     for fd in bufs:
@@ -256,9 +507,10 @@ def run_command(job, argv, timeout, stdin_text, breaches):
         sel.register(fd, selectors.EVENT_READ)
     pending = memoryview(stdin_text.encode('utf-8')) if stdin_text else None
     if pending is not None:
-        os.set_blocking(proc.stdin.fileno(), False)
-        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
-    pidfd = os.pidfd_open(proc.pid)
+        os.set_blocking(child.stdin, False)
+        sel.register(child.stdin, selectors.EVENT_WRITE)
+    # the fork path's pidfd comes from the fork server (it reaps the child, maybe before now)
+    pidfd = child.pidfd if isinstance(child, Forked) else os.pidfd_open(child.pid)
     sel.register(pidfd, selectors.EVENT_READ)
     timed_out = False
     over = False
@@ -278,7 +530,7 @@ def run_command(job, argv, timeout, stdin_text, breaches):
                 sel.unregister(pidfd)
                 exited_at = time.monotonic()
                 continue
-            if pending is not None and fd == proc.stdin.fileno():
+            if pending is not None and fd == child.stdin:
                 try:
                     n = os.write(fd, pending[:65536])
                     pending = pending[n:]
@@ -288,7 +540,7 @@ def run_command(job, argv, timeout, stdin_text, breaches):
                     pending = pending[:0]
                 if not pending:
                     sel.unregister(fd)
-                    proc.stdin.close()
+                    child.close_stdin()
                     pending = None
                 continue
             try:
@@ -308,37 +560,37 @@ def run_command(job, argv, timeout, stdin_text, breaches):
             break
     if timed_out or over or (exited_at is not None and open_out > 0):
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(child.pid, signal.SIGKILL)
         except OSError:
             pass
     try:
-        proc.wait(timeout=max(deadline - time.monotonic(), 0) + 0.5 if not (timed_out or over) else 5)
+        code = child.wait(max(deadline - time.monotonic(), 0) + 0.5 if not (timed_out or over) else 5)
     except subprocess.TimeoutExpired:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(child.pid, signal.SIGKILL)
         except OSError:
             pass
-        proc.wait()
+        code = child.wait(10)
         timed_out = True
     elapsed = time.monotonic() - t0
     os.close(pidfd)
     sel.close()
-    for f in (proc.stdout, proc.stderr, proc.stdin):
-        if f is not None and not f.closed:
-            try:
-                f.close()
-            except OSError:
-                pass
+    child.close()
     if over:
         breaches.append('output_limit')
     if timed_out:
         breaches.append('time_limit')
-    elif proc.returncode < 0:
+    elif code < 0:
         breaches.append('signal')
+    oom_after = oom_kills(job)
+    if oom_before is not None and oom_after is not None and oom_after > oom_before:
+        breaches.append('memory_limit')
+        notes.append('out of memory: the memory limit killed %d process(es) of the %s command (%s)'
+                     % (oom_after - oom_before, what, ' '.join(argv)))
     return {
         'status': 'TimeLimitExceeded' if timed_out else 'Finished',
         'execution_time': round(elapsed, 6),
-        'return_code': None if timed_out else proc.returncode,
+        'return_code': None if timed_out else code,
         'stdout': decode(bytes(bufs[out_fd])),
         'stderr': decode(bytes(bufs[err_fd])),
     }
@@ -348,14 +600,14 @@ def main(job):
     global KILL_MODE, JOB_UID
     KILL_MODE = job.get('kill_mode', 'all')
     JOB_UID = job['uid']
-    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    breaches = []
+    del BREACHES[:]
+    breaches = BREACHES
     notes = []
     result = {'compile': None, 'run': None, 'files': {}, 'breaches': breaches, 'notes': notes}
     setup(job)
     ok = True
     if job['compile']:
-        c = run_command(job, job['compile'], job['compile_timeout'], None, breaches)
+        c = run_command(job, job['compile'], job['compile_timeout'], None, breaches, notes, what='compile')
         result['compile'] = c
         if not kill_all():
             breaches.append('leftover_processes')
@@ -363,7 +615,8 @@ def main(job):
         if 'output_limit' in breaches:
             notes.append('compile output over the limit of %d bytes: cut, compiler killed' % job['output_limit'])
     if ok:
-        r = run_command(job, job['run'], job['run_timeout'], job['stdin'], breaches)
+        r = run_command(job, job['run'], job['run_timeout'], job['stdin'], breaches, notes,
+                        fork=bool(job.get('fork')))
         result['run'] = r
         if not kill_all():
             breaches.append('leftover_processes')
@@ -373,13 +626,14 @@ def main(job):
         got = fetch(job)
         result['files'] = got['files']
         notes.extend(got['notes'])
-    if job['cleanup']:
+    if job['cleanup'] or job.get('ipc_cleanup'):
         left = cleanup(job)
         if left:
             breaches.append('cleanup_failed')
-            notes.append('could not remove %d leftover files' % len(left))
+            notes.append('could not remove %d leftover files or IPC objects' % len(left))
     if not kill_all():
         breaches.append('leftover_processes')
+    result['breaches'] = sorted(set(breaches), key=breaches.index)
     return result
 
 
@@ -392,10 +646,15 @@ def answer(job):
 
 def serve():
     """Warm mode: one JSON job per line on stdin, one JSON result per line on stdout, until EOF."""
+    global FORK
+    if len(sys.argv) > 2:
+        FORK = ForkServer(sys.argv[2])
     out = sys.stdout
     while True:
         line = sys.stdin.buffer.readline()
         if not line:
+            if FORK is not None:
+                FORK.stop()
             return
         try:
             job = json.loads(line)
@@ -408,7 +667,8 @@ def serve():
 
 
 if __name__ == '__main__':
-    if sys.argv[1:] == ['serve']:
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if sys.argv[1:2] == ['serve']:
         serve()
     else:
         sys.stdout.write(json.dumps(answer(json.loads(sys.stdin.buffer.read()))))

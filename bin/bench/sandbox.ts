@@ -1,10 +1,14 @@
 /**
  * `triad bench sandbox`: requests/s and p50/p99 latency of `print(1)` through the HTTP service at
- * 1, 16 and 128 concurrent callers, for the local and docker (attach and exec modes) backends,
- * against a baseline in the
- * same run (spawning `python3 -c 'print(1)'` directly on the host at the same concurrency, no
- * sandbox, no HTTP). `--soak S` adds a run of 128 callers for S seconds per backend, counting
- * failed requests (any transport error, non-200, or status other than Success).
+ * 1, 16 and 128 concurrent callers, for the local and docker backends, each on the fork path (the
+ * slot's python fork server: `local`, `docker`) and the spawn path (a new interpreter per request:
+ * `local-spawn`, `docker-spawn`, and `docker-exec`, one `docker exec` per request), against a
+ * baseline in the same run (spawning `python3 -c 'print(1)'` directly on the host at the same
+ * concurrency, no sandbox, no HTTP). `--soak S` adds a run of 128 callers for S seconds per backend,
+ * counting failed requests (any transport error, non-200, or status other than Success).
+ * `floors` says for the docker fork path whether it met: at 16 callers at least 3x the baseline's
+ * throughput with p50 <= 30 ms; 1 caller p50 <= 5 ms; 0 failures in the soak.
+ * Env: TRIAD_BENCH_SANDBOX_BACKENDS (comma list of the kinds above), TRIAD_BENCH_SANDBOX_IMAGE.
  */
 import { execFile } from 'node:child_process'
 import { loadavg } from 'node:os'
@@ -107,7 +111,10 @@ export async function run(options: { quick?: boolean; soak?: string; backends?: 
   const seconds = options.quick ? 2 : 8
   const soak = options.soak ? Number(options.soak) : 0
   const callers = options.quick ? [1, 16] : [1, 16, 128]
-  const kinds = (process.env['TRIAD_BENCH_SANDBOX_BACKENDS'] ?? 'local,docker,docker-exec').split(',')
+  const kinds = (
+    process.env['TRIAD_BENCH_SANDBOX_BACKENDS'] ?? 'local,local-spawn,docker,docker-spawn,docker-exec'
+  ).split(',')
+  const image = process.env['TRIAD_BENCH_SANDBOX_IMAGE']
   const limits: SandboxLimits = { ...DEFAULT_LIMITS }
   const result: Record<string, unknown> = {
     config: { code: 'print(1)', language: 'python', seconds, concurrency: limits.concurrency, soak },
@@ -118,9 +125,16 @@ export async function run(options: { quick?: boolean; soak?: string; backends?: 
   result['baseline (python3 spawned on the host, no sandbox)'] = baseline
   for (const kind of kinds) {
     let backend: SandboxBackend
-    if (kind === BackendKind.Docker) backend = new DockerBackend({ limits, mode: DockerMode.Attach })
-    else if (kind === 'docker-exec') backend = new DockerBackend({ limits, mode: DockerMode.Exec })
-    else backend = new LocalBackend({ limits })
+    if (kind === BackendKind.Docker) backend = new DockerBackend({ limits, image, mode: DockerMode.Attach })
+    else if (kind === 'docker-spawn')
+      backend = new DockerBackend({ limits, image, mode: DockerMode.Attach, forkServer: false })
+    else if (kind === 'docker-exec') backend = new DockerBackend({ limits, image, mode: DockerMode.Exec })
+    else if (kind === 'local-spawn') backend = new LocalBackend({ limits, forkServer: false })
+    else if (kind === BackendKind.Local) backend = new LocalBackend({ limits })
+    else {
+      result[kind] = { skipped: `unknown kind '${kind}'` }
+      continue
+    }
     try {
       await backend.start()
     } catch (err) {
@@ -136,10 +150,25 @@ export async function run(options: { quick?: boolean; soak?: string; backends?: 
         const r = await load(c, seconds, () => httpCall(url))
         rows.push({ ...r, vsBaselineThroughput: Number((r.perSecond / baseline[i]!.perSecond).toFixed(3)) })
       }
-      const entry: Record<string, unknown> = { isolation: backend.isolation, runs: rows }
+      const entry: Record<string, unknown> = {
+        isolation: backend.isolation,
+        path: kind === BackendKind.Docker || kind === BackendKind.Local ? 'fork' : 'spawn',
+        runs: rows,
+      }
       if (soak > 0) entry['soak'] = await load(128, soak, () => httpCall(url))
       entry['stats'] = backend.stats()
       result[kind] = entry
+      if (kind === BackendKind.Docker) {
+        const one = rows.find((r) => r.callers === 1)
+        const sixteen = rows.find((r) => r.callers === 16)
+        const soaked = entry['soak'] as Load | undefined
+        result['floors (docker fork path)'] = {
+          '16 callers >= 3x baseline throughput': sixteen ? sixteen.vsBaselineThroughput >= 3 : null,
+          '16 callers p50 <= 30 ms': sixteen ? sixteen.p50Ms <= 30 : null,
+          '1 caller p50 <= 5 ms': one ? one.p50Ms <= 5 : null,
+          '0 failures at 128 callers in the soak': soaked ? soaked.failed === 0 : null,
+        }
+      }
     } finally {
       await app.close()
       await backend.close()

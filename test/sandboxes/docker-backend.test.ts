@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { after, before, describe, it } from 'node:test'
 import Docker from 'dockerode'
 import type { FastifyInstance } from 'fastify'
@@ -11,7 +13,15 @@ import {
   SANDBOX_UID,
   SandboxImageError,
 } from '../../sandboxes/index.ts'
-import { badRequestCases, hostileCases, post, SECRET, type SuiteTarget } from './hostile-suite.ts'
+import {
+  badRequestCases,
+  forkServerCases,
+  forkServerPids,
+  hostileCases,
+  post,
+  SECRET,
+  type SuiteTarget,
+} from './hostile-suite.ts'
 
 process.env['TRIAD_SANDBOX_TEST_SECRET'] = SECRET
 const docker = new Docker()
@@ -20,7 +30,8 @@ const noDocker = await docker.ping().then(
   (e: Error) =>
     `no Docker daemon answers on /var/run/docker.sock (${e.message}); start it with .ci/services.sh`,
 )
-const IMAGE = 'triad-sandbox:test'
+/** The image these tests build (TRIAD_SANDBOX_TEST_IMAGE, default triad-sandbox:test). */
+const IMAGE = process.env['TRIAD_SANDBOX_TEST_IMAGE'] ?? 'triad-sandbox:test'
 const limits = {
   ...DEFAULT_LIMITS,
   concurrency: 2,
@@ -37,7 +48,27 @@ function suite(mode: DockerMode): void {
   let app: FastifyInstance
   let backend: DockerBackend
   let url = ''
-  const target: SuiteTarget = { url: () => url, uids: () => [SANDBOX_UID], outputBytes: limits.outputBytes }
+  const target: SuiteTarget = {
+    url: () => url,
+    uids: () => [SANDBOX_UID],
+    outputBytes: limits.outputBytes,
+    slots: limits.concurrency,
+    foreignContainers: async () =>
+      (await docker.listContainers({ filters: { label: ['triad.sandbox.owner'] } }))
+        .filter((c) => c.Labels['triad.sandbox.owner'] !== `${hostname()}:${process.pid}`)
+        .map((c) => c.Id),
+    forkServers: async () => {
+      const ids = (
+        await docker.listContainers({
+          filters: { label: [`triad.sandbox.owner=${hostname()}:${process.pid}`] },
+        })
+      ).map((c) => c.Id)
+      return forkServerPids((pid) => {
+        const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+        return ids.some((id) => cgroup.includes(id))
+      })
+    },
+  }
   const area = `docker backend (${mode})`
 
   describe(`sandboxes/docker-backend ${mode} mode`, { skip: noDocker }, () => {
@@ -134,7 +165,16 @@ function suite(mode: DockerMode): void {
       assert.equal(next.body.run_result?.stdout, 'healed\n')
     })
 
+    it(`${area} - python runs under the fork server in attach mode, spawned in exec mode`, async () => {
+      const code =
+        'import os\nprint(open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\\0")[2][:24])'
+      const r = await post(url, { code, language: 'python' })
+      const expected = mode === DockerMode.Attach ? "b'# The python fork server'\n" : "b'-S'\n"
+      assert.equal(r.body.run_result?.stdout, expected, JSON.stringify(r.body))
+    })
+
     hostileCases(area, target)
+    if (mode === DockerMode.Attach) forkServerCases(area, target)
     badRequestCases(area, target)
 
     it(`${area} - breaches recycled their containers`, () => {

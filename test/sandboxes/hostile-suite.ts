@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { it } from 'node:test'
 import type { RunCodeRequestInput, RunCodeResponse } from '../../protocols/index.ts'
+import { within } from '../support/within.ts'
 
 /**
  * The hostile-code and bad-request cases, shared by the backend test files. Each hostile case
@@ -21,6 +22,47 @@ export interface SuiteTarget {
   uids: () => number[]
   /** Bytes kept of stdout. */
   outputBytes: number
+  /** Warm slots of the backend (jobs that run at once). */
+  slots: number
+  /** Ids of sandbox containers that other servers on this host own (their processes, of the same
+   *  uid, are not this backend's strays). */
+  foreignContainers?: () => Promise<string[]>
+  /** Host pids of the backend's python fork servers (for the fork-server cases). */
+  forkServers?: () => Promise<number[]>
+}
+
+/** The first line of fork-server.py, at the start of a fork server's command line after `-c`. */
+const FORK_SERVER_MARK = '/usr/bin/python3 -c # The python fork server'
+
+/** Host pids of running fork servers that `mine(pid)` accepts. */
+export function forkServerPids(mine: (pid: number) => boolean): number[] {
+  const found: number[] = []
+  for (const n of readdirSync('/proc')) {
+    if (!/^\d+$/.test(n)) continue
+    try {
+      const cmd = readFileSync(`/proc/${n}/cmdline`, 'utf8').replaceAll('\0', ' ')
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${n}/status`, 'utf8'))?.[1])
+      if (uid === 0 && cmd.startsWith(FORK_SERVER_MARK) && mine(Number(n))) found.push(Number(n))
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found
+}
+
+/** True when `ancestor` is a parent, grandparent, ... of `pid` on the host. */
+export function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${p}/stat`, 'utf8')
+    } catch {
+      return false
+    }
+    p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    if (p === ancestor) return true
+  }
+  return false
 }
 
 /** POSTs JSON and returns the status code and the parsed body. */
@@ -33,8 +75,9 @@ export async function post(url: string, body: unknown): Promise<{ code: number; 
   return { code: res.status, body: (await res.json()) as RunCodeResponse }
 }
 
-/** Processes of `uids` on the host, leaving out the containers' idle keepers (`sleep infinity`). */
-export function strayProcesses(uids: number[]): string[] {
+/** Processes of `uids` on the host, leaving out the containers' idle keepers (`sleep infinity`)
+ *  and the processes of the containers `foreign` (ids) that other servers own. */
+export function strayProcesses(uids: number[], foreign: string[] = []): string[] {
   const found: string[] = []
   for (const n of readdirSync('/proc')) {
     if (!/^\d+$/.test(n)) continue
@@ -44,6 +87,10 @@ export function strayProcesses(uids: number[]): string[] {
       if (!uids.includes(uid)) continue
       const cmd = readFileSync(`/proc/${n}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()
       if (cmd === 'sleep infinity' || cmd === '') continue
+      if (foreign.length > 0) {
+        const cgroup = readFileSync(`/proc/${n}/cgroup`, 'utf8')
+        if (foreign.some((id) => cgroup.includes(id))) continue
+      }
       found.push(`${n} (uid ${uid}): ${cmd}`)
     } catch {
       // exited while we looked
@@ -52,14 +99,35 @@ export function strayProcesses(uids: number[]): string[] {
   return found
 }
 
+/** Processes of the target's uids on the host that are not the target's warm keepers nor another
+ *  server's sandboxes. */
+async function strays(t: SuiteTarget): Promise<string[]> {
+  return strayProcesses(t.uids(), (await t.foreignContainers?.()) ?? [])
+}
+
 async function hostUnharmedAndNextSucceeds(t: SuiteTarget): Promise<void> {
-  assert.deepEqual(strayProcesses(t.uids()), [], 'no sandbox process is left on the host')
+  assert.deepEqual(await strays(t), [], 'no sandbox process is left on the host')
   const health = await fetch(`${t.url()}/health`)
   assert.equal(health.status, 200)
   execFileSync('/bin/true') // the host can still start processes
   const next = await post(t.url(), { code: 'print(6 * 7)', language: 'python' })
   assert.equal(next.body.status, 'Success', JSON.stringify(next.body))
   assert.equal(next.body.run_result?.stdout, '42\n')
+}
+
+/** Sends `req` from `t.slots` callers at once; `code` ends holding its slot for 0.5 s, so every
+ *  slot serves one of them. */
+async function onEverySlot(t: SuiteTarget, req: RunCodeRequestInput) {
+  const held = { ...req, code: `${req.code}\nimport time as _t\n_t.sleep(0.5)\n` }
+  return Promise.all(Array.from({ length: t.slots }, () => run(t, held)))
+}
+
+/** Every slot serves a python job after `why`, with the right answer. */
+async function everySlotServes(t: SuiteTarget, why: string): Promise<void> {
+  for (const r of await onEverySlot(t, { code: 'print(6 * 7)', language: 'python' })) {
+    assert.equal(r.status, 'Success', `${why}: ${JSON.stringify(r)}`)
+    assert.equal(r.run_result?.stdout, '42\n')
+  }
 }
 
 async function run(t: SuiteTarget, req: RunCodeRequestInput) {
@@ -197,6 +265,243 @@ export function hostileCases(area: string, t: SuiteTarget): void {
     assert.equal(r.status, 'Success')
     assert.equal(r.run_result?.stdout, 'ok \ufffd\ufffd\ufffd end\n')
     await hostUnharmedAndNextSucceeds(t)
+  })
+
+  it(`${area} - System V shm/sem/msg objects and message queues do not outlive their job`, async () => {
+    const make = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'libc.shmat.restype = ctypes.c_void_p',
+      'shm = libc.shmget(0x7e57, 1 << 20, 0o1666)',
+      'ctypes.memset(libc.shmat(shm, None, 0), 120, 1 << 20)',
+      'print(libc.semget(0x7e58, 1, 0o1666) >= 0, libc.msgget(0x7e59, 0o1666) >= 0)',
+      'libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]',
+      'print(libc.mq_open(b"/triad-left", os.O_CREAT | os.O_RDWR, 0o666, None) >= 0)',
+      'print(sorted(os.listdir("/dev/mqueue")))',
+      'print([len(open("/proc/sysvipc/" + k).read().splitlines()) - 1 for k in ("shm", "sem", "msg")])',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: make, language: 'python' })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, "True True\nTrue\n['triad-left']\n[1, 1, 1]\n")
+    }
+    const look = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'print(libc.shmget(0x7e57, 0, 0), libc.semget(0x7e58, 0, 0), libc.msgget(0x7e59, 0))',
+      'print(sorted(os.listdir("/dev/mqueue")))',
+      'print([len(open("/proc/sysvipc/" + k).read().splitlines()) - 1 for k in ("shm", "sem", "msg")])',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: look, language: 'python' })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, '-1 -1 -1\n[]\n[0, 0, 0]\n')
+    }
+    await hostUnharmedAndNextSucceeds(t)
+  })
+
+  it(`${area} - a 150 MiB shm segment left behind does not take the next job's memory: Success`, async () => {
+    const leave = [
+      'import ctypes',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'libc.shmat.restype = ctypes.c_void_p',
+      'shm = libc.shmget(0x7e5a, 150 << 20, 0o1666)',
+      'ctypes.memset(libc.shmat(shm, None, 0), 120, 150 << 20)',
+      'print("left")',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: leave, language: 'python', memory_limit_MB: 256 })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+    }
+    const take = 'x = bytearray(150 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint(x.count(1))'
+    for (const r of await onEverySlot(t, { code: take, language: 'python', memory_limit_MB: 256 })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, `${(150 << 20) / 4096}\n`)
+    }
+    await hostUnharmedAndNextSucceeds(t)
+  })
+
+  it(`${area} - threads are limited per job: two jobs of 40 threads each run at once: Success`, async () => {
+    const code = [
+      'import threading',
+      'stop = threading.Event()',
+      'ts = [threading.Thread(target=stop.wait) for _ in range(40)]',
+      'for x in ts:',
+      '    x.start()',
+      'print(threading.active_count())',
+      'import time',
+      'time.sleep(1)',
+      'stop.set()',
+    ].join('\n')
+    const rs = await Promise.all(Array.from({ length: t.slots }, () => run(t, { code, language: 'python' })))
+    for (const r of rs) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, '41\n')
+    }
+    const many =
+      'import threading\nts = [threading.Thread(target=lambda: __import__("time").sleep(2)) for _ in range(100)]\nfor x in ts:\n    x.start()\n'
+    const over = await run(t, { code: many, language: 'python' })
+    assert.equal(over.status, 'Failed', JSON.stringify(over))
+    assert.match(over.run_result?.stderr ?? '', /can't start new thread/)
+    await hostUnharmedAndNextSucceeds(t)
+  })
+
+  it(`${area} - namespaces, mounts, keyrings and tracing its parent are refused with EPERM: Success`, async () => {
+    const code = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'def show(name, rc):',
+      '    print(name, rc, ctypes.get_errno() if rc == -1 else 0)',
+      'show("unshare", libc.unshare(0x10000000))',
+      'show("unshare-ipc", libc.unshare(0x08000000))',
+      'rc = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)',
+      'if rc == 0:',
+      '    os._exit(0)',
+      'show("clone", rc)',
+      'show("mount", libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))',
+      'show("add_key", libc.syscall(248, b"user", b"triad", b"v", 1, -3))',
+      'show("keyctl", libc.syscall(250, 0, -3, 0, 0, 0))',
+      'show("ptrace", libc.ptrace(16, os.getppid(), None, None))',
+    ].join('\n')
+    const r = await run(t, { code, language: 'python' })
+    assert.equal(r.status, 'Success', JSON.stringify(r))
+    assert.equal(
+      r.run_result?.stdout,
+      'unshare -1 1\nunshare-ipc -1 1\nclone -1 1\nmount -1 1\nadd_key -1 1\nkeyctl -1 1\nptrace -1 1\n',
+    )
+    await hostUnharmedAndNextSucceeds(t)
+  })
+
+  it(`${area} - 50 small processes over memory_limit_MB 40 are the job's Failed run, not the runner's`, async () => {
+    const code = [
+      'import subprocess, sys',
+      'child = "x = bytearray(4 << 20)\\nfor i in range(0, len(x), 4096): x[i] = 1\\nimport time; time.sleep(1)"',
+      'ps = []',
+      'for _ in range(50):',
+      '    ps.append(subprocess.Popen([sys.executable, "-c", child]))',
+      'print([p.wait() for p in ps].count(-9) > 0)',
+    ].join('\n')
+    const r = await run(t, { code, language: 'python', memory_limit_MB: 40, run_timeout: 30 })
+    assert.equal(r.status, 'Failed', JSON.stringify(r))
+    assert.equal(r.run_result?.status, 'Finished', JSON.stringify(r))
+    assert.match(
+      r.message,
+      /out of memory: the memory limit killed \d+ process\(es\) of the run command \(\/usr\/bin\/python3 main\.py\)/,
+    )
+    await hostUnharmedAndNextSucceeds(t)
+  })
+}
+
+/** Registers the fork-server cases (backends that serve python through a fork server). */
+export function forkServerCases(area: string, t: SuiteTarget): void {
+  const servers = async () => (t.forkServers ? await t.forkServers() : [])
+
+  it(`${area} - a request sees nothing of the previous one: files, environment, modules, IPC`, async () => {
+    const leave = [
+      'import os, sys, json, ctypes',
+      'open("/work/left", "w").write("x"); open("/tmp/left", "w").write("x")',
+      'os.environ["TRIAD_LEFT"] = "1"',
+      'sys.modules["triad_left"] = json',
+      'sys.path.append("/tmp/left-path")',
+      'ctypes.CDLL(None).shmget(0x7e5b, 4096, 0o1666)',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: leave, language: 'python' }))
+      assert.equal(r.status, 'Success')
+    const look = [
+      'import os, sys',
+      'print(sorted(os.listdir("/work")), os.path.exists("/tmp/left"))',
+      'print("TRIAD_LEFT" in os.environ, "triad_left" in sys.modules, "json" in sys.modules, "ctypes" in sys.modules)',
+      'print("/tmp/left-path" in sys.path, sys.path[0], len(open("/proc/sysvipc/shm").read().splitlines()) - 1)',
+      'print(sorted(os.environ))',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: look, language: 'python' })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(
+        r.run_result?.stdout,
+        "['main.py'] False\nFalse False False False\nFalse /work 0\n['HOME', 'LANG', 'PATH', 'TMPDIR']\n",
+      )
+    }
+  })
+
+  it(`${area} - a request that breaks its interpreter does not affect the next`, async () => {
+    const breakers: [string, string, number | null][] = [
+      ['exits', 'import os\nos._exit(3)', 3],
+      ['sys.exit', 'import sys\nsys.exit(4)', 4],
+      ['kills its parent', 'import os, signal\nos.kill(os.getppid(), signal.SIGKILL)', 1],
+      [
+        'corrupts sys.modules',
+        'import sys, builtins\nsys.modules.clear()\nbuiltins.print = None\nsys.path[:] = []',
+        0,
+      ],
+      [
+        'forks and leaves',
+        'import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(30)\nprint("parent")',
+        0,
+      ],
+      ['kills its own process group', 'import os, signal\nos.killpg(0, signal.SIGKILL)', -9],
+    ]
+    for (const [what, code, rc] of breakers) {
+      for (const r of await onEverySlot(t, { code, language: 'python' }))
+        assert.equal(r.run_result?.return_code, rc, `${what}: ${JSON.stringify(r)}`)
+      await everySlotServes(t, `after a request that ${what}`)
+    }
+    assert.deepEqual(await strays(t), [], 'no sandbox process is left on the host')
+  })
+
+  it(`${area} - a fork server killed between requests: answered, the slot recycled, the next served`, async () => {
+    await everySlotServes(t, 'warm-up')
+    const before = await servers()
+    assert.equal(before.length, t.slots, `one fork server per slot: ${before}`)
+    for (const pid of before) process.kill(pid, 'SIGKILL')
+    // twice as many requests as slots: the second half arrives while the slots restart
+    const rs = await Promise.all(
+      Array.from({ length: 2 * t.slots }, () => run(t, { code: 'print(6 * 7)', language: 'python' })),
+    )
+    for (const r of rs) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, '42\n')
+    }
+    assert.ok(
+      rs.some((r) => /the fork server/.test(r.message)),
+      JSON.stringify(rs.map((r) => r.message)),
+    )
+    await everySlotServes(t, 'after the restart')
+    const after = await servers()
+    assert.equal(after.length, t.slots, `fresh fork servers: ${after}`)
+    assert.ok(after.every((p) => !before.includes(p)))
+  })
+
+  it(`${area} - a hung fork server: the request is answered within seconds, the next served`, async () => {
+    await everySlotServes(t, 'warm-up')
+    const hung = await servers()
+    assert.equal(hung.length, t.slots)
+    for (const pid of hung) process.kill(pid, 'SIGSTOP')
+    const rs = await Promise.all(
+      Array.from({ length: t.slots }, () => run(t, { code: 'print(6 * 7)', language: 'python' })),
+    )
+    for (const r of rs) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, '42\n')
+      assert.match(r.message, /the fork server did not answer in 2\.0 s; the program was spawned instead/)
+      assert.ok(r.ms < 10_000, `answered in ${r.ms} ms`)
+    }
+    await everySlotServes(t, 'after the hang')
+    for (const pid of hung) assert.ok(!existsSync(`/proc/${pid}/cmdline`) || !(await servers()).includes(pid))
+  })
+
+  it(`${area} - a fork server killed under a running request: its program finishes and is answered`, async () => {
+    await everySlotServes(t, 'warm-up')
+    const pending = run(t, { code: 'import time\ntime.sleep(1.5)\nprint(42)', language: 'python' })
+    // the request is running once a process of the sandbox user exists
+    await within(
+      (async () => {
+        while ((await strays(t)).length === 0) await new Promise((r) => setTimeout(r, 10))
+      })(),
+      10_000,
+      'the request started',
+    )
+    for (const pid of await servers()) process.kill(pid, 'SIGKILL')
+    const r = await pending
+    assert.equal(r.status, 'Success', JSON.stringify(r))
+    assert.equal(r.run_result?.stdout, '42\n')
+    await everySlotServes(t, 'after the loss')
   })
 }
 

@@ -2,8 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildSandboxServer, DEFAULT_LIMITS, LocalBackend, runCode } from '../../sandboxes/index.ts'
+import { buildSeccompFilter } from '../../sandboxes/seccomp.ts'
 import {
   badRequestCases,
+  descendsFrom,
+  forkServerCases,
+  forkServerPids,
   hostileCases,
   post,
   SECRET,
@@ -22,6 +26,8 @@ const target: SuiteTarget = {
   url: () => url,
   uids: () => [FIRST_UID, FIRST_UID + 1],
   outputBytes: limits.outputBytes,
+  slots: limits.concurrency,
+  forkServers: async () => forkServerPids((pid) => descendsFrom(pid, process.pid)),
 }
 
 before(async () => {
@@ -113,6 +119,40 @@ describe('sandboxes/local-backend', () => {
     }
   })
 
+  it('local backend - the seccomp filter compiles; a python without python3-seccomp says how to get it', () => {
+    const ok = buildSeccompFilter()
+    assert.ok('bpf' in ok, JSON.stringify(ok))
+    assert.equal(ok.bpf.length % 8, 0)
+    const missing = buildSeccompFilter('/bin/false')
+    assert.ok('error' in missing)
+    const none = buildSeccompFilter('/no/such/python')
+    assert.deepEqual(none, { error: 'cannot run /no/such/python: spawnSync /no/such/python ENOENT' })
+  })
+
+  it('local backend - python runs under the fork server, or spawned with forkServer false', async () => {
+    const code =
+      'import os\nprint(open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\\0")[2][:24])'
+    const forked = await post(url, { code, language: 'python' })
+    assert.equal(forked.body.run_result?.stdout, "b'# The python fork server'\n", JSON.stringify(forked.body))
+    const spawning = new LocalBackend({
+      limits: { ...limits, concurrency: 1 },
+      firstUid: 61810,
+      forkServer: false,
+    })
+    await spawning.start()
+    try {
+      const spawned = await runCode({ code, language: 'python' }, spawning)
+      assert.equal(
+        'run_result' in spawned.body && spawned.body.run_result?.stdout,
+        "b'-S'\n",
+        JSON.stringify(spawned.body),
+      )
+    } finally {
+      await spawning.close()
+    }
+  })
+
   hostileCases('local backend', target)
+  forkServerCases('local backend', target)
   badRequestCases('local backend', target)
 })

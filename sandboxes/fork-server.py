@@ -1,0 +1,165 @@
+# The python fork server of a warm sandbox slot: one pre-started interpreter that forks a fresh
+# child per request, so a request does not pay the interpreter's start-up (about 12 ms of a core).
+#
+# Started by runner.py as `/usr/bin/python3 -c <this file> FD` (no -I, no -S: the interpreter starts
+# as `python3 main.py` would, with site and its paths), as root with only CAP_SETUID, CAP_SETGID and
+# CAP_KILL, in the sandbox's namespaces. FD is one end of a SOCK_SEQPACKET socket pair; messages are
+# JSON, one per packet:
+#   server -> runner: {"ready": true} once, then per request {"pid": P} with the child's pidfd
+#                     (SCM_RIGHTS) after the fork, and {"status": S} (the raw wait status) when the
+#                     child is reaped.
+#   runner -> server: a request {workdir, uid, gid, source, rlimits, env} with SCM_RIGHTS fds
+#                     [stdin, stdout, stderr].
+# The child: new session, parent-death signal, the job's rlimits, oom_score_adj 1000 (the memory
+# limit kills the job's processes before the runner or this server), the job's fds, work dir, user,
+# environment; then every module this server imported beyond the interpreter's own start-up is
+# dropped from sys.modules and main.py runs as `__main__`; it ends as the interpreter ends, without
+# the tear-down of every module (see leave). Nothing a child does reaches this
+# process: it only forks and reaps. The interpreter's hash seed is this server's, shared by the
+# requests it serves (a slot's server lives at most `recycleAfter` requests).
+import sys
+
+BASE_MODULES = frozenset(sys.modules)
+
+import atexit  # noqa: E402
+import ctypes  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import socket  # noqa: E402
+
+PR_SET_PDEATHSIG = 1
+RLIMITS = {
+    'nproc': resource.RLIMIT_NPROC,
+    'nofile': resource.RLIMIT_NOFILE,
+    'fsize': resource.RLIMIT_FSIZE,
+    'core': resource.RLIMIT_CORE,
+    'cpu': resource.RLIMIT_CPU,
+    'as': resource.RLIMIT_AS,
+}
+
+
+def serve(fd):
+    """Answers requests until the runner closes its end; returns (job, fds) in each child."""
+    sock = socket.socket(fileno=fd)
+    me = os.getpid()
+    sock.send(b'{"ready": true}')
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        job = json.loads(msg)
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+            if os.getppid() != me:
+                os._exit(1)  # this server died between the fork and the prctl
+            return job, fds
+        for f in fds:
+            os.close(f)
+        # a pidfd, opened before this server can reap the child: the runner waits on it race-free
+        pidfd = os.pidfd_open(pid)
+        socket.send_fds(sock, [json.dumps({'pid': pid}).encode()], [pidfd])
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        sock.send(json.dumps({'status': status}).encode())
+
+
+def become(job, fds):
+    """Turns this child into the job's process (limits, fds, work dir, user, environment)."""
+    os.setsid()
+    for name, value in job['rlimits'].items():
+        resource.setrlimit(RLIMITS[name], (value, value))
+    with open('/proc/self/oom_score_adj', 'w') as f:
+        f.write('1000')
+    for target, f in enumerate(fds):
+        os.dup2(f, target)
+    os.closerange(3, 1 << 16)
+    os.chdir(job['workdir'])
+    if job['uid'] >= 0:
+        os.setgroups([])
+        os.setgid(job['gid'])
+        os.setuid(job['uid'])
+    os.environ.clear()
+    os.environ.update(job['env'])
+    path = os.path.join(job['workdir'], job['source'])
+    sys.argv = [job['source']]
+    sys.orig_argv = ['/usr/bin/python3', job['source']]
+    sys.path[0] = job['workdir']
+    for name in [m for m in sys.modules if m not in BASE_MODULES]:
+        del sys.modules[name]
+    return path
+
+
+def run_main(path):
+    """Runs the file at `path` as `__main__`, as `python3 path` does."""
+    main = type(sys)('__main__')
+    main.__file__ = path
+    main.__builtins__ = __builtins__
+    main.__cached__ = None
+    sys.modules['__main__'] = main
+    with open(path, 'rb') as f:
+        code = compile(f.read(), path, 'exec')
+    exec(code, main.__dict__)
+
+
+def leave(code, _atexit=atexit, _gc=gc, _exit=os._exit):
+    """Ends the child as the interpreter's own exit does (non-daemon threads joined, atexit run,
+    the program's objects released so unclosed files are flushed, standard streams flushed), minus
+    the tear-down of every module, which costs more than the program itself for a short one. Bound
+    at start: the program may have broken sys.modules or the import system."""
+    try:
+        threading = sys.modules.get('threading')
+        if threading is not None:
+            threading._shutdown()
+        _atexit._run_exitfuncs()
+        main = sys.modules.get('__main__')
+        if main is not None and (threading is None or threading.active_count() == 1):
+            main.__dict__.clear()
+        _gc.collect()
+    except BaseException:  # noqa: BLE001 - the program broke its own exit: still end
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001 - as the interpreter: a failed flush exits with 120
+            code = 120
+    _exit(code)
+
+
+def exit_code(e):
+    """The exit status of a SystemExit, as the interpreter computes it."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    try:
+        print(e.code, file=sys.stderr)
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+gc.freeze()  # objects of start-up are never collected by the children: no copy-on-write for them
+JOB, FDS = serve(int(sys.argv[1]))
+MAIN_PATH = become(JOB, FDS)
+del JOB, FDS, serve, become, atexit, ctypes, gc, json, os, resource, socket
+try:
+    run_main(MAIN_PATH)
+except SystemExit as e:
+    leave(exit_code(e))
+except BaseException as e:  # noqa: BLE001 - printed as the interpreter prints an uncaught one
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != MAIN_PATH:
+        tb = tb.tb_next
+    e.__traceback__ = tb  # the excepthook prints the exception's own traceback
+    sys.excepthook(type(e), e, tb)
+    del e, tb
+    leave(1)
+leave(0)
