@@ -87,7 +87,7 @@ describe('bin/numeric-option', () => {
     ]
     for (const [args, line] of cases) {
       const r = await runTriad(args)
-      assert.equal(r.code, 1, args.join(' '))
+      assert.equal(r.code, 2, args.join(' '))
       assert.equal(r.stderr.split('\n')[0], line)
       assert.doesNotMatch(r.stderr, /NaN/)
     }

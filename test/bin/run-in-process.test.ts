@@ -5,6 +5,7 @@ import { basename, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { readLatestCheckpoint, readRunTransport } from '../../actors/index.ts'
+import { learnerStep } from '../support/learner-step.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { waitUntil } from '../support/process-tree.ts'
 import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
@@ -22,20 +23,6 @@ function longTinyRecipe(dir: string): string {
   assert.match(source, /maxSteps: 100000/)
   writeFileSync(file, source)
   return file
-}
-
-/** The highest learner step in a run's metrics.jsonl so far. */
-function learnerStep(dir: string): number {
-  const file = join(dir, 'metrics.jsonl')
-  if (!existsSync(file)) return 0
-  let step = 0
-  for (const line of readFileSync(file, 'utf8').split('\n'))
-    if (line.includes('"role":"learner"')) {
-      const l = JSON.parse(line) as { step: number; axis?: string }
-      // SFT lines count SFT steps (their axis), not learner steps
-      if (l.axis === undefined) step = Math.max(step, l.step)
-    }
-  return step
 }
 
 describe('bin/run - one process', () => {

@@ -13,6 +13,7 @@ import {
   trajectoryStreamName,
 } from '../../actors/index.ts'
 import { auditGroups } from '../support/group-audit.ts'
+import { learnerStep } from '../support/learner-step.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { descendants, isGone, killSurvivors, type ProcStat, waitUntil } from '../support/process-tree.ts'
 import { RUN_STARTED, startTriad, type TriadProcess } from '../support/triad-process.ts'
@@ -31,16 +32,6 @@ function tinyRecipe(dir: string, budget: string, file: string): string {
   assert.ok(source.includes(`budget: ${budget}`))
   writeFileSync(path, source)
   return path
-}
-
-/** The highest learner step in the run's metrics.jsonl (0 before the first RL step). */
-function learnerStep(dir: string): number {
-  const file = join(dir, 'metrics.jsonl')
-  if (!existsSync(file)) return 0
-  let step = 0
-  for (const line of readFileSync(file, 'utf8').split('\n'))
-    if (line.includes('"role":"learner"')) step = Math.max(step, (JSON.parse(line) as { step: number }).step)
-  return step
 }
 
 /** The pids `triad run` printed for its learner and rollout processes (its latest start). */

@@ -415,7 +415,7 @@ export function forkServerCases(area: string, t: SuiteTarget): void {
       assert.equal(r.status, 'Success', JSON.stringify(r))
       assert.equal(
         r.run_result?.stdout,
-        "['main.py'] False\nFalse False False False\nFalse /work 0\n['HOME', 'LANG', 'PATH', 'TMPDIR']\n",
+        "['main.py'] False\nFalse False False False\nFalse /work 0\n['HOME', 'LANG', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'TMPDIR']\n",
       )
     }
   })
