@@ -6,21 +6,23 @@ import { after, before, describe, test } from 'node:test'
 import OpenAI from 'openai'
 import { buildChatServer, type ChatServer } from '../../bin/serve/chat-server.ts'
 import {
+  AdamW,
   chooseBackend,
+  createTransformer,
   disposeTransformer,
   generate,
   type LoadedCheckpoint,
   loadCheckpoint,
+  renderChat,
+  Tokenizer,
   TriadChatFormat,
+  trainSft,
+  warmupCosine,
 } from '../../gpu/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 import { runTriad, startTriad } from '../support/triad-process.ts'
 import { within } from '../support/within.ts'
-
-// The tiny random model cannot emit a well-formed tool call, so the tool_calls path of a reply is
-// checked only through what the server must do when none appears (no tool_calls, finish stop or
-// length) and through rendering tool history; see the report.
 
 const MODEL = 'tiny'
 const messages: ChatMessage[] = [
@@ -296,6 +298,74 @@ describe('triad serve: OpenAI-compatible chat server', () => {
     assert.equal(unrenderable.status, 422)
     assert.equal(unrenderable.error.param, 'messages[2]')
     assert.deepEqual(Object.keys(unrenderable.error).sort(), ['code', 'message', 'param', 'type'])
+  })
+})
+
+describe('triad serve: a model that answers with a tool call', () => {
+  // A tiny model fitted (SFT) to one conversation whose assistant turn calls `add`: greedy decoding
+  // then emits that call, so the server's tool_calls path meets a real model's output.
+  const ask: ChatMessage[] = [{ role: 'user', content: 'Add 2 and 3.' }]
+  let server: ChatServer
+  let client: OpenAI
+  const tok = new Tokenizer()
+  const model = createTransformer(
+    { layers: 1, width: 32, heads: 2, contextLength: 512, vocabSize: tok.vocabSize },
+    { seed: 1 },
+  )
+
+  before(async () => {
+    await chooseBackend({ backend: 'wasm', log: () => {} })
+    const call = {
+      id: 'c0',
+      type: 'function' as const,
+      function: { name: 'add', arguments: '{"a":2,"b":3}' },
+    }
+    const chat = renderChat(tok, [...ask, { role: 'assistant', content: null, tool_calls: [call] }], {
+      tools,
+    })
+    const opt = new AdamW(model.params, { weightDecay: 0 })
+    await trainSft(model, opt, [chat], {
+      epochs: 80,
+      schedule: warmupCosine({ peakLr: 3e-2, warmupSteps: 5, totalSteps: 80 }),
+      progress: false,
+    })
+    opt.dispose()
+    server = buildChatServer({ model, format: new TriadChatFormat(tok), name: MODEL })
+    const base = `${await server.app.listen({ port: 0, host: '127.0.0.1' })}/v1`
+    client = new OpenAI({ baseURL: base, apiKey: 'unused', maxRetries: 0 })
+  })
+  after(async () => {
+    await server?.close()
+    disposeTransformer(model)
+  })
+
+  test('the reply carries tool_calls and finish_reason tool_calls, streamed as a tool_calls delta', async () => {
+    const body = { model: MODEL, messages: ask, tools, temperature: 0, max_tokens: 60 } as const
+    const r = await client.chat.completions.create(body)
+    const c = r.choices[0]!
+    assert.equal(c.finish_reason, 'tool_calls')
+    assert.equal(c.message.content, null)
+    const calls = c.message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[]
+    assert.equal(calls.length, 1)
+    assert.equal(calls[0]!.type, 'function')
+    assert.deepEqual(calls[0]!.function, { name: 'add', arguments: '{"a":2,"b":3}' })
+    assert.match(calls[0]!.id, /^call_[0-9a-f]{24}_0$/)
+    const chunks: OpenAI.ChatCompletionChunk[] = []
+    for await (const ch of await client.chat.completions.create({ ...body, stream: true })) chunks.push(ch)
+    assert.equal(chunks.map((ch) => ch.choices[0]?.delta.content ?? '').join(''), '')
+    const deltas = chunks.flatMap((ch) => ch.choices[0]?.delta.tool_calls ?? [])
+    assert.equal(deltas.length, 1)
+    assert.equal(deltas[0]!.index, 0)
+    assert.deepEqual(deltas[0]!.function, { name: 'add', arguments: '{"a":2,"b":3}' })
+    assert.deepEqual(
+      chunks.map((ch) => ch.choices[0]?.finish_reason).filter((f) => f),
+      ['tool_calls'],
+    )
+    // tool_choice "none": no tools offered, so the same text is plain content
+    const none = await client.chat.completions.create({ ...body, tool_choice: 'none' })
+    assert.equal(none.choices[0]!.message.tool_calls, undefined)
+    assert.equal(typeof none.choices[0]!.message.content, 'string')
+    assert.equal(none.choices[0]!.finish_reason, 'stop')
   })
 })
 
