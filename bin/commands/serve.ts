@@ -3,13 +3,20 @@ import { join } from 'node:path'
 import type { Command } from 'commander'
 import { latestRunCheckpoint, runDirPaths } from '../../actors/index.ts'
 import {
+  type ChatFormat,
   CheckpointError,
+  ConfigError,
   chooseBackend,
   disposeTransformer,
   isHfModelDir,
-  type LoadedCheckpoint,
   loadCheckpoint,
+  loadHfModel,
+  loadJinjaChatFormat,
+  ModelTooLargeError,
+  TemplateError,
+  type Transformer,
   TriadChatFormat,
+  UnsupportedArchitectureError,
 } from '../../gpu/index.ts'
 import { CliError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
@@ -24,23 +31,19 @@ export interface ServeOptions {
   servedModelName?: string
   /** Most sequences decoded together. */
   maxBatch: number
+  /** Most context positions to allocate (caps a Hugging Face model's `max_position_embeddings`). */
+  contextLength?: number
   backend?: string
 }
 
 /**
- * The checkpoint directory to serve for `triad serve MODEL`: a triad checkpoint (it holds
- * `config.json`) as it is; a run directory (it holds `recipe.json`) as its newest checkpoint.
- * @throws CliError for a Hugging Face directory (not served yet), a run without checkpoints, or a
- *   path that is neither.
+ * The model directory to serve for `triad serve MODEL`: a triad checkpoint or a Hugging Face
+ * directory (either holds `config.json`) as it is; a run directory (it holds `recipe.json`) as its
+ * newest checkpoint.
+ * @throws CliError for a run without checkpoints, or a path that is neither.
  */
-export async function resolveServedCheckpoint(path: string, log: (line: string) => void): Promise<string> {
-  if (existsSync(join(path, 'config.json'))) {
-    if (await isHfModelDir(path))
-      throw new CliError(
-        `${path} is a Hugging Face model directory: triad serve serves triad checkpoints only in this version`,
-      )
-    return path
-  }
+export function resolveServedCheckpoint(path: string, log: (line: string) => void): string {
+  if (existsSync(join(path, 'config.json'))) return path
   const run = runDirPaths(path)
   if (existsSync(run.recipeFile)) {
     const latest = latestRunCheckpoint(path)
@@ -54,32 +57,68 @@ export async function resolveServedCheckpoint(path: string, log: (line: string) 
     return latest.dir
   }
   throw new CliError(
-    `${path} is neither a checkpoint (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to serve its latest checkpoint`,
+    `${path} is neither a model directory (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to serve its latest checkpoint`,
   )
 }
 
 /**
+ * The model and chat format of a directory: a Hugging Face directory (`config.json` with
+ * `architectures`) with its tokenizer's Jinja chat template, else a triad checkpoint with triad's
+ * ChatML format.
+ * @throws CliError (one line) when the model, its tokenizer or its template cannot be loaded.
+ */
+async function loadServedModel(
+  dir: string,
+  contextLength: number | undefined,
+): Promise<{ model: Transformer; format: ChatFormat }> {
+  try {
+    if (await isHfModelDir(dir)) {
+      const hf = await loadHfModel(dir, { contextLength })
+      let format: ChatFormat
+      try {
+        format = loadJinjaChatFormat(dir)
+      } catch (err) {
+        disposeTransformer(hf.model)
+        throw err
+      }
+      if (format.vocabSize > hf.model.config.vocabSize) {
+        disposeTransformer(hf.model)
+        throw new CliError(
+          `cannot load model: ${dir}: the tokenizer has ${format.vocabSize} ids, the model's vocabulary ${hf.model.config.vocabSize}`,
+        )
+      }
+      return { model: hf.model, format }
+    }
+    const ckpt = await loadCheckpoint(dir)
+    return { model: ckpt.model, format: new TriadChatFormat(ckpt.tokenizer) }
+  } catch (err) {
+    if (
+      err instanceof CheckpointError ||
+      err instanceof UnsupportedArchitectureError ||
+      err instanceof ModelTooLargeError ||
+      err instanceof ConfigError ||
+      err instanceof TemplateError
+    )
+      throw new CliError(`cannot load model: ${err.message}`, { cause: err })
+    throw err
+  }
+}
+
+/**
  * `triad serve MODEL`: an OpenAI-compatible server (`/v1/models`, `/v1/chat/completions`, see
- * `buildChatServer`) for a triad checkpoint, until SIGINT or SIGTERM. Prints
+ * `buildChatServer`) for a triad checkpoint or a Hugging Face directory, until SIGINT or SIGTERM. Prints
  * `serving MODEL_NAME at http://HOST:PORT/v1` on stdout once it listens.
  * @throws CliError for a model that cannot be loaded or a port that cannot be bound.
  */
 export async function serveCommand(modelPath: string, o: ServeOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`)
-  const dir = await resolveServedCheckpoint(modelPath, log)
+  const dir = resolveServedCheckpoint(modelPath, log)
   await chooseBackend({ backend: o.backend, log })
-  let ckpt: LoadedCheckpoint
-  try {
-    ckpt = await loadCheckpoint(dir)
-  } catch (err) {
-    if (err instanceof CheckpointError)
-      throw new CliError(`cannot load model: ${err.message}`, { cause: err })
-    throw err
-  }
+  const { model, format } = await loadServedModel(dir, o.contextLength)
   const name = o.servedModelName ?? modelPath
   const server = buildChatServer({
-    model: ckpt.model,
-    format: new TriadChatFormat(ckpt.tokenizer),
+    model,
+    format,
     name,
     maxBatch: o.maxBatch,
   })
@@ -88,7 +127,7 @@ export async function serveCommand(modelPath: string, o: ServeOptions): Promise<
     address = await server.app.listen({ port: o.port, host: o.host })
   } catch (err) {
     await server.close()
-    disposeTransformer(ckpt.model)
+    disposeTransformer(model)
     throw new CliError(`cannot listen on ${o.host}:${o.port}: ${(err as Error).message}`, { cause: err })
   }
   process.stdout.write(`serving ${name} at ${address}/v1\n`)
@@ -97,19 +136,29 @@ export async function serveCommand(modelPath: string, o: ServeOptions): Promise<
     process.once('SIGTERM', () => resolve('SIGTERM'))
   })
   await server.close()
-  disposeTransformer(ckpt.model)
+  disposeTransformer(model)
   process.exitCode = signal === 'SIGINT' ? 130 : 143
 }
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('serve a triad checkpoint over an OpenAI-compatible HTTP API (/v1/chat/completions)')
-    .argument('<model>', 'a triad checkpoint directory, or a run directory for its latest checkpoint')
+    .description(
+      'serve a triad checkpoint or a Hugging Face model over an OpenAI-compatible HTTP API (/v1/chat/completions)',
+    )
+    .argument(
+      '<model>',
+      'a triad checkpoint or Hugging Face model directory, or a run directory for its latest checkpoint',
+    )
     .option('--port <port>', 'TCP port (0: a free one)', integerOption({ min: 0, max: 65535 }), 8000)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--served-model-name <name>', 'the model id clients send (default: the <model> argument)')
     .option('--max-batch <n>', 'most sequences decoded together', integerOption({ min: 1 }), 64)
+    .option(
+      '--context-length <n>',
+      "cap on the context allocated (default the model's)",
+      integerOption({ min: 2 }),
+    )
     .option('--backend <name>', 'tensor backend (default: the best available)')
     .action(serveCommand)
 }

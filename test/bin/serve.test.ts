@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { copyFile, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -13,6 +13,7 @@ import {
   generate,
   type LoadedCheckpoint,
   loadCheckpoint,
+  loadJinjaChatFormat,
   renderChat,
   Tokenizer,
   TriadChatFormat,
@@ -20,6 +21,8 @@ import {
   warmupCosine,
 } from '../../gpu/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
+import { writeHfCheckpoint } from '../support/hf-checkpoint.ts'
+import { QWEN3_TOKENIZER_DIR } from '../support/qwen3-tokenizer.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 import { runTriad, startTriad } from '../support/triad-process.ts'
 import { within } from '../support/within.ts'
@@ -407,10 +410,60 @@ describe('triad serve (the command)', () => {
     assert.equal((await p.exited).code, 143)
   })
 
+  test('a Hugging Face directory is served with its own chat template', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'triad-serve-hf-'))
+    const qwen = loadJinjaChatFormat(QWEN3_TOKENIZER_DIR)
+    await writeHfCheckpoint(dir, {
+      architecture: 'Qwen3ForCausalLM',
+      hidden_size: 16,
+      num_hidden_layers: 1,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 8,
+      intermediate_size: 32,
+      vocab_size: qwen.vocabSize,
+      max_position_embeddings: 4096,
+      rope_theta: 1000000,
+      rms_norm_eps: 1e-6,
+      tie_word_embeddings: true,
+    })
+    for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+      await copyFile(join(QWEN3_TOKENIZER_DIR, f), join(dir, f))
+    const p = startTriad([
+      'serve',
+      dir,
+      '--port',
+      '0',
+      '--backend',
+      'wasm',
+      '--served-model-name',
+      'qwen-tiny',
+    ])
+    try {
+      const m = await p.waitForText(/^serving qwen-tiny at (http:\/\/127\.0\.0\.1:\d+)\/v1$/, 90_000)
+      const client = new OpenAI({ baseURL: `${m[1]}/v1`, apiKey: 'unused', maxRetries: 0 })
+      const body = { model: 'qwen-tiny', messages, temperature: 0, max_tokens: 6 } as const
+      const r = await client.chat.completions.create(body)
+      const prompt = [...qwen.render(messages, []), ...qwen.generationPrompt()]
+      assert.equal(r.usage!.prompt_tokens, prompt.length)
+      assert.ok(r.usage!.completion_tokens >= 1 && r.usage!.completion_tokens <= 6)
+      assert.equal(typeof r.choices[0]!.message.content, 'string')
+      const chunks: OpenAI.ChatCompletionChunk[] = []
+      for await (const ch of await client.chat.completions.create({ ...body, stream: true })) chunks.push(ch)
+      assert.equal(
+        chunks.map((ch) => ch.choices[0]?.delta.content ?? '').join(''),
+        r.choices[0]!.message.content,
+      )
+    } finally {
+      await p.kill('SIGTERM')
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   test('a path that is no checkpoint is refused in one line', async () => {
     const out = await runTriad(['serve', '/nonexistent/model', '--port', '0'])
     assert.equal(out.code, 1)
-    assert.match(out.stderr, /^triad: \/nonexistent\/model is neither a checkpoint/)
+    assert.match(out.stderr, /^triad: \/nonexistent\/model is neither a model directory/)
     assert.equal(out.stderr.trim().split('\n').length, 1)
   })
 })
