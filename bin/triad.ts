@@ -11,6 +11,7 @@ import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
 import { registerSandbox } from './commands/sandbox.ts'
+import { registerServe } from './commands/serve.ts'
 import { registerStatus } from './commands/status.ts'
 import { registerWorker } from './commands/worker.ts'
 import { CliError } from './errors.ts'
@@ -32,6 +33,7 @@ registerReport(program)
 registerMetrics(program)
 registerEval(program)
 registerGenerate(program)
+registerServe(program)
 registerExport(program)
 
 registerWorker(program)

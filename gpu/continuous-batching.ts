@@ -36,6 +36,12 @@ export interface BatchRequestOptions {
   stopTokens?: readonly number[]
   /** Seed of this request's own random source; default 0. */
   seed?: number
+  /**
+   * Called synchronously with each token as it is picked (streaming), with its log-probability (as
+   * in `Generation.logprobs`) and the row of logits `[vocabSize]` float32 it was picked from (a view
+   * valid only during the call). Must not throw.
+   */
+  onToken?: (token: number, logprob: number, logits: Float32Array) => void
 }
 
 /** One request's output: `Generation` plus the weight version that produced every token. */
@@ -111,6 +117,7 @@ interface Waiting {
   topP: number
   stop: Set<number>
   rng: Rng
+  onToken: BatchRequestOptions['onToken']
   resolve: (g: BatchedGeneration) => void
   reject: (err: unknown) => void
 }
@@ -521,6 +528,7 @@ export class ContinuousBatcher {
         topP,
         stop: new Set(options.stopTokens ?? []),
         rng: createRng(options.seed ?? 0),
+        onToken: options.onToken,
         resolve,
         reject,
       })
@@ -815,12 +823,9 @@ export class ContinuousBatcher {
     const keep: number[] = []
     rows.forEach((r, i) => {
       const q = r.request
-      const [token, logprob] = pick(
-        logits.subarray(i * vocabSize, (i + 1) * vocabSize),
-        q.temperature,
-        q.topP,
-        q.rng,
-      )
+      const row = logits.subarray(i * vocabSize, (i + 1) * vocabSize)
+      const [token, logprob] = pick(row, q.temperature, q.topP, q.rng)
+      q.onToken?.(token, logprob, row)
       r.tokens.push(token)
       r.logprobs.push(logprob)
       r.total++
