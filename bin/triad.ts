@@ -12,6 +12,7 @@ import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
 import { registerSandbox } from './commands/sandbox.ts'
 import { registerStatus } from './commands/status.ts'
+import { registerTrajectories } from './commands/trajectories.ts'
 import { registerWorker } from './commands/worker.ts'
 import { CliError } from './errors.ts'
 import { hintHelpAfterErrors } from './help-hint.ts'
@@ -30,6 +31,7 @@ registerRun(program)
 registerMonitor(program)
 registerReport(program)
 registerMetrics(program)
+registerTrajectories(program)
 registerEval(program)
 registerGenerate(program)
 registerExport(program)

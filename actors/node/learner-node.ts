@@ -27,6 +27,7 @@ import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
 import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
+import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
 import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
 import { LEARNER_LOCK_FILE, lockRunDir } from '../run/index.ts'
 import type { Transport } from '../runtime/transport.ts'
@@ -388,6 +389,7 @@ async function startLearnerLoop(
         waitMs: 5_000,
         keepAliveMs: LEARNER_ACK_WAIT_MS / 3,
         maxTokens: config.model.contextLength + 1,
+        trajectoryLog: join(config.runDir, TRAJECTORY_LOG_FILE),
       },
       async (version, weights) => {
         await store.publish(transport, 'policy', version, weights)
