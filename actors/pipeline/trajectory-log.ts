@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { decode, encode, type TrajectoryGroupPayload } from '../../protocols/index.ts'
@@ -42,8 +43,10 @@ export function appendTrajectoryLog(file: string, groups: readonly TakenGroup[],
 
 /**
  * Reads the log at `file`. A group trained twice (its step was lost to a stop before the
- * checkpoint that would have committed it, and trained again after the resume) is given once, at
- * its last step, which is the one in the final weights.
+ * checkpoint that would have committed it, and the same message was delivered and trained again
+ * after the resume) is given once, at its last step, which is the one in the final weights. Two
+ * records are the same group when their sequence and their group bytes are equal (a resumed
+ * one-process run numbers its new in-memory stream from 1 again, so a sequence alone is not).
  * @returns the records in the order of their last step; `truncated` is true when the last record
  *   was cut short (and left out).
  * @throws TrajectoryLogError when the file is missing or a whole record does not decode.
@@ -52,15 +55,16 @@ export function readTrajectoryLog(file: string): { records: TrajectoryLogRecord[
   if (!existsSync(file)) throw new TrajectoryLogError(file, 'no such file')
   const bytes = new Uint8Array(readFileSync(file))
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const bySeq = new Map<number, TrajectoryLogRecord>()
+  const byKey = new Map<string, TrajectoryLogRecord>()
   let at = 0
   let index = 0
   while (at + 4 <= bytes.length) {
     const n = view.getUint32(at, true)
     if (at + 4 + n > bytes.length) break
     let record: TrajectoryLogRecord
+    let raw: { seq: number; step: number; group: Uint8Array }
     try {
-      const raw = decode(bytes.subarray(at + 4, at + 4 + n)) as {
+      raw = decode(bytes.subarray(at + 4, at + 4 + n)) as {
         seq: number
         step: number
         group: Uint8Array
@@ -69,10 +73,11 @@ export function readTrajectoryLog(file: string): { records: TrajectoryLogRecord[
     } catch (err) {
       throw new TrajectoryLogError(file, `record ${index} (byte ${at}) does not decode`, err)
     }
-    bySeq.delete(record.seq)
-    bySeq.set(record.seq, record)
+    const key = `${record.seq}:${createHash('sha1').update(raw.group).digest('hex')}`
+    byKey.delete(key)
+    byKey.set(key, record)
     at += 4 + n
     index++
   }
-  return { records: [...bySeq.values()], truncated: at < bytes.length }
+  return { records: [...byKey.values()], truncated: at < bytes.length }
 }

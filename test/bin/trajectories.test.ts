@@ -186,6 +186,8 @@ describe('bin/trajectories', () => {
     const g = (id: string, seq: number) => ({ seq, redeliveries: 0, group: group(id, 0) })
     appendTrajectoryLog(file, [g('a', 1), g('b', 2)], 1)
     appendTrajectoryLog(file, [g('b', 2)], 4)
+    // A resumed one-process run numbers its new stream from 1 again: another group with seq 1.
+    appendTrajectoryLog(file, [{ seq: 1, redeliveries: 0, group: group('a2', 3) }], 4)
     const whole = statSync(file).size
     appendTrajectoryLog(file, [g('c', 3)], 5)
     truncateSync(file, whole + 10)
@@ -196,6 +198,7 @@ describe('bin/trajectories', () => {
       [
         ['a', 1],
         ['b', 4],
+        ['a2', 4],
       ],
     )
   })
