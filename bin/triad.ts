@@ -13,6 +13,7 @@ import { registerRun } from './commands/run.ts'
 import { registerSandbox } from './commands/sandbox.ts'
 import { registerServe } from './commands/serve.ts'
 import { registerStatus } from './commands/status.ts'
+import { registerTrajectories } from './commands/trajectories.ts'
 import { registerWorker } from './commands/worker.ts'
 import { CliError } from './errors.ts'
 import { hintHelpAfterErrors } from './help-hint.ts'
@@ -31,6 +32,7 @@ registerRun(program)
 registerMonitor(program)
 registerReport(program)
 registerMetrics(program)
+registerTrajectories(program)
 registerEval(program)
 registerGenerate(program)
 registerServe(program)

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { ChatMessageSchema } from './chat.ts'
 import { SessionStatusSchema } from './env-api.ts'
 import { defineMessage, type PayloadOf } from './message.ts'
 
@@ -43,6 +44,12 @@ export const TrajectorySchema = z.object({
   judge_prompts: z.array(z.instanceof(Int32Array)).optional(),
   /** Weight version of the reward model that judged. */
   judge_version: z.number().int().nonnegative().optional(),
+  /**
+   * The episode as OpenAI chat messages: the session's first messages, each assistant message as
+   * parsed from its sampled ids, and the tool results (for exports; the learner trains on `tokens`).
+   * Not cut to the context like `tokens`.
+   */
+  messages: z.array(ChatMessageSchema).optional(),
 })
 export type Trajectory = z.infer<typeof TrajectorySchema>
 

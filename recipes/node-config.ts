@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { NodeConfig, RunDir } from '../actors/index.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
@@ -24,7 +25,9 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
     },
     tasks: recipe.tasks.map((t) => ({ name: t.name, weight: t.weight, difficulty: t.difficulty.start })),
     sft: {
-      enabled: recipe.sft.epochs > 0 && recipe.sft.expertTrajectoriesPerTask > 0,
+      enabled:
+        recipe.sft.epochs > 0 &&
+        ((recipe.sft.experts && recipe.sft.expertTrajectoriesPerTask > 0) || recipe.sft.datasets.length > 0),
       episodesPerTask: recipe.sft.expertTrajectoriesPerTask,
       errorRate: recipe.sft.expertErrorRate,
       successRate: recipe.sft.expertSuccessRate,
@@ -33,6 +36,8 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       batchTokens: recipe.sft.batchSize * recipe.model.contextLength,
       ...(recipe.sft.steps === undefined ? {} : { maxSteps: recipe.sft.steps }),
       threads: recipe.sft.threads,
+      experts: recipe.sft.experts,
+      datasets: recipe.sft.datasets.map((d) => ({ ...d, path: resolve(d.path) })),
     },
     rl: {
       groupSize: recipe.rl.groupSize,

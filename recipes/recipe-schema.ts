@@ -99,6 +99,21 @@ export const SftSchema = z.strictObject({
    * misread or forgotten value), as real trajectories sometimes do (default 0.9).
    */
   expertSuccessRate: z.number().gt(0).max(1).default(0.9),
+  /**
+   * Train on the scripted experts' episodes (default true); false: on `datasets` alone (the run's
+   * tokenizer still learns its merges from expert episodes).
+   */
+  experts: z.boolean().default(true),
+  /**
+   * Datasets of OpenAI chat conversations with tool calls, one `{"messages": [...], "tools": [...]}`
+   * per row (DemyAgent's and verl's multi-turn SFT sets; `triad trajectories` writes them), rendered
+   * like the expert episodes and trained on with them. `path` relative to the working directory;
+   * `format` from the extension (`.jsonl`, `.parquet`) when absent. Every row is checked before the
+   * SFT starts; one bad row fails the run naming the file, row and field (default []).
+   */
+  datasets: z
+    .array(z.strictObject({ path: z.string().min(1), format: z.enum(['jsonl', 'parquet']).optional() }))
+    .default([]),
 })
 
 /** `L_max` when a recipe gives none and `model.contextLength` is at least this long, tokens. */

@@ -16,6 +16,7 @@ import {
 import { type ChatMessage, SessionStatus, type ToolSchema } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import type { NodeConfig } from './config.ts'
+import { readSftDatasets } from './sft-dataset.ts'
 
 /** One expert episode: the conversation, the tools it had and how it ended. */
 export interface ExpertEpisode {
@@ -73,6 +74,22 @@ export function firstEpisodesPerTask(
 export function sftEpisodes(episodes: readonly ExpertEpisode[]): { kept: ExpertEpisode[]; dropped: number } {
   const kept = episodes.filter((e) => e.status !== SessionStatus.TaskError)
   return { kept, dropped: episodes.length - kept.length }
+}
+
+/**
+ * The cold-start SFT's conversations: the scripted experts' episodes (`played`, or played now:
+ * `sft.episodesPerTask` per task) unless `sft.experts` is false, then every row of `sft.datasets`
+ * in order (`readSftDatasets`), all rendered alike by `expertExamples`.
+ * @throws SftDatasetError at the first bad dataset row (before anything is trained).
+ */
+export async function sftTrainingEpisodes(
+  config: NodeConfig,
+  played?: readonly ExpertEpisode[],
+): Promise<{ episodes: ExpertEpisode[]; fromDatasets: number }> {
+  const fromDatasets = await readSftDatasets(config.sft.datasets ?? [])
+  const experts =
+    config.sft.experts === false ? [] : (played ?? (await playExperts(config, config.sft.episodesPerTask)))
+  return { episodes: [...experts, ...fromDatasets], fromDatasets: fromDatasets.length }
 }
 
 /**
@@ -143,7 +160,7 @@ export async function coldStart(
     throw new Error(
       dropped > 0
         ? `no expert trajectories to train on: all ${dropped} ended in task_error (the task failed; see the tool messages of an episode)`
-        : 'no expert trajectories: sft.expertTrajectoriesPerTask is 0',
+        : 'no SFT data: sft.expertTrajectoriesPerTask is 0 (or sft.experts false) and sft.datasets has no row',
     )
   return withSftWorkers(config.sft.threads ?? 1, model.config, backend, async (workers) => {
     const optimizer = new AdamW(model.params)

@@ -2,6 +2,7 @@ import type { RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
 import type { TriadSwitches } from '../reward/index.ts'
 import type { TaskMixEntry } from '../rollout/rollout.ts'
+import type { SftDataset } from './sft-dataset.ts'
 
 /** The dynamic triad of a run (RLAnything): its switches and the env adapter's settings. */
 export interface NodeTriadConfig extends TriadSwitches {
@@ -81,6 +82,10 @@ export interface NodeConfig {
     maxSteps?: number
     /** Threads computing gradients at once (data-parallel steps, `SftWorkers`); absent: 1. */
     threads?: number
+    /** Whether the scripted experts' episodes are SFT data (absent: true); false: the datasets alone. */
+    experts?: boolean
+    /** Datasets of OpenAI chat conversations trained on with (or instead of) the experts (absolute paths). */
+    datasets?: SftDataset[]
   }
   rl: {
     /** G: samples per task instance. */

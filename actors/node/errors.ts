@@ -13,3 +13,25 @@ export class StartAbortedError extends Error {
     super(`the ${role} role was stopped while it waited for ${waitingFor}`)
   }
 }
+
+/**
+ * A row of an SFT dataset (`sft.datasets`) that is not an OpenAI chat conversation, or a dataset
+ * file that cannot be read. The message is one line naming the file, the row (1-based; for JSONL
+ * its line) and the field. Nothing is trained when a row is bad.
+ */
+export class SftDatasetError extends Error {
+  override name = 'SftDatasetError'
+  constructor(
+    /** The dataset file. */
+    readonly file: string,
+    /** 1-based row (JSONL: line) number; 0 when the file as a whole is at fault. */
+    readonly row: number,
+    /** The field at fault (`messages[2].role`); empty when the row or file as a whole is. */
+    readonly field: string,
+    /** What is wrong. */
+    readonly reason: string,
+    cause?: unknown,
+  ) {
+    super(`sft dataset ${file}${row ? ` row ${row}` : ''}${field ? `: ${field}` : ''}: ${reason}`, { cause })
+  }
+}

@@ -27,6 +27,7 @@ import { Learner } from '../learner/index.ts'
 import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
 import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
+import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
 import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
 import { LEARNER_LOCK_FILE, lockRunDir } from '../run/index.ts'
 import type { Transport } from '../runtime/transport.ts'
@@ -37,6 +38,7 @@ import {
   firstEpisodesPerTask,
   playExperts,
   runTokenizer,
+  sftTrainingEpisodes,
   TOKENIZER_CORPUS_PER_TASK,
 } from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
@@ -186,7 +188,7 @@ async function startLearnerLoop(
     if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
     else {
       const merges = config.tokenizerMerges ?? 0
-      const sftCount = config.sft.enabled ? config.sft.episodesPerTask : 0
+      const sftCount = config.sft.enabled && config.sft.experts !== false ? config.sft.episodesPerTask : 0
       const count = Math.max(sftCount, merges > 0 ? TOKENIZER_CORPUS_PER_TASK : 0)
       const corpus = count > 0 ? await playExperts(config, count) : []
       experts = firstEpisodesPerTask(corpus, count, sftCount)
@@ -278,10 +280,10 @@ async function startLearnerLoop(
               r.step,
               MetricsAxes.sft,
             )
-          const episodes = experts ?? (await playExperts(config, config.sft.episodesPerTask))
+          const { episodes, fromDatasets } = await sftTrainingEpisodes(config, experts)
           const sft = await coldStart(model, tokenizer, episodes, config, onLog, backend.name)
           log(
-            `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${sft.truncated} cut to the context, ${sft.dropped} dropped: ended in task_error), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
+            `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${fromDatasets} from sft.datasets, ${sft.truncated} cut to the context, ${sft.dropped} dropped: ended in task_error), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
           )
           await saveCheckpoint(sftDir, model, {
             tokenizer,
@@ -388,6 +390,7 @@ async function startLearnerLoop(
         waitMs: 5_000,
         keepAliveMs: LEARNER_ACK_WAIT_MS / 3,
         maxTokens: config.model.contextLength + 1,
+        trajectoryLog: join(config.runDir, TRAJECTORY_LOG_FILE),
       },
       async (version, weights) => {
         await store.publish(transport, 'policy', version, weights)

@@ -61,3 +61,22 @@ export class NoReadableCheckpointError extends Error {
     )
   }
 }
+
+/** The run's trajectory log (`trajectories.bin`) is missing or holds a record that does not decode. */
+export class TrajectoryLogError extends Error {
+  override name = 'TrajectoryLogError'
+  constructor(
+    /** The log file. */
+    readonly file: string,
+    /** What is wrong with it. */
+    readonly reason: string,
+    cause?: unknown,
+  ) {
+    super(
+      `trajectory log ${file}: ${reason}${cause ? `: ${(cause as Error).message ?? String(cause)}` : ''}`,
+      {
+        cause,
+      },
+    )
+  }
+}

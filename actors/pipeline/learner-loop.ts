@@ -5,6 +5,7 @@ import { sleep, systemClock } from '../runtime/clock.ts'
 import { pruneCheckpoints } from './checkpoint-pruning.ts'
 import { type AckRecord, type PipelineCheckpoint, readAckRecords } from './checkpoint-records.ts'
 import { CheckpointPruneError } from './errors.ts'
+import { appendTrajectoryLog } from './trajectory-log.ts'
 import type { TakenGroup, TrajectoryConsumer } from './trajectory-stream.ts'
 
 export {
@@ -61,6 +62,11 @@ export interface LearnerLoopSettings {
    * this learner still holds them; absent: only once per `runOnce`. A third of the ack wait.
    */
   keepAliveMs?: Millis
+  /**
+   * The run's trajectory log (`trajectory-log.ts`): every group a step trains on is appended with
+   * the step's version once its update is in the weights; absent: none is kept.
+   */
+  trajectoryLog?: string
 }
 
 /** Whether every sample of a group is well formed and at most `maxTokens` long. */
@@ -196,6 +202,8 @@ export class LearnerLoop {
     // again and trained twice. A step that failed before its update gives its groups back.
     const before = this.core.version
     const hold = () => {
+      if (this.settings.trajectoryLog)
+        appendTrajectoryLog(this.settings.trajectoryLog, use, this.core.version)
       this.held.push(...use)
       this.counts.steps++
       this.counts.groups += use.length

@@ -203,7 +203,7 @@ export class RolloutDriver {
           samplingSeed + attempt * 7919,
           signal,
         )
-        const t = ep.trajectory
+        const t: Trajectory = { ...ep.trajectory, messages: ep.messages }
         if (annotate && this.deps.annotate) {
           try {
             Object.assign(

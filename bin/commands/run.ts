@@ -22,7 +22,9 @@ import {
   type RunLock,
   RunLockedError,
   RunsDirError,
+  readSftDatasets,
   SandboxCheckError,
+  SftDatasetError,
   systemClock,
 } from '../../actors/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
@@ -114,6 +116,7 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof RoleFailedError ||
     err instanceof RoleGaveUpError ||
     err instanceof SandboxCheckError ||
+    err instanceof SftDatasetError ||
     err instanceof NatsServerError
   )
     return new CliError(err.message, { cause: err })
@@ -132,7 +135,8 @@ export async function toCliError(err: unknown): Promise<unknown> {
  * (`checkSandboxesOf`).
  * @throws RecipeLoadError, RecipeError, NotARunDirError, RecipeMismatchError; RunLockedError
  *   (nothing changed) when another run holds the directory; SandboxCheckError (nothing made or
- *   changed) for a sandbox that fails its check.
+ *   changed) for a sandbox that fails its check; SftDatasetError (nothing made) for a new run
+ *   whose `sft.datasets` has a bad row.
  */
 export async function prepareRun(recipeFile: string, options: PrepareRunOptions = {}): Promise<PreparedRun> {
   const { builtinTaskCatalog, loadRecipe, resumeRecipe } = await recipes()
@@ -171,6 +175,9 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
     }
     return { status: 'ready', recipe: resumed, dir, resumed: true, lock }
   }
+  // A new run's SFT datasets are read through once here, so a bad row ends it before the run
+  // directory is made (the learner checks them again before its SFT).
+  if (recipe.sft.epochs > 0) await readSftDatasets(recipe.sft.datasets)
   const dir = await createRunDir({ runsDir: options.runsDir ?? 'runs', name: recipe.name, recipe, clock })
   const lock = await lockRunDir(dir.path, { log, clock })
   await appendRunLog(dir, 'run', { event: 'start', time: clock.now(), recipe: recipeFile })
