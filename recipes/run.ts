@@ -198,8 +198,18 @@ export async function startRun(
   clearTimeout(timer)
   const reasons = { steps: `${maxSteps} steps done`, time: 'time budget', signal: 'interrupted' }
   log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
-  // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped.
-  const evaluating = evaluations?.stop({ wait: why === 'steps' || why === 'time' })
+  // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped;
+  // so do the pending ones, unless a signal comes while they run: then they are left in
+  // eval/.step-N-checkpoint/ for the resume, which evaluates them first.
+  const wait = why === 'steps' || why === 'time'
+  const evaluating = evaluations?.stop({ wait })
+  if (wait && evaluations)
+    onSignal = (s) => {
+      if (signal) return
+      signal = s
+      log('interrupted: the pending periodic evaluations are left for the resume')
+      void evaluations.stop({ wait: false })
+    }
   // The roles first (the learner checkpoints and acknowledges its groups on the server), the
   // server last; it is still restarted if it dies while the roles stop.
   await nodes.stop()
@@ -214,7 +224,7 @@ export async function startRun(
 
   const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
   if (signal) summary.signal = signal
-  if (why !== 'signal' && why !== 'failed' && recipe.evaluation.k > 0)
+  if (why !== 'signal' && why !== 'failed' && !signal && recipe.evaluation.k > 0)
     summary.evalFile = await evaluateRun(recipe, dir, log)
   await appendRunLog(dir, 'run', { event: 'stop', time: Date.now(), reason: why, ...summary })
   if (why === 'failed') throw failure

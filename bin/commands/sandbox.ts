@@ -17,7 +17,8 @@ const int = integerOption({ min: 1 })
 
 /**
  * Makes and starts a backend of `kind` with `limits`.
- * @throws CliError for an unknown kind or docker mode; whatever the backend's `start` throws.
+ * @throws UsageError for an unknown kind or docker mode; CliError (one line) when the docker image is
+ *   missing or of another layout; whatever else the backend's `start` throws.
  */
 export async function startBackend(
   kind: string,
@@ -36,7 +37,12 @@ export async function startBackend(
       throw new UsageError(`unknown docker mode '${dockerMode}'; known: ${modes.join(', ')}`)
     backend = new DockerBackend({ limits, image, mode: dockerMode as 'attach' | 'exec' })
   } else throw new UsageError(`unknown backend '${kind}'; known: ${Object.values(BackendKind).join(', ')}`)
-  await backend.start()
+  await backend.start().catch(async (err: Error) => {
+    const { SandboxImageError } = await import('../../sandboxes/index.ts')
+    // A missing or outdated image is the user's next step, said in one line (no stack trace).
+    if (err instanceof SandboxImageError) throw new CliError(err.message, { cause: err })
+    throw err
+  })
   return backend
 }
 
