@@ -135,6 +135,10 @@ function languageCases(kind: string, t: Target): void {
         code: DOUBLE[language],
         stdin: '21\n',
         memory_limit_MB: minimum,
+        // What is checked is the result, not the speed: a first rustc or javac in a fresh slot on a
+        // loaded 2-core machine can take longer than the default 10 s.
+        compile_timeout: 60,
+        run_timeout: 30,
       })
       assert.equal(r.code, 200)
       assert.equal(r.body.status, 'Success', JSON.stringify(r.body))
@@ -223,7 +227,7 @@ function imageCases(kind: string, t: Target): void {
       '    print([first] + list(ex.map(lambda _: int((a @ a).sum()), range(4))))',
       'print(round(float(numpy.linalg.det(numpy.eye(3) * 2)), 9))',
     ].join('\n')
-    const r = await post(t.url(), { language: 'python', code, memory_limit_MB: 512 })
+    const r = await post(t.url(), { language: 'python', code, memory_limit_MB: 512, run_timeout: 60 })
     assert.equal(r.body.status, 'Success', JSON.stringify(r.body))
     assert.equal(r.body.run_result?.stdout, `1\n[${Array(5).fill('512000000').join(', ')}]\n8.0\n`)
   })
