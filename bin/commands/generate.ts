@@ -1,6 +1,10 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import * as tf from '@tensorflow/tfjs'
 import type { Command } from 'commander'
+import { z } from 'zod'
 import {
+  type ChatFormat,
   CheckpointError,
   ConfigError,
   chooseBackend,
@@ -9,20 +13,28 @@ import {
   isHfModelDir,
   loadCheckpoint,
   loadHfModel,
+  loadJinjaChatFormat,
+  loadPretrainedTokenizer,
   ModelTooLargeError,
   ShapeError,
-  type Tokenizer,
+  TemplateError,
   type Transformer,
+  TriadChatFormat,
   tokenLogprobs,
   UnsupportedArchitectureError,
 } from '../../gpu/index.ts'
-import { CliError } from '../errors.ts'
+import { ChatMessageSchema, ToolSchemaSchema } from '../../protocols/index.ts'
+import { CliError, UsageError } from '../errors.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 
 /** Options of `triad generate`. */
 export interface GenerateOptions {
   /** Comma-separated prompt token ids. */
   promptIds?: string
+  /** A text prompt, encoded with the model's tokenizer as it is (no chat template). */
+  prompt?: string
+  /** A JSON file of chat messages (`[...]` or `{messages, tools}`), rendered with the model's chat template and its generation prompt. */
+  messages?: string
   maxNewTokens: number
   /** 0 is greedy. */
   temperature: number
@@ -38,7 +50,7 @@ export interface GenerateOutput {
   prompt_ids: number[]
   /** The generated ids (the stop token included when one ended the generation). */
   ids: number[]
-  /** The ids decoded; null for a Hugging Face model (its tokenizer is not read by this command yet). */
+  /** The ids decoded with the model's tokenizer; null for a Hugging Face directory without `tokenizer.json`. */
   text: string | null
   /** `logprobs[i]`: natural log of the probability of `ids[i]` under the model's softmax at temperature 1. */
   logprobs: number[]
@@ -56,21 +68,41 @@ function parseIds(text: string, vocabSize: number): number[] {
   return ids
 }
 
+/** Text in and out: a tokenizer's encode and decode. */
+interface TextCodec {
+  encode(text: string): Int32Array
+  decode(ids: ArrayLike<number>): string
+}
+
+/** A model with what turns text and chat messages into its ids, where the directory has it. */
+interface LoadedModel {
+  model: Transformer
+  stopTokens: number[]
+  /** The tokenizer; undefined for a Hugging Face directory without `tokenizer.json`. */
+  codec?: TextCodec
+  /** The chat format (read on first use: a pretrained template is only needed for `--messages`). */
+  chat(): ChatFormat
+}
+
 /** Loads a triad checkpoint or a Hugging Face directory. @throws CliError (one line) when it cannot. */
-async function loadModel(
-  dir: string,
-  contextLength: number | undefined,
-): Promise<{ model: Transformer; tokenizer?: Tokenizer; stopTokens: number[] }> {
+async function loadModel(dir: string, contextLength: number | undefined): Promise<LoadedModel> {
   try {
     if (await isHfModelDir(dir)) {
       const hf = await loadHfModel(dir, { contextLength })
-      return { model: hf.model, stopTokens: hf.generation?.eosTokenIds ?? hf.eosTokenIds }
+      const codec = existsSync(join(dir, 'tokenizer.json')) ? loadPretrainedTokenizer(dir) : undefined
+      return {
+        model: hf.model,
+        stopTokens: hf.generation?.eosTokenIds ?? hf.eosTokenIds,
+        codec,
+        chat: () => loadJinjaChatFormat(dir),
+      }
     }
     const ckpt = await loadCheckpoint(dir)
     return {
       model: ckpt.model,
-      tokenizer: ckpt.tokenizer,
       stopTokens: [ckpt.tokenizer.imEndId, ckpt.tokenizer.eosId],
+      codec: ckpt.tokenizer,
+      chat: () => new TriadChatFormat(ckpt.tokenizer),
     }
   } catch (err) {
     if (
@@ -84,21 +116,69 @@ async function loadModel(
   }
 }
 
+/** A `--messages` file: an array of chat messages, or `{messages, tools?}`. */
+const MessagesArray = z.array(ChatMessageSchema)
+const MessagesObject = z.object({ messages: MessagesArray, tools: z.array(ToolSchemaSchema).optional() })
+
 /**
- * `triad generate MODEL --prompt-ids 1,2,3`: sampled (or greedy, `--temperature 0`) continuation of
+ * The prompt ids of the one of `--prompt-ids`, `--prompt` or `--messages` given (checked before the
+ * model loads).
+ * @throws CliError for bad ids, a model without a
+ *   tokenizer, or a messages file that cannot be read, parsed or rendered (naming the file and field).
+ */
+function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[] {
+  if (o.promptIds !== undefined) return parseIds(o.promptIds, loaded.model.config.vocabSize)
+  if (o.prompt !== undefined) {
+    if (!loaded.codec) throw new CliError(`--prompt: ${dir} has no tokenizer.json; give --prompt-ids`)
+    return Array.from(loaded.codec.encode(o.prompt))
+  }
+  const file = o.messages!
+  let json: unknown
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new CliError(`--messages: cannot read ${file} as JSON: ${(err as Error).message}`, { cause: err })
+  }
+  // the shape the file has decides the schema, so an error names the field (not the union)
+  const parsed = Array.isArray(json)
+    ? MessagesArray.transform((messages) => ({
+        messages,
+        tools: [] as z.infer<typeof ToolSchemaSchema>[],
+      })).safeParse(json)
+    : MessagesObject.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    throw new CliError(`--messages: ${file}: ${issue.path.join('.') || '(top level)'}: ${issue.message}`)
+  }
+  const { messages, tools } = parsed.data
+  try {
+    const chat = loaded.chat()
+    return [...chat.render(messages, tools ?? []), ...chat.generationPrompt()]
+  } catch (err) {
+    if (err instanceof TemplateError || err instanceof CheckpointError)
+      throw new CliError(`--messages: ${err.message}`, { cause: err })
+    throw err
+  }
+}
+
+/**
+ * `triad generate MODEL --prompt-ids 1,2,3 | --prompt TEXT | --messages FILE.json`: sampled (or greedy, `--temperature 0`) continuation of
  * token ids from a triad checkpoint or a Hugging Face directory, with each token's log-probability
  * under the model at temperature 1 (a scoring pass over prompt and continuation).
- * @throws CliError for a model that cannot be loaded, missing or bad ids, a prompt too long.
+ * @throws UsageError unless exactly one prompt option is given; CliError for a model that cannot be
+ *   loaded, bad ids, a bad messages file, a prompt too long.
  */
 export async function generateCommand(modelDir: string, o: GenerateOptions): Promise<void> {
-  if (o.promptIds === undefined)
-    throw new CliError(
-      'give the prompt as --prompt-ids 1,2,3 (text prompts need the model tokenizer, not yet read here)',
+  const given = [o.promptIds, o.prompt, o.messages].filter((x) => x !== undefined).length
+  if (given !== 1)
+    throw new UsageError(
+      'give the prompt as exactly one of --prompt-ids 1,2,3, --prompt TEXT or --messages FILE.json',
     )
   await chooseBackend({ backend: o.backend, log: (line) => process.stderr.write(`${line}\n`) })
-  const { model, tokenizer, stopTokens } = await loadModel(modelDir, o.contextLength)
+  const loaded = await loadModel(modelDir, o.contextLength)
+  const { model, stopTokens, codec } = loaded
   try {
-    const prompt = parseIds(o.promptIds, model.config.vocabSize)
+    const prompt = promptOf(o, loaded, modelDir)
     let gen: Awaited<ReturnType<typeof generate>>[number]
     try {
       ;[gen] = (await generate(model, [prompt], {
@@ -128,7 +208,7 @@ export async function generateCommand(modelDir: string, o: GenerateOptions): Pro
     const out: GenerateOutput = {
       prompt_ids: prompt,
       ids,
-      text: tokenizer ? tokenizer.decode(ids) : null,
+      text: codec ? codec.decode(ids) : null,
       logprobs,
       finish_reason: gen.finishReason,
     }
@@ -146,9 +226,16 @@ export async function generateCommand(modelDir: string, o: GenerateOptions): Pro
 export function registerGenerate(program: Command): void {
   program
     .command('generate')
-    .description('continue a prompt of token ids with a triad checkpoint or a Hugging Face model')
+    .description(
+      'continue a prompt (token ids, text or chat messages) with a triad checkpoint or a Hugging Face model',
+    )
     .argument('<model>', 'a triad checkpoint directory or a Hugging Face model directory')
     .option('--prompt-ids <ids>', 'comma-separated prompt token ids, e.g. 1,2,3')
+    .option('--prompt <text>', "a text prompt, encoded with the model's tokenizer as it is")
+    .option(
+      '--messages <file>',
+      "a JSON file of chat messages ([...] or {messages, tools}) rendered with the model's chat template",
+    )
     .option('--max-new-tokens <n>', 'most tokens to generate', integerOption({ min: 1 }), 32)
     .option('--temperature <t>', 'sampling temperature; 0 is greedy', numberOption({ min: 0 }), 1)
     .option('--seed <s>', 'sampling seed', integerOption({ min: 0 }), 0)

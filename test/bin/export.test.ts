@@ -4,7 +4,13 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { createTransformer, disposeTransformer, saveCheckpoint, Tokenizer } from '../../gpu/index.ts'
+import {
+  createTransformer,
+  disposeTransformer,
+  saveCheckpoint,
+  Tokenizer,
+  TriadChatFormat,
+} from '../../gpu/index.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { referenceLogits } from '../support/hf-reference-forward.ts'
 import { runTriad } from '../support/triad-process.ts'
@@ -180,6 +186,70 @@ describe('bin/generate and bin/export', () => {
     assert.equal(
       noHf.stderr.trim(),
       'triad: give the output directory with --hf OUT (the only export format)',
+    )
+  })
+
+  it('generate --prompt and --messages: text through the tokenizer, chat messages through the template; an exported directory decodes the same text', async () => {
+    const tokenizer = new Tokenizer()
+    const model = createTransformer({
+      layers: 1,
+      width: 16,
+      heads: 2,
+      contextLength: 64,
+      vocabSize: tokenizer.vocabSize,
+    })
+    const ckpt = path.join(root, 'triad-text')
+    await saveCheckpoint(ckpt, model, { tokenizer })
+    disposeTransformer(model)
+    const greedy = ['--max-new-tokens', '3', '--temperature', '0', '--json']
+    const text = await runTriad(['generate', ckpt, '--prompt', 'hi there', ...greedy])
+    assert.equal(text.code, 0, text.stderr)
+    const t = JSON.parse(text.stdout.trim())
+    assert.deepEqual(t.prompt_ids, Array.from(tokenizer.encode('hi there')))
+    assert.equal(t.text, tokenizer.decode(t.ids))
+    // the same weights exported to Hugging Face layout: its tokenizer.json gives the same ids and text
+    const hf = path.join(root, 'triad-text-hf')
+    assert.equal((await runTriad(['export', ckpt, '--hf', hf])).code, 0)
+    const exported = await runTriad(['generate', hf, '--prompt', 'hi there', ...greedy])
+    assert.equal(exported.code, 0, exported.stderr)
+    const e = JSON.parse(exported.stdout.trim())
+    assert.deepEqual(e.prompt_ids, t.prompt_ids)
+    assert.deepEqual(e.ids, t.ids)
+    assert.equal(e.text, t.text)
+    // chat messages: the template's rendering plus its generation prompt
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Add 2 and 3.' },
+    ] as const
+    const file = path.join(root, 'messages.json')
+    await writeFile(file, JSON.stringify({ messages }))
+    const chat = await runTriad(['generate', ckpt, '--messages', file, ...greedy])
+    assert.equal(chat.code, 0, chat.stderr)
+    const format = new TriadChatFormat(tokenizer)
+    assert.deepEqual(JSON.parse(chat.stdout.trim()).prompt_ids, [
+      ...format.render(messages, []),
+      ...format.generationPrompt(),
+    ])
+    // bad input: one line each; two prompt options is a usage error
+    const two = await runTriad(['generate', ckpt, '--prompt', 'x', '--prompt-ids', '1'])
+    assert.equal(two.code, 2)
+    assert.equal(
+      two.stderr.trim().split('\n')[0],
+      'triad: give the prompt as exactly one of --prompt-ids 1,2,3, --prompt TEXT or --messages FILE.json',
+    )
+    await writeFile(file, JSON.stringify([{ role: 'robot', content: 'x' }]))
+    const badRole = await runTriad(['generate', ckpt, '--messages', file])
+    assert.equal(badRole.code, 1)
+    assert.match(
+      badRole.stderr.trim().split('\n').at(-1)!,
+      new RegExp(`^triad: --messages: ${file}: 0\\.role: `),
+    )
+    await writeFile(file, '{not json')
+    const notJson = await runTriad(['generate', ckpt, '--messages', file])
+    assert.equal(notJson.code, 1)
+    assert.match(
+      notJson.stderr.trim().split('\n').at(-1)!,
+      new RegExp(`^triad: --messages: cannot read ${file} as JSON: `),
     )
   })
 })
