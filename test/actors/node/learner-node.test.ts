@@ -129,7 +129,7 @@ describe('actors/node/learner-node', () => {
       )
       assert.ok(
         lines.some((l) =>
-          /^SFT: 1 steps on 4 trajectories \(0 cut to the context, 0 dropped: ended in task_error\), final loss \d/.test(
+          /^SFT: 1 steps on 4 trajectories \(0 from sft.datasets, 0 cut to the context, 0 dropped: ended in task_error\), final loss \d/.test(
             l,
           ),
         ),
