@@ -8,7 +8,6 @@ import {
   evalResultFile,
   evaluatePolicy,
   getTask,
-  latestRunCheckpoint,
   openRunDir,
   RunFileExistsError,
   runDirPaths,
@@ -16,6 +15,7 @@ import {
 } from '../../actors/index.ts'
 import { CheckpointError, chooseBackend, loadCheckpoint } from '../../gpu/index.ts'
 import { checkToken } from '../../protocols/index.ts'
+import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 
@@ -87,22 +87,7 @@ interface EvalTask {
  *   of a checkpoint path.
  */
 export function resolveEvalCheckpoint(path: string, log: (line: string) => void = () => {}): string {
-  if (existsSync(join(path, 'config.json'))) return path
-  const run = runDirPaths(path)
-  if (existsSync(run.recipeFile)) {
-    const latest = latestRunCheckpoint(path)
-    if (!latest)
-      throw new CliError(
-        `${path} is a run directory without a checkpoint yet (${run.checkpointsDir} holds no step-N/ or sft/ with a config.json)`,
-      )
-    log(
-      `${path} is a run directory: evaluating its latest checkpoint ${latest.dir} (${latest.name === 'sft' ? 'the cold-start SFT' : `learner step ${latest.step}`})`,
-    )
-    return latest.dir
-  }
-  throw new CliError(
-    `${path} is neither a checkpoint (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to evaluate its latest checkpoint`,
-  )
+  return resolveCheckpointPath(path, { what: 'a checkpoint', doing: 'evaluating', todo: 'evaluate' }, log)
 }
 
 /**

@@ -1,7 +1,4 @@
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Command } from 'commander'
-import { latestRunCheckpoint, runDirPaths } from '../../actors/index.ts'
 import {
   type ChatFormat,
   CheckpointError,
@@ -18,6 +15,7 @@ import {
   TriadChatFormat,
   UnsupportedArchitectureError,
 } from '../../gpu/index.ts'
+import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
 import { buildChatServer } from '../serve/chat-server.ts'
@@ -43,22 +41,7 @@ export interface ServeOptions {
  * @throws CliError for a run without checkpoints, or a path that is neither.
  */
 export function resolveServedCheckpoint(path: string, log: (line: string) => void): string {
-  if (existsSync(join(path, 'config.json'))) return path
-  const run = runDirPaths(path)
-  if (existsSync(run.recipeFile)) {
-    const latest = latestRunCheckpoint(path)
-    if (!latest)
-      throw new CliError(
-        `${path} is a run directory without a checkpoint yet (${run.checkpointsDir} holds no step-N/ or sft/ with a config.json)`,
-      )
-    log(
-      `${path} is a run directory: serving its latest checkpoint ${latest.dir} (${latest.name === 'sft' ? 'the cold-start SFT' : `learner step ${latest.step}`})`,
-    )
-    return latest.dir
-  }
-  throw new CliError(
-    `${path} is neither a model directory (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to serve its latest checkpoint`,
-  )
+  return resolveCheckpointPath(path, { what: 'a model directory', doing: 'serving', todo: 'serve' }, log)
 }
 
 /**
