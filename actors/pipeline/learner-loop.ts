@@ -105,6 +105,14 @@ export class LearnerLoop {
   private readonly ready: TakenGroup[] = []
   /** Groups used in steps since the last checkpoint (not yet acknowledged). */
   private held: TakenGroup[] = []
+  /**
+   * Steps taken (their update is in the weights) whose end did not finish: the weights publish
+   * or the checkpoint due at that version failed (NATS restarting). The next `runOnce` finishes
+   * them before it takes groups; see `finishStep`.
+   */
+  private unfinished = false
+  /** Steps held since the last checkpoint. */
+  private stepsSinceCheckpoint = 0
   private readonly skipSeqs: Set<number>
   /** Aborted by `stop`: a wait for groups ends at once. */
   private readonly halt = new AbortController()
@@ -149,6 +157,11 @@ export class LearnerLoop {
 
   /** Takes ready groups and runs one step; returns false when no group came within `waitMs`. */
   async runOnce(): Promise<boolean> {
+    // A step whose end failed is finished first: its checkpoint, if one was due, acknowledges the
+    // groups it holds. Skipped, the held groups would grow past the consumer's ack-pending limit
+    // (sized for `checkpointEvery` steps), the stream would hand out nothing more, and with no
+    // step there would be no checkpoint to release them: the run would stall.
+    if (this.unfinished) await this.finishStep()
     const want = this.settings.minGroups - this.ready.length
     const taken = await this.consumer.take(
       Math.max(1, want),
@@ -205,6 +218,8 @@ export class LearnerLoop {
       if (this.settings.trajectoryLog)
         appendTrajectoryLog(this.settings.trajectoryLog, use, this.core.version)
       this.held.push(...use)
+      this.stepsSinceCheckpoint++
+      this.unfinished = true
       this.counts.steps++
       this.counts.groups += use.length
     }
@@ -218,13 +233,7 @@ export class LearnerLoop {
     }
     hold()
     const tPublish = performance.now()
-    const weights = await this.core.weights()
-    await this.publishWeights(this.core.version, weights)
-    const publishMs = performance.now() - tPublish
-    const v = this.core.version
-    const evalEvery = this.settings.evaluationEvery ?? 0
-    if (v % this.settings.checkpointEvery === 0 || (evalEvery > 0 && v % evalEvery === 0))
-      await this.checkpoint()
+    const publishMs = await this.finishStep(tPublish)
     this.counts.busyMs += performance.now() - t0
     const wall = performance.now() - this.counts.startedAt
     this.report(
@@ -243,6 +252,25 @@ export class LearnerLoop {
       this.core.version,
     )
     return true
+  }
+
+  /**
+   * The end of a step taken: publishes the current weights, then checkpoints when one is due (at
+   * multiples of `checkpointEvery` or `evaluationEvery`, or once `checkpointEvery` steps are held
+   * since the last checkpoint: a step whose end failed at a multiple is caught up on here).
+   * @returns the milliseconds the weights publish took.
+   */
+  private async finishStep(tPublish = performance.now()): Promise<number> {
+    const weights = await this.core.weights()
+    await this.publishWeights(this.core.version, weights)
+    const publishMs = performance.now() - tPublish
+    const v = this.core.version
+    const every = this.settings.checkpointEvery
+    const evalEvery = this.settings.evaluationEvery ?? 0
+    if (v % every === 0 || this.stepsSinceCheckpoint >= every || (evalEvery > 0 && v % evalEvery === 0))
+      await this.checkpoint()
+    this.unfinished = false
+    return publishMs
   }
 
   /** Replaces the held (or ready) group of `t`'s sequence by `t`; false when none is held. */
@@ -281,6 +309,7 @@ export class LearnerLoop {
     for (const t of this.held) this.skipSeqs.add(t.seq)
     const acked = this.held
     this.held = []
+    this.stepsSinceCheckpoint = 0
     await this.consumer.ack(acked)
     if (this.settings.keepCheckpoints !== undefined)
       pruneCheckpoints(this.settings.checkpointDir, this.settings.keepCheckpoints)

@@ -52,6 +52,20 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/**
+ * A request in flight when the connection to the NATS server dropped (the server died or
+ * restarted): its reply is given up at once instead of at its deadline, since a request still in
+ * the dead server's buffers is lost. The request may have been handled, as after a timeout, so it
+ * is one (callers that handle timeouts handle it).
+ */
+export class RequestInterruptedError extends RequestTimeoutError {
+  override name = 'RequestInterruptedError'
+  constructor(subject: string, timeoutMs: Millis) {
+    super(subject, timeoutMs)
+    this.message = `request to ${subject} interrupted: the connection to NATS dropped before its reply`
+  }
+}
+
 /** A request to a subject nobody serves (after retrying until the deadline). */
 export class NoRespondersError extends Error {
   override name = 'NoRespondersError'

@@ -15,6 +15,7 @@ import {
   NoRespondersError,
   PayloadTooLargeError,
   RequestAbortedError,
+  RequestInterruptedError,
   RequestTimeoutError,
   TransportClosedError,
 } from './errors.ts'
@@ -54,7 +55,8 @@ export function connectionName(who: ConnectionIdentity): string {
 
 /**
  * Connects to NATS and returns a transport. It reconnects forever after the first connection;
- * requests made while disconnected are sent after the reconnect or fail at their deadline.
+ * requests made while disconnected are sent after the reconnect or fail at their deadline; requests
+ * in flight when the connection drops fail at once with `RequestInterruptedError`.
  * @throws NatsConnectError when no server answers the first connection.
  */
 export async function connectNats(options: NatsConnectOptions): Promise<NatsTransport> {
@@ -83,6 +85,12 @@ export class NatsTransport implements Transport {
   private closed = false
   /** Number of reconnects seen since connect. */
   reconnects = 0
+  /** Rejects each request in flight; called when the connection drops. */
+  private readonly interrupts = new Set<() => void>()
+  /** False from a disconnect to the next reconnect. */
+  private up = true
+  /** Wakes the requests waiting for the reconnect. */
+  private readonly wakeOnUp = new Set<() => void>()
 
   constructor(
     readonly nc: NatsConnection,
@@ -90,7 +98,15 @@ export class NatsTransport implements Transport {
     private readonly clock: Clock = systemClock,
   ) {
     void (async () => {
-      for await (const s of nc.status()) if (s.type === 'reconnect') this.reconnects++
+      for await (const s of nc.status())
+        if (s.type === 'reconnect') {
+          this.reconnects++
+          this.up = true
+          for (const wake of [...this.wakeOnUp]) wake()
+        } else if (s.type === 'disconnect') {
+          this.up = false
+          for (const interrupt of [...this.interrupts]) interrupt()
+        }
     })().catch(() => undefined)
   }
 
@@ -229,7 +245,12 @@ export class NatsTransport implements Transport {
   /**
    * Request with raw bytes. "No responders" (nobody subscribed yet, for example just after a
    * server restart) is retried until the deadline: nobody received it, so a retry is safe.
-   * A timeout is not retried: the request may have been handled. An aborted `signal` ends it at
+   * A timeout is not retried: the request may have been handled. A request in flight when the
+   * connection drops fails at once with `RequestInterruptedError` (a `RequestTimeoutError`): a
+   * request the dying server still held is lost, and its caller would otherwise wait out its whole
+   * deadline (minutes for a generation) after the server is back. One made while disconnected is
+   * sent after the reconnect (a request put in the client's buffer then was seen lost), or fails
+   * with `RequestTimeoutError` when the deadline comes first. An aborted `signal` ends it at
    * once with `RequestAbortedError`. A request over the server's `max_payload` fails at once with
    * `PayloadTooLargeError` (nothing is sent).
    */
@@ -245,15 +266,30 @@ export class NatsTransport implements Transport {
       if (signal?.aborted) throw aborted()
       const left = deadline - this.clock.now()
       if (left <= 0) throw new NoRespondersError(subject)
+      if (!this.up) {
+        await this.untilUp(left, signal)
+        if (signal?.aborted) throw aborted()
+        if (!this.up) throw new RequestTimeoutError(subject, options.timeoutMs)
+        continue
+      }
+      let interrupt: (() => void) | undefined
+      const interrupted = new Promise<never>((_, reject) => {
+        interrupt = () => reject(new RequestInterruptedError(subject, options.timeoutMs))
+      })
+      interrupted.catch(() => undefined)
+      this.interrupts.add(interrupt!)
       try {
         const reply = await unlessAborted(
-          this.nc.request(subject, bytes, { timeout: Math.max(1, Math.round(left)) }),
+          Promise.race([
+            this.nc.request(subject, bytes, { timeout: Math.max(1, Math.round(left)) }),
+            interrupted,
+          ]),
           signal,
           aborted,
         )
         return readReply(subject, reply.data, options.replies)
       } catch (err) {
-        if (err instanceof RequestAbortedError) throw err
+        if (err instanceof RequestAbortedError || err instanceof RequestInterruptedError) throw err
         if (isNoResponders(err)) {
           if (options.retryNoResponders === false) throw new NoRespondersError(subject)
           noResponders = true
@@ -268,8 +304,25 @@ export class NatsTransport implements Transport {
         if (isTimeout(err)) throw new RequestTimeoutError(subject, options.timeoutMs, err)
         if (this.closed || this.nc.isClosed()) throw new TransportClosedError(`nats (${this.name})`)
         throw err
+      } finally {
+        this.interrupts.delete(interrupt!)
       }
     }
+  }
+
+  /** Resolves at the next reconnect, after `ms`, or when `signal` aborts, whichever comes first. */
+  private untilUp(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.clock.clearTimeout(timer)
+        this.wakeOnUp.delete(done)
+        signal?.removeEventListener('abort', done)
+        resolve()
+      }
+      const timer = this.clock.setTimeout(done, ms)
+      this.wakeOnUp.add(done)
+      signal?.addEventListener('abort', done, { once: true })
+    })
   }
 
   async flush(): Promise<void> {

@@ -338,6 +338,61 @@ for (const medium of media)
       ])
     })
 
+    it('learner-loop - a step that fails at its end on a checkpoint multiple (NATS restarting) gets its weights published and its checkpoint before the loop takes more groups, so the held groups are acknowledged and the stream (its ack-pending limit sized for checkpointEvery steps) hands out more', async () => {
+      const run = `catchup-${medium.name.length}`
+      // The stream's consumer allows 2 unacknowledged groups: the 2 steps of one checkpoint.
+      await ensureTrajectoryStream(t, { run, maxGroups: 2 })
+      const pub = openTrajectoryPublisher(t, run)
+      const seqs = [await pub.publish(group('c0')), await pub.publish(group('c1'))]
+      const checkpointDir = join(mkdtempSync(join(tmpdir(), 'triad-loop-catchup-')), 'checkpoints')
+      const counting = countingCore()
+      let steps = 0
+      const core: LearnerCore = {
+        ...counting,
+        get version() {
+          return counting.version
+        },
+        step: async (groups) => {
+          const out = await counting.step(groups)
+          // Step 2 fails at its end, after its update (the reward model's weights publish).
+          if (++steps === 2) throw new Error('timeout')
+          return out
+        },
+      }
+      const published: number[] = []
+      const loop = new LearnerLoop(
+        core,
+        await openTrajectoryConsumer(t, run),
+        { minGroups: 1, maxGroups: 1, stalenessBound: 100, checkpointEvery: 2, checkpointDir, waitMs: 1_000 },
+        async (version) => {
+          published.push(version)
+        },
+        () => {},
+      )
+      assert.equal(await loop.runOnce(), true)
+      await assert.rejects(loop.runOnce(), /timeout/)
+      assert.equal(readLatestCheckpoint(checkpointDir), undefined)
+      // The next call finishes step 2 first: its weights, its checkpoint, its acknowledgements.
+      assert.equal(await loop.runOnce(), false)
+      assert.deepEqual(published, [1, 2])
+      assert.equal(readLatestCheckpoint(checkpointDir)?.version, 2)
+      assert.deepEqual(readAckRecords(checkpointDir), [
+        { version: 2, used: seqs, dropped: [], duplicates: [] },
+      ])
+      // Acknowledged, the groups leave the stream: a third one is handed out and stepped on.
+      const third = await pub.publish(group('c2'), 5_000)
+      assert.equal(await loop.runOnce(), true)
+      assert.equal(counting.version, 3)
+      assert.equal(loop.counts.groups, 3)
+      await loop.checkpoint()
+      assert.deepEqual(readAckRecords(checkpointDir).at(-1), {
+        version: 3,
+        used: [third],
+        dropped: [],
+        duplicates: [],
+      })
+    })
+
     it('learner-loop - a group handed out again while the loop holds it (its ack wait passed) is not used a second time', async () => {
       const run = `held-${medium.name.length}`
       await ensureTrajectoryStream(t, { run, maxGroups: 10, ackWaitMs: 300 })
