@@ -1,6 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { CheckpointError } from './errors.ts'
+import { readJsonFile } from './json-file.ts'
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from './safetensors.ts'
 import type { Tokenizer } from './tokenizer.ts'
 import { loadTokenizer, tokenizerJson } from './tokenizer-file.ts'
@@ -69,20 +70,6 @@ export interface LoadedCheckpoint {
   metadata: Record<string, string>
 }
 
-async function readJson(file: string): Promise<unknown> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    throw new CheckpointError(file, 'cannot read', { cause: err })
-  }
-  try {
-    return JSON.parse(text)
-  } catch (err) {
-    throw new CheckpointError(file, 'not JSON', { cause: err })
-  }
-}
-
 /** Reads a checkpoint's weights as plain arrays, checked against its config. */
 export async function readCheckpointWeights(dir: string): Promise<{
   config: FullTransformerConfig
@@ -90,7 +77,7 @@ export async function readCheckpointWeights(dir: string): Promise<{
   metadata: Record<string, string>
 }> {
   const configFile = path.join(dir, CheckpointFile.Config)
-  const raw = (await readJson(configFile)) as Partial<CheckpointConfig>
+  const raw = (await readJsonFile(configFile)) as Partial<CheckpointConfig>
   if (raw.architecture !== 'triad-decoder')
     throw new CheckpointError(
       configFile,

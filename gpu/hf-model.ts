@@ -6,6 +6,7 @@ import * as tf from '@tensorflow/tfjs'
 import { CheckpointError, ModelTooLargeError } from './errors.ts'
 import { fromHfConfig, type HfModelConfig } from './hf-config.ts'
 import { fromHfTensors, hfTensorShapes, isIgnoredHfTensor } from './hf-tensors.ts'
+import { readJsonFile } from './json-file.ts'
 import { readSafetensorsHeader, readSafetensorsTensors, type SafetensorsHeader } from './safetensors.ts'
 import {
   createTransformer,
@@ -77,25 +78,11 @@ export function modelMemoryBytes(config: FullTransformerConfig): number {
   return parameterBytes(config) + 4 * config.vocabSize * config.width
 }
 
-async function readJson(file: string): Promise<unknown> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    throw new CheckpointError(file, 'cannot read', { cause: err })
-  }
-  try {
-    return JSON.parse(text)
-  } catch (err) {
-    throw new CheckpointError(file, 'not JSON', { cause: err })
-  }
-}
-
 /** Reads `generation_config.json` when the directory has one. @throws CheckpointError on bad JSON. */
 export async function readHfGenerationConfig(dir: string): Promise<HfGenerationConfig | undefined> {
   const file = path.join(dir, HfFile.GenerationConfig)
   if (!existsSync(file)) return undefined
-  const raw = (await readJson(file)) as Record<string, unknown>
+  const raw = (await readJsonFile(file)) as Record<string, unknown>
   if (typeof raw !== 'object' || raw === null) throw new CheckpointError(file, 'is not a JSON object')
   const num = (k: string) => (typeof raw[k] === 'number' ? (raw[k] as number) : undefined)
   const eos = raw.eos_token_id
@@ -120,7 +107,7 @@ export async function readHfGenerationConfig(dir: string): Promise<HfGenerationC
 async function weightFiles(dir: string): Promise<{ files: string[]; index?: Map<string, string> }> {
   const indexFile = path.join(dir, HfFile.WeightsIndex)
   if (existsSync(indexFile)) {
-    const raw = (await readJson(indexFile)) as { weight_map?: unknown }
+    const raw = (await readJsonFile(indexFile)) as { weight_map?: unknown }
     const map = raw?.weight_map
     if (typeof map !== 'object' || map === null || Array.isArray(map))
       throw new CheckpointError(indexFile, 'has no weight_map object')
@@ -160,7 +147,9 @@ export async function readHfModelWeights(
   options: LoadHfModelOptions = {},
 ): Promise<HfModelWeights> {
   const configFile = path.join(dir, HfFile.Config)
-  const hf = fromHfConfig(await readJson(configFile), configFile, { contextLength: options.contextLength })
+  const hf = fromHfConfig(await readJsonFile(configFile), configFile, {
+    contextLength: options.contextLength,
+  })
   const { config } = hf
   const limit =
     options.memoryLimitBytes !== undefined
