@@ -173,6 +173,8 @@ export class NatsTransport implements Transport {
           if (!err) respond(msg)
         },
       })
+      // Resolve once the server has the subscription: a request sent right after is delivered.
+      await this.nc.flush()
       return this.track({
         subject,
         stats: () => ({ ...stats }),
@@ -187,6 +189,7 @@ export class NatsTransport implements Transport {
         if (!err) respond(msg)
       },
     })
+    await this.nc.flush()
     return this.track(this.servedOf(subject, sub, stats))
   }
 

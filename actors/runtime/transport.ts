@@ -99,7 +99,7 @@ export interface Served {
  */
 export interface Transport {
   readonly kind: 'nats' | 'in-process'
-  /** Serves requests on `subject` (see `ServeOptions`). */
+  /** Serves requests on `subject` (see `ServeOptions`); resolves once a request sent after it reaches the handler. */
   serve(subject: string, options: ServeOptions): Promise<Served>
   /**
    * Request/reply with a deadline.
