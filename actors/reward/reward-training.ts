@@ -9,6 +9,7 @@ import {
   leftPad,
   leftPaddedTensors,
   lossAndGrads,
+  outputWeight,
   type RlOptimizer,
   rowChunks,
   signedOutcome,
@@ -166,7 +167,7 @@ function lastLogSoftmax(
     attentionMask: t.attentionMask,
     lastOnly: true,
   })
-  let logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // tied: h E^T
+  let logits = tf.matMul(h, outputWeight(model), false, true) // h W^T (W = E when tied)
   if (temperature !== 1) logits = logits.div(temperature)
   return tf.logSoftmax(logits) as tf.Tensor2D
 }
