@@ -24,6 +24,7 @@ import {
   taskRegistry,
   tasks,
 } from '../../actors/index.ts'
+import { ContinuousBatcher, chooseBackend, disposeTransformer } from '../../gpu/index.ts'
 import {
   EnvCancelAll,
   EnvDrain,
@@ -33,7 +34,6 @@ import {
   type PayloadOf,
   Subjects,
 } from '../../protocols/index.ts'
-import { ContinuousBatcher, chooseBackend, disposeTransformer } from '../../gpu/index.ts'
 import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { loadModelDir } from '../model-dir.ts'
