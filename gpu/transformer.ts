@@ -11,7 +11,7 @@ import {
   LoraTarget,
   loraScale,
 } from './lora.ts'
-import { matmul } from './matmul.ts'
+import { matmul, matmulFrozen, matmulTFrozen } from './matmul.ts'
 import { createRng } from './prng.ts'
 import './segment-sum-kernel.ts'
 
@@ -595,6 +595,11 @@ function attention(
 function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContext): tf.Tensor2D {
   const { heads: h, kvHeads: kv, headDim: hd, normEps, mlpHidden: f } = model.config
   const p = (name: string) => weightOf(model, `layers.${i}.${name}`)
+  // x W; a frozen W (LoRA) gets no gradient of its own
+  const wx = (input: tf.Tensor2D, name: string) =>
+    model.frozen.has(`layers.${i}.${name}`)
+      ? matmulFrozen(input, p(name) as tf.Tensor2D)
+      : matmul(input, p(name) as tf.Tensor2D)
   const n = x.shape[0]
   const { batch: b, steps: t } = ctx
   const lora = (target: LoraTarget, input: tf.Tensor2D, y: tf.Tensor2D) =>
@@ -602,7 +607,7 @@ function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContex
 
   // Attention: x + W_o softmax(q k^T / sqrt(hd) + mask) v
   const a = rmsNorm(x, p('attn_norm'), normEps)
-  let qkv = matmul(a, p('qkv') as tf.Tensor2D)
+  let qkv = wx(a, 'qkv')
   if (model.config.qkvBias) qkv = tf.add(qkv, p('qkv_bias')) as tf.Tensor2D // Qwen2: x W + b
   let [q2, k2, v2] = tf.split(qkv, [h * hd, kv * hd, kv * hd], 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
   if (model.lora) {
@@ -624,19 +629,19 @@ function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContex
   const attn = attention(toHeads(q, b, t, h, hd), k, v, ctx.mask, h, ctx.attention) // [b*h, t, hd]
   const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, h * hd])
   const attnIn = merged as tf.Tensor2D
-  const o = lora(LoraTarget.Output, attnIn, matmul(attnIn, p('attn_out') as tf.Tensor2D))
+  const o = lora(LoraTarget.Output, attnIn, wx(attnIn, 'attn_out'))
   const x1 = tf.add(x, o) as tf.Tensor2D
 
   // Gated MLP: x + W_down (silu(x W_gate) * x W_up)   (Shazeer 2020, eq. 6)
   const m = rmsNorm(x1, p('mlp_norm'), normEps)
-  const gu = matmul(m, p('gate_up') as tf.Tensor2D)
+  const gu = wx(m, 'gate_up')
   let [gate, up] = tf.split(gu, [f, f], 1) as [tf.Tensor2D, tf.Tensor2D]
   if (model.lora) {
     gate = lora(LoraTarget.Gate, m, gate)
     up = lora(LoraTarget.Up, m, up)
   }
   const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D // silu(g) * u
-  return tf.add(x1, lora(LoraTarget.Down, hidden, matmul(hidden, p('down') as tf.Tensor2D))) as tf.Tensor2D
+  return tf.add(x1, lora(LoraTarget.Down, hidden, wx(hidden, 'down'))) as tf.Tensor2D
 }
 
 /** Position of each target in the dropout seed of a layer. */
@@ -840,7 +845,11 @@ const LARGE_HEAD_VALUES = 2 ** 24
  */
 function projectOut(model: Transformer, h: tf.Tensor2D): tf.Tensor2D {
   const w = outputWeight(model)
-  if (w.size >= LARGE_HEAD_VALUES && h.shape[0] <= 8) return tf.matMul(h, w, false, true)
+  const flagRows = w.size >= LARGE_HEAD_VALUES ? 8 : 0
+  // a frozen head (LoRA): no [width, vocab] gradient and transpose in the backward pass
+  if (model.frozen.has(model.config.tiedEmbeddings ? 'embed' : 'lm_head'))
+    return matmulTFrozen(h, w, flagRows)
+  if (h.shape[0] <= flagRows) return tf.matMul(h, w, false, true)
   return matmul(h, tf.transpose(w))
 }
 

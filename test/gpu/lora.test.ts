@@ -189,6 +189,45 @@ describe('gpu/lora', () => {
     disposeTransformer(model)
   })
 
+  it('gradients - through frozen weights and head, each adapter gradient matches central differences', async () => {
+    const lora = fullLoraConfig({ rank: 2, alpha: 2 })
+    const adapters = initAdapters(CONFIG, lora, 6)
+    for (const [n, a] of Object.entries(adapters))
+      if (n.endsWith('lora_b')) for (let i = 0; i < a.length; i++) a[i] = 0.2 * Math.cos(i + n.length)
+    const weights = randomWeights(8)
+    const tokens = tf.tensor2d([IDS[0]!.slice(0, -1)], undefined, 'int32')
+    const targets = tf.tensor2d([IDS[0]!.slice(1)], undefined, 'int32')
+    const lossOf = (m: Transformer) => tf.neg(tf.sum(tokenLogprobs(m, tokens, targets))) as tf.Scalar
+    const model = createTransformer(CONFIG, { weights, lora, adapters })
+    const { grads } = await lossAndGrads(model, () => lossOf(model))
+    const h = 1e-2
+    for (const [name, index] of [
+      ['layers.0.q_proj.lora_b', 5],
+      ['layers.1.down_proj.lora_a', 7],
+      ['layers.0.gate_proj.lora_a', 3],
+      ['layers.1.o_proj.lora_b', 11],
+    ] as const) {
+      const at = (delta: number) => {
+        const moved = { ...adapters, [name]: adapters[name]!.slice() }
+        moved[name]![index]! += delta
+        const m = createTransformer(CONFIG, { weights, lora, adapters: moved })
+        const value = tf.tidy(() => lossOf(m).dataSync()[0]!)
+        disposeTransformer(m)
+        return value
+      }
+      const numeric = (at(h) - at(-h)) / (2 * h)
+      const analytic = grads[name]!.dataSync()[index]!
+      assert.ok(Math.abs(analytic) > 1e-3, `${name}[${index}] has a gradient to check (${analytic})`)
+      assert.ok(
+        Math.abs(numeric - analytic) <= 2e-2 * Math.max(1, Math.abs(analytic)),
+        `${name}[${index}]: analytic ${analytic}, central difference ${numeric}`,
+      )
+    }
+    assert.deepEqual(Object.keys(grads).sort(), [...model.params.keys()].sort())
+    tf.dispose([grads, tokens, targets])
+    disposeTransformer(model)
+  })
+
   it('merge - W + (alpha/rank) A B gives the adapted model logits without adapters', async () => {
     const lora = fullLoraConfig({
       rank: 3,
