@@ -17,6 +17,15 @@ export interface AdamWConfig {
   decay?: (name: string, variable: tf.Variable) => boolean
 }
 
+/** The settings `AdamW` takes when its config leaves them out (DESIGN.md: global grad-norm clip 1.0). */
+export const ADAMW_DEFAULTS = Object.freeze({
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-8,
+  weightDecay: 0.01,
+  maxGradNorm: 1,
+} as const)
+
 /** What one `AdamW.step` did. */
 export interface AdamWStepInfo {
   /** Global L2 norm of the gradients before clipping. */
@@ -49,11 +58,11 @@ export class AdamW {
 
   /** @param params the model's parameters by name (`model.params`). @throws ConfigError on bad settings. */
   constructor(params: ReadonlyMap<string, tf.Variable>, config: AdamWConfig = {}) {
-    this.beta1 = config.beta1 ?? 0.9
-    this.beta2 = config.beta2 ?? 0.95
-    this.eps = config.eps ?? 1e-8
-    this.weightDecay = config.weightDecay ?? 0.01
-    this.maxGradNorm = config.maxGradNorm ?? 1
+    this.beta1 = config.beta1 ?? ADAMW_DEFAULTS.beta1
+    this.beta2 = config.beta2 ?? ADAMW_DEFAULTS.beta2
+    this.eps = config.eps ?? ADAMW_DEFAULTS.eps
+    this.weightDecay = config.weightDecay ?? ADAMW_DEFAULTS.weightDecay
+    this.maxGradNorm = config.maxGradNorm ?? ADAMW_DEFAULTS.maxGradNorm
     for (const [field, value] of [
       ['beta1', this.beta1],
       ['beta2', this.beta2],

@@ -4,6 +4,7 @@ import {
   DEFAULT_L_BUF,
   DEFAULT_L_MAX,
   type ParsedRecipe,
+  RETIRED_FIELDS,
   type RecipeInput,
   RecipeSchema,
 } from './recipe-schema.ts'
@@ -109,11 +110,14 @@ export function issuesFromZod(error: z.ZodError, schema: z.ZodType = RecipeSchem
     switch (issue.code) {
       case 'unrecognized_keys': {
         const valid = fieldsAt(schema, issue.path)
-        for (const key of issue.keys)
+        for (const key of issue.keys) {
+          const at = formatPath([...issue.path, key])
+          const retired = schema === RecipeSchema ? RETIRED_FIELDS[at.replace(/\[\d+\]/g, '[]')] : undefined
           out.push({
-            path: formatPath([...issue.path, key]),
-            message: `unknown field${valid.length ? `; valid fields: ${valid.join(', ')}` : ''}`,
+            path: at,
+            message: retired ?? `unknown field${valid.length ? `; valid fields: ${valid.join(', ')}` : ''}`,
           })
+        }
         break
       }
       case 'too_small':
@@ -194,12 +198,6 @@ function crossFieldIssues(r: ParsedRecipe): CrossFieldIssue[] {
       add(`tasks[${i}].difficulty.start`, `must be <= difficulty.max (${d.max})`, [
         `tasks[${i}].difficulty.max`,
       ])
-    if (r.evaluation.instancesPerTask > t.evalSize)
-      add(
-        `tasks[${i}].evalSize`,
-        `must be >= evaluation.instancesPerTask (${r.evaluation.instancesPerTask}): the eval split is too small`,
-        ['evaluation.instancesPerTask'],
-      )
   })
 
   const m = r.model

@@ -42,6 +42,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
     rl: {
       groupSize: recipe.rl.groupSize,
       lr: recipe.rl.lr,
+      optimizer: { weightDecay: recipe.rl.weightDecay, maxGradNorm: recipe.rl.gradClip },
       step: {
         advantageEstimator: recipe.rl.advantage,
         taskNormalization: recipe.rl.taskAdvantageNorm,
@@ -50,7 +51,6 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
         klCoef: recipe.rl.kl.beta,
         klEstimator: recipe.rl.kl.estimator,
         entropyCoef: recipe.rl.entropy,
-        maxGradNorm: recipe.rl.gradClip,
         temperature: p.temperature > 0 ? p.temperature : 1,
         loss: {
           epsLow: recipe.rl.eps_low,
@@ -61,7 +61,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
         ...(recipe.rl.overlong.enabled
           ? { overlong: { maxLength: recipe.rl.overlong.L_max, bufferLength: recipe.rl.overlong.L_buf } }
           : {}),
-      } as NodeConfig['rl']['step'],
+      },
     },
     pipeline: {
       mode: p.mode,

@@ -1,7 +1,7 @@
-import type { RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
+import type { AdamWConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
 import type { TriadSwitches } from '../reward/index.ts'
-import type { TaskMixEntry } from '../rollout/rollout.ts'
+import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
 import type { SftDataset } from './sft-dataset.ts'
 
 /** The dynamic triad of a run (RLAnything): its switches and the env adapter's settings. */
@@ -47,6 +47,9 @@ export interface RewardModelSftConfig {
   init: 'policy' | 'seed'
 }
 
+/** The AdamW settings a recipe gives (`rl.weightDecay`, `rl.gradClip`); the moments' betas keep their defaults. */
+export type PolicyOptimizerConfig = Required<Pick<AdamWConfig, 'weightDecay' | 'maxGradNorm'>>
+
 /**
  * What every node of a run needs to know, resolved from the recipe by `triad run` and written to
  * the run directory as `node-config.json`; `triad worker --config FILE` reads it on any machine.
@@ -90,9 +93,15 @@ export interface NodeConfig {
   rl: {
     /** G: samples per task instance. */
     groupSize: number
+    /** AdamW learning rate of the policy, and of the reward model's consistency training. */
     lr: number
-    /** GRPO-TCR settings (defaults: DemyAgent). */
-    step: Partial<RlStepConfig>
+    /**
+     * AdamW settings of the policy (decoupled weight decay, global grad-norm clip), and of the
+     * reward model's consistency training: the `Learner`'s and the `RewardModelLearner`'s optimizer.
+     */
+    optimizer: PolicyOptimizerConfig
+    /** GRPO-TCR settings, every one given (the recipe's, or `RL_STEP_DEFAULTS`). */
+    step: RlStepConfig
   }
   pipeline: {
     mode: 'async' | 'sync'
@@ -128,4 +137,44 @@ export interface NodeConfig {
   maxSteps: number
   /** Dynamic triad switches; absent: every part off (outcome-reward GRPO on fixed tasks). */
   triad?: NodeTriadConfig
+}
+
+/** Attempts of an episode whose environment session failed before it counts as failed. */
+export const ROLLOUT_ATTEMPTS = 3
+
+/**
+ * The rollout driver's settings of a run: the task mix, G, the agent loops in flight, and each
+ * episode's turn and token limits and sampling (temperature, top-p) from `pipeline`.
+ * @param judged whether a step judge annotates episodes (the share comes from `triad.stepReward.judgeShare`).
+ */
+export function rolloutSettingsOf(config: NodeConfig, judged: boolean): RolloutSettings {
+  const p = config.pipeline
+  return {
+    tasks: config.tasks,
+    groupSize: config.rl.groupSize,
+    concurrency: p.concurrency,
+    attempts: ROLLOUT_ATTEMPTS,
+    seed: config.seed + 101,
+    ...(judged ? { annotateShare: config.triad?.stepReward.judgeShare ?? 1 } : {}),
+    episode: {
+      maxTurns: p.maxTurns,
+      maxNewTokens: p.maxNewTokens,
+      contextLength: config.model.contextLength,
+      temperature: p.temperature,
+      topP: p.topP,
+    },
+  }
+}
+
+/**
+ * What the learner node builds its `Learner` with (`LearnerOptions`) besides the model, tokenizer, version and KL
+ * reference: the learning rate, the GRPO-TCR step settings and the AdamW settings (the
+ * `RewardModelLearner` takes the same `optimizer`).
+ */
+export function learnerSettingsOf(config: NodeConfig): {
+  lr: number
+  rl: RlStepConfig
+  optimizer: PolicyOptimizerConfig
+} {
+  return { lr: config.rl.lr, rl: config.rl.step, optimizer: config.rl.optimizer }
 }

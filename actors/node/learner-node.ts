@@ -41,7 +41,7 @@ import {
   sftTrainingEpisodes,
   TOKENIZER_CORPUS_PER_TASK,
 } from './cold-start.ts'
-import type { NodeConfig } from './config.ts'
+import { learnerSettingsOf, type NodeConfig } from './config.ts'
 import { serveLearnerStatus } from './learner-status.ts'
 import {
   loadRewardModelCheckpoint,
@@ -210,8 +210,7 @@ async function startLearnerLoop(
       return Learner.create({
         model,
         tokenizer,
-        lr: config.rl.lr,
-        rl: config.rl.step,
+        ...learnerSettingsOf(config),
         version: 0,
         ...(reference ? { reference } : {}),
       })
@@ -227,6 +226,7 @@ async function startLearnerLoop(
           config.rl.lr,
           triad,
           triad.rewardModelBatch,
+          learnerSettingsOf(config).optimizer,
         )
       : undefined
     let restored = false

@@ -22,7 +22,7 @@ import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
-import type { NodeConfig } from './config.ts'
+import { type NodeConfig, rolloutSettingsOf } from './config.ts'
 import { StartAbortedError } from './errors.ts'
 import { type NodeHandle, type NodeOptions, reportMetrics } from './learner-node.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
@@ -205,21 +205,7 @@ export async function startRolloutNode(
       tokenizer,
       ...(judge ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) } : {}),
     },
-    {
-      tasks: config.tasks,
-      groupSize: config.rl.groupSize,
-      concurrency: p.concurrency,
-      attempts: 3,
-      seed: config.seed + 101,
-      ...(judge ? { annotateShare: triad?.stepReward.judgeShare ?? 1 } : {}),
-      episode: {
-        maxTurns: p.maxTurns,
-        maxNewTokens: p.maxNewTokens,
-        contextLength: config.model.contextLength,
-        temperature: p.temperature,
-        topP: p.topP,
-      },
-    },
+    rolloutSettingsOf(config, judge !== undefined),
     async (group) => {
       await publisher.publish(group)
       if (adapter) {

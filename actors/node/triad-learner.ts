@@ -1,5 +1,6 @@
 import {
   AdamW,
+  type AdamWConfig,
   createRng,
   type OverlongConfig,
   type RlBatch,
@@ -199,9 +200,11 @@ export class RewardModelLearner {
     private readonly switches: TriadSwitches,
     /** Most judged steps one update trains on (default 64). */
     private readonly maxStepsPerUpdate = 64,
+    /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
+    optimizer: AdamWConfig = {},
   ) {
     this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
-    this.optimizer = new AdamW(this.rm.model.params)
+    this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
   /**

@@ -17,6 +17,7 @@ import {
   startNatsServer,
   startNodeProcesses,
 } from '../../actors/index.ts'
+import { RL_STEP_DEFAULTS } from '../../gpu/index.ts'
 import { MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 
 type Line = { role: string; step: number; values: Record<string, number> }
@@ -40,7 +41,12 @@ function configFor(mode: 'async' | 'sync', run: string, runDir: string): NodeCon
       lr: 1e-3,
       batchTokens: 4096,
     },
-    rl: { groupSize: 4, lr: 1e-4, step: {} },
+    rl: {
+      groupSize: 4,
+      lr: 1e-4,
+      optimizer: { weightDecay: 0.01, maxGradNorm: 1 },
+      step: { ...RL_STEP_DEFAULTS },
+    },
     pipeline: {
       mode,
       freshEngines: 1,

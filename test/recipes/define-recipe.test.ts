@@ -29,7 +29,7 @@ describe('recipes/define-recipe', () => {
     const r = defineRecipe(base)
     assert.equal(r.name, 'triad')
     assert.equal(r.seed, 0)
-    assert.deepEqual(r.tasks, [{ name: 'calc', weight: 1, difficulty: {}, evalSize: 64 }])
+    assert.deepEqual(r.tasks, [{ name: 'calc', weight: 1, difficulty: {} }])
     assert.deepEqual(r.model, {
       layers: 2,
       width: 128,
@@ -185,8 +185,8 @@ describe('recipes/define-recipe', () => {
     assert.deepEqual(problems({ tasks: [{ name: 'calc', difficulty: { min: 3, max: 2 } }] }), [
       'tasks[0].difficulty.min: must be <= difficulty.max (2)',
     ])
-    assert.deepEqual(problems({ tasks: [{ name: 'calc', evalSize: 4 }] }), [
-      'tasks[0].evalSize: must be >= evaluation.instancesPerTask (16): the eval split is too small',
+    assert.deepEqual(problems({ tasks: [{ name: 'calc' }, { name: 'maze', evalSize: 4 }] }), [
+      'tasks[1].evalSize: removed: it changed nothing (the eval split is made by content, and evaluation.instancesPerTask says how many held-out instances are played)',
     ])
     assert.deepEqual(problems({ tasks: [{ name: 'calc' }, { name: 'calc' }] }), [
       "tasks[1].name: task 'calc' is listed twice (also tasks[0])",

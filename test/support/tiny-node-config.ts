@@ -1,4 +1,5 @@
 import type { NodeConfig, NodeTriadConfig } from '../../actors/index.ts'
+import { RL_STEP_DEFAULTS } from '../../gpu/index.ts'
 
 /**
  * The node config of a tiny run for actor-level tests: a 1-layer width-16 model, calc at level 1,
@@ -22,7 +23,12 @@ export function tinyNodeConfig(run: string, runDir: string, overrides: Partial<N
       lr: 1e-3,
       batchTokens: 256,
     },
-    rl: { groupSize: 2, lr: 1e-3, step: {} },
+    rl: {
+      groupSize: 2,
+      lr: 1e-3,
+      optimizer: { weightDecay: 0.01, maxGradNorm: 1 },
+      step: { ...RL_STEP_DEFAULTS },
+    },
     pipeline: {
       mode: 'async',
       envWorkers: 1,

@@ -242,7 +242,7 @@ describe('actors/node/learner-node', () => {
     // A fresh run with a cold-start SFT: the reference must be read after the SFT wrote
     // checkpoints/sft (read before, it was the seeded random init: kl_ref ~5 nats at step 1).
     const base = sftConfig(run, runDir)
-    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { klCoef: 0.1 } } }
+    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { ...base.rl.step, klCoef: 0.1 } } }
     const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
     const watch = await connect('test')
     const { reports, stop: stopReports } = collectMetricsReports(watch, run)

@@ -15,6 +15,7 @@ import {
   streamManager,
   trajectoryStreamName,
 } from '../../../actors/index.ts'
+import { RL_STEP_DEFAULTS } from '../../../gpu/index.ts'
 import { MessageRegistry, MetricsReport } from '../../../protocols/index.ts'
 import { auditGroups } from '../../support/group-audit.ts'
 
@@ -68,7 +69,12 @@ describe('actors/pipeline - faults with real processes', () => {
         lr: 1e-3,
         batchTokens: 1024,
       },
-      rl: { groupSize: 2, lr: 1e-4, step: {} },
+      rl: {
+        groupSize: 2,
+        lr: 1e-4,
+        optimizer: { weightDecay: 0.01, maxGradNorm: 1 },
+        step: { ...RL_STEP_DEFAULTS },
+      },
       pipeline: {
         mode: 'async',
         freshEngines: 1,
