@@ -22,7 +22,7 @@ export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings
     instances: recipe.evaluation.instancesPerTask,
     maxNewTokens: recipe.pipeline.maxNewTokens,
     temperature: recipe.pipeline.temperature,
-    topP: recipe.pipeline.top_p,
+    top_p: recipe.pipeline.top_p,
     seed: recipe.seed + 4242,
   }
 }

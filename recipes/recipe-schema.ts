@@ -187,8 +187,8 @@ export const RlSchema = z.strictObject({
   overlong: OverlongSchema.prefault({}),
   /** KL to the reference policy (`beta` 0 = off, estimator `k3`). */
   kl: KlSchema.prefault({}),
-  /** Entropy bonus coefficient (default 0). */
-  entropy: z.number().min(0).default(0),
+  /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy` (default 0). */
+  entropyCoef: z.number().min(0).default(0),
   /**
    * AdamW learning rate (default 1e-4). `lr`, `weightDecay` and `gradClip` set the policy's AdamW
    * and the reward model's in its consistency training (the cold starts keep their own `lr` and
@@ -380,11 +380,36 @@ export type RecipeInput = z.input<typeof RecipeSchema>
 export type ParsedRecipe = z.output<typeof RecipeSchema>
 
 /**
+ * Recipe fields that were renamed, old path to new (`[]` for any list index). A recipe that uses
+ * an old one gets an error naming the new one; a stored `recipe.json` of an older run is read with
+ * the new names (`storedSettings` in `define-recipe.ts`), so such a run still resumes.
+ */
+export const RENAMED_FIELDS: Readonly<Record<string, string>> = Object.freeze({
+  'rl.entropy': 'rl.entropyCoef',
+})
+
+/**
  * Fields a recipe may not spell so, by path (`[]` for any list index), with what to write instead:
- * the spellings the code used before it took the recipe's (`epsHigh`), and fields that were
- * removed. `checkRecipe` reports such a field with this line instead of "unknown field".
+ * the renamed fields (`RENAMED_FIELDS`), other spellings of a field's concept that the code or the
+ * literature uses (`rl.eps_high` for `rl.eps_high`), and fields that were removed. `checkRecipe`
+ * reports such a field with this line instead of "unknown field".
  */
 export const RETIRED_FIELDS: Readonly<Record<string, string>> = Object.freeze({
+  ...Object.fromEntries(Object.entries(RENAMED_FIELDS).map(([from, to]) => [from, `renamed to ${to}`])),
+  ...Object.fromEntries(
+    Object.entries({
+      'rl.epsLow': 'rl.eps_low',
+      'rl.epsHigh': 'rl.eps_high',
+      'rl.dualClip': 'rl.c',
+      'rl.klCoef': 'rl.kl.beta',
+      'rl.kl.klCoef': 'rl.kl.beta',
+      'rl.maxGradNorm': 'rl.gradClip',
+      'rl.overlong.maxLength': 'rl.overlong.L_max',
+      'rl.overlong.bufferLength': 'rl.overlong.L_buf',
+      'pipeline.topP': 'pipeline.top_p',
+      'pipeline.minGroups': 'pipeline.minBatchGroups',
+    }).map(([other, field]) => [other, `the recipe spells it ${field}`]),
+  ),
   'tasks[].evalSize':
     'removed: it changed nothing (the eval split is made by content, and evaluation.instancesPerTask says how many held-out instances are played)',
 })

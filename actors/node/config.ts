@@ -8,7 +8,7 @@ import type { SftDataset } from './sft-dataset.ts'
 export interface NodeTriadConfig extends TriadSwitches {
   /**
    * Learner steps between difficulty decisions: the env adapter measures a task's accuracy over
-   * windows of `adaptEvery * minGroups * groupSize` episodes (one task level per task).
+   * windows of `adaptEvery * minBatchGroups * groupSize` episodes (one task level per task).
    */
   adaptEvery: number
   /** Accuracy at or above which a task gets harder. */
@@ -32,9 +32,9 @@ export interface RewardModelSftConfig {
   /** Most optimizer steps. */
   steps: number
   /** Expert episodes per task whose steps are the training data. */
-  episodesPerTask: number
+  expertTrajectoriesPerTask: number
   /** Expert episodes per task (other seeds) whose steps measure accuracy before and after. */
-  heldOutEpisodesPerTask: number
+  heldOutTrajectoriesPerTask: number
   /** Per-step probability of an expert mistake (bad steps to learn from). */
   errorRate: number
   /** Share of expert episodes that end solved (the others end with a bad answer step). */
@@ -48,7 +48,7 @@ export interface RewardModelSftConfig {
 }
 
 /** The AdamW settings a recipe gives (`rl.weightDecay`, `rl.gradClip`); the moments' betas keep their defaults. */
-export type PolicyOptimizerConfig = Required<Pick<AdamWConfig, 'weightDecay' | 'maxGradNorm'>>
+export type PolicyOptimizerConfig = Required<Pick<AdamWConfig, 'weightDecay' | 'gradClip'>>
 
 /**
  * What every node of a run needs to know, resolved from the recipe by `triad run` and written to
@@ -72,7 +72,7 @@ export interface NodeConfig {
   sft: {
     enabled: boolean
     /** Expert episodes per task: the SFT data (the tokenizer may learn from more, see `learner-node.ts`). */
-    episodesPerTask: number
+    expertTrajectoriesPerTask: number
     /** Per-step probability of an expert mistake it then recovers from. */
     errorRate: number
     /** Share of expert episodes that end solved. */
@@ -116,9 +116,9 @@ export interface NodeConfig {
     /** Groups more than this many versions behind are dropped. */
     stalenessBound: number
     /** Least groups per learner step (async); exactly this many in sync mode. */
-    minGroups: number
+    minBatchGroups: number
     /** Most groups per learner step (async). */
-    maxGroups: number
+    maxBatchGroups: number
     /** Buffer bound of the trajectory stream, groups. */
     bufferGroups: number
     /** Agent loops in flight. */
@@ -126,7 +126,7 @@ export interface NodeConfig {
     maxTurns: number
     maxNewTokens: number
     temperature: number
-    topP: number
+    top_p: number
     checkpointEvery: number
     /** Step checkpoints kept; older ones are deleted (never `sft/` nor the latest). Absent: all. */
     keepCheckpoints?: number
@@ -161,7 +161,7 @@ export function rolloutSettingsOf(config: NodeConfig, judged: boolean): RolloutS
       maxNewTokens: p.maxNewTokens,
       contextLength: config.model.contextLength,
       temperature: p.temperature,
-      topP: p.topP,
+      top_p: p.top_p,
     },
   }
 }

@@ -169,11 +169,12 @@ async function startLearnerLoop(
   })
   try {
     // The stream holds the buffer plus what the learner holds unacknowledged until its next
-    // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
+    // checkpoint (up to checkpointEvery steps of maxBatchGroups each); a smaller bound would deadlock.
     const p0 = config.pipeline
     await ensureTrajectoryStream(transport, {
       run: config.run,
-      maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
+      maxGroups:
+        p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minBatchGroups : p0.maxBatchGroups),
       ackWaitMs: LEARNER_ACK_WAIT_MS,
     })
     const checkpointDir = join(config.runDir, 'checkpoints')
@@ -182,13 +183,14 @@ async function startLearnerLoop(
     // directory for resumes and published to the object store for the other nodes.
     const tokenizerFile = join(config.runDir, 'tokenizer.json')
     let tokenizer: Tokenizer
-    // The SFT data when the tokenizer is learned here: the first `sft.episodesPerTask` of each task
+    // The SFT data when the tokenizer is learned here: the first `sft.expertTrajectoriesPerTask` of each task
     // of its corpus (which has at least TOKENIZER_CORPUS_PER_TASK per task).
     let experts: ExpertEpisode[] | undefined
     if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
     else {
       const merges = config.tokenizerMerges ?? 0
-      const sftCount = config.sft.enabled && config.sft.experts !== false ? config.sft.episodesPerTask : 0
+      const sftCount =
+        config.sft.enabled && config.sft.experts !== false ? config.sft.expertTrajectoriesPerTask : 0
       const count = Math.max(sftCount, merges > 0 ? TOKENIZER_CORPUS_PER_TASK : 0)
       const corpus = count > 0 ? await playExperts(config, count) : []
       experts = firstEpisodesPerTask(corpus, count, sftCount)
@@ -205,7 +207,7 @@ async function startLearnerLoop(
     // cold-start SFT wrote checkpoints/sft (read before it, it would be the seeded random init).
     let reference: ReturnType<typeof createTransformer> | undefined
     const newLearner = async (model: ReturnType<typeof createTransformer>) => {
-      if ((config.rl.step.klCoef ?? 0) > 0)
+      if ((config.rl.step.beta ?? 0) > 0)
         reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
       return Learner.create({
         model,
@@ -380,8 +382,8 @@ async function startLearnerLoop(
       core,
       consumer,
       {
-        minGroups: p.minGroups,
-        maxGroups: sync ? p.minGroups : p.maxGroups,
+        minBatchGroups: p.minBatchGroups,
+        maxBatchGroups: sync ? p.minBatchGroups : p.maxBatchGroups,
         stalenessBound: p.stalenessBound,
         checkpointEvery: p.checkpointEvery,
         keepCheckpoints: p.keepCheckpoints,

@@ -38,7 +38,7 @@ const METRICS_INTERVAL_MS = 2_000
  * (`env.start`), wherever their workers run. Finished groups go to the trajectory stream.
  *
  * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
- * brake). Synchronous mode (the baseline): generate `minGroups` groups, then wait for the next
+ * brake). Synchronous mode (the baseline): generate `minBatchGroups` groups, then wait for the next
  * weight version before the next batch.
  * @throws StartAbortedError when `options.signal` aborts while it waits for the learner's tokenizer
  *   or first weights (actors it started by then are stopped with the actor system).
@@ -184,7 +184,7 @@ export async function startRolloutNode(
         switches: triad,
         adapter: {
           tasks: triad.levels,
-          window: Math.max(1, triad.adaptEvery * p.minGroups * config.rl.groupSize),
+          window: Math.max(1, triad.adaptEvery * p.minBatchGroups * config.rl.groupSize),
           raiseAt: triad.adaptHigh,
           lowerAt: triad.adaptLow,
           granularity: 'task',
@@ -253,7 +253,7 @@ export async function startRolloutNode(
     }
     while (!stopping && version < config.maxSteps) {
       const at = version
-      await driver.runBatch(p.minGroups)
+      await driver.runBatch(p.minBatchGroups)
       await untilVersion(at + 1)
       // The next batch must come from the new weights: wait for the fresh engines to load them.
       await Promise.race([

@@ -275,7 +275,7 @@ export async function startPolicyEngine(
         const g = await state.batcher.submit(p.prompt, {
           maxNewTokens: p.max_new_tokens,
           temperature: p.temperature,
-          topP: p.top_p,
+          top_p: p.top_p,
           stopTokens: p.stop_tokens,
           seed: p.seed ?? state.seeds.int(2 ** 31),
         })

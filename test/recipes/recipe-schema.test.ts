@@ -124,9 +124,9 @@ async function lowered(input: Record<string, unknown>) {
     64,
     settings.optimizer,
   )
-  const adamw = (o: { weightDecay: number; maxGradNorm: number }) => ({
+  const adamw = (o: { weightDecay: number; gradClip: number }) => ({
     weightDecay: o.weightDecay,
-    maxGradNorm: o.maxGradNorm,
+    gradClip: o.gradClip,
   })
   const view = {
     node: { ...node, run: undefined, runDir: undefined },
@@ -207,7 +207,7 @@ const cases: Record<string, Case> = {
   'sft.batchSize': { set: 4, lands: { 'node.sft.batchTokens': 4 * 1024 } },
   'sft.threads': { set: 2, lands: { 'node.sft.threads': 2 } },
   'sft.lr': { set: 1e-3, lands: { 'node.sft.lr': 1e-3 } },
-  'sft.expertTrajectoriesPerTask': { set: 9, lands: { 'node.sft.episodesPerTask': 9 } },
+  'sft.expertTrajectoriesPerTask': { set: 9, lands: { 'node.sft.expertTrajectoriesPerTask': 9 } },
   'sft.expertErrorRate': { set: 0.5, lands: { 'node.sft.errorRate': 0.5 } },
   'sft.expertSuccessRate': { set: 0.5, lands: { 'node.sft.successRate': 0.5 } },
   'sft.experts': { set: false, lands: { 'node.sft.experts': false, 'node.sft.enabled': false } },
@@ -225,13 +225,16 @@ const cases: Record<string, Case> = {
   'rl.advantage': {
     set: 'grpo-no-std',
     lands: {
-      'node.rl.step.advantageEstimator': 'grpo-no-std',
-      'learner.step.advantageEstimator': 'grpo-no-std',
+      'node.rl.step.advantage': 'grpo-no-std',
+      'learner.step.advantage': 'grpo-no-std',
     },
   },
-  'rl.eps_low': { set: 0.1, lands: { 'node.rl.step.loss.epsLow': 0.1, 'learner.step.loss.epsLow': 0.1 } },
-  'rl.eps_high': { set: 0.4, lands: { 'node.rl.step.loss.epsHigh': 0.4, 'learner.step.loss.epsHigh': 0.4 } },
-  'rl.c': { set: 3, lands: { 'node.rl.step.loss.dualClip': 3, 'learner.step.loss.dualClip': 3 } },
+  'rl.eps_low': { set: 0.1, lands: { 'node.rl.step.loss.eps_low': 0.1, 'learner.step.loss.eps_low': 0.1 } },
+  'rl.eps_high': {
+    set: 0.4,
+    lands: { 'node.rl.step.loss.eps_high': 0.4, 'learner.step.loss.eps_high': 0.4 },
+  },
+  'rl.c': { set: 3, lands: { 'node.rl.step.loss.c': 3, 'learner.step.loss.c': 3 } },
   'rl.aggregation': {
     set: 'seq-mean-token-mean',
     lands: {
@@ -242,31 +245,34 @@ const cases: Record<string, Case> = {
   'rl.overlong.enabled': {
     set: false,
     lands: {
-      'node.rl.step.overlong.maxLength': undefined,
-      'node.rl.step.overlong.bufferLength': undefined,
-      'learner.step.overlong.maxLength': undefined,
-      'learner.step.overlong.bufferLength': undefined,
+      'node.rl.step.overlong.L_max': undefined,
+      'node.rl.step.overlong.L_buf': undefined,
+      'learner.step.overlong.L_max': undefined,
+      'learner.step.overlong.L_buf': undefined,
     },
   },
   'rl.overlong.L_max': {
     set: 512,
     lands: {
-      'node.rl.step.overlong.maxLength': 512,
-      'learner.step.overlong.maxLength': 512,
-      'node.rl.step.overlong.bufferLength': 128,
-      'learner.step.overlong.bufferLength': 128,
+      'node.rl.step.overlong.L_max': 512,
+      'learner.step.overlong.L_max': 512,
+      'node.rl.step.overlong.L_buf': 128,
+      'learner.step.overlong.L_buf': 128,
     },
   },
   'rl.overlong.L_buf': {
     set: 100,
-    lands: { 'node.rl.step.overlong.bufferLength': 100, 'learner.step.overlong.bufferLength': 100 },
+    lands: { 'node.rl.step.overlong.L_buf': 100, 'learner.step.overlong.L_buf': 100 },
   },
-  'rl.kl.beta': { set: 0.1, lands: { 'node.rl.step.klCoef': 0.1, 'learner.step.klCoef': 0.1 } },
+  'rl.kl.beta': { set: 0.1, lands: { 'node.rl.step.beta': 0.1, 'learner.step.beta': 0.1 } },
   'rl.kl.estimator': {
     set: 'k1',
     lands: { 'node.rl.step.klEstimator': 'k1', 'learner.step.klEstimator': 'k1' },
   },
-  'rl.entropy': { set: 0.01, lands: { 'node.rl.step.entropyCoef': 0.01, 'learner.step.entropyCoef': 0.01 } },
+  'rl.entropyCoef': {
+    set: 0.01,
+    lands: { 'node.rl.step.entropyCoef': 0.01, 'learner.step.entropyCoef': 0.01 },
+  },
   'rl.lr': { set: 5e-4, lands: { 'node.rl.lr': 5e-4, 'learner.lr': 5e-4 } },
   'rl.weightDecay': {
     set: 0.3,
@@ -279,14 +285,14 @@ const cases: Record<string, Case> = {
   'rl.gradClip': {
     set: 0.05,
     lands: {
-      'node.rl.optimizer.maxGradNorm': 0.05,
-      'learner.adamw.maxGradNorm': 0.05,
-      'rewardModel.adamw.maxGradNorm': 0.05,
+      'node.rl.optimizer.gradClip': 0.05,
+      'learner.adamw.gradClip': 0.05,
+      'rewardModel.adamw.gradClip': 0.05,
     },
   },
   'rl.taskAdvantageNorm': {
     set: false,
-    lands: { 'node.rl.step.taskNormalization': false, 'learner.step.taskNormalization': false },
+    lands: { 'node.rl.step.taskAdvantageNorm': false, 'learner.step.taskAdvantageNorm': false },
   },
   'rl.dynamicSampling': {
     set: true,
@@ -324,12 +330,12 @@ const cases: Record<string, Case> = {
   'pipeline.stalenessBound': { set: 40, lands: { 'node.pipeline.stalenessBound': 40 } },
   'pipeline.minBatchGroups': {
     set: 2,
-    lands: { 'node.pipeline.minGroups': 2, 'node.pipeline.checkpointEvery': 8 },
+    lands: { 'node.pipeline.minBatchGroups': 2, 'node.pipeline.checkpointEvery': 8 },
   },
   'pipeline.bufferGroups': {
     set: 32,
     lands: {
-      'node.pipeline.maxGroups': 32,
+      'node.pipeline.maxBatchGroups': 32,
       'node.pipeline.bufferGroups': 32,
       'node.pipeline.checkpointEvery': 8,
     },
@@ -356,7 +362,7 @@ const cases: Record<string, Case> = {
   },
   'pipeline.top_p': {
     set: 0.9,
-    lands: { 'node.pipeline.topP': 0.9, 'rollout.episode.topP': 0.9, 'driver.heldOut.topP': 0.9 },
+    lands: { 'node.pipeline.top_p': 0.9, 'rollout.episode.top_p': 0.9, 'driver.heldOut.top_p': 0.9 },
   },
   'triad.adaptiveTasks': { set: false, lands: { 'node.triad.adaptiveTasks': false } },
   'triad.adaptEvery': { set: 3, lands: { 'node.triad.adaptEvery': 3 } },
@@ -382,11 +388,11 @@ const cases: Record<string, Case> = {
   'triad.rewardModelSft.lr': { set: 1e-3, lands: { 'node.triad.rewardModelSft.lr': 1e-3 } },
   'triad.rewardModelSft.expertTrajectoriesPerTask': {
     set: 5,
-    lands: { 'node.triad.rewardModelSft.episodesPerTask': 5 },
+    lands: { 'node.triad.rewardModelSft.expertTrajectoriesPerTask': 5 },
   },
   'triad.rewardModelSft.heldOutTrajectoriesPerTask': {
     set: 5,
-    lands: { 'node.triad.rewardModelSft.heldOutEpisodesPerTask': 5 },
+    lands: { 'node.triad.rewardModelSft.heldOutTrajectoriesPerTask': 5 },
   },
   'triad.rewardModelSft.errorRate': { set: 0.5, lands: { 'node.triad.rewardModelSft.errorRate': 0.5 } },
   'triad.rewardModelSft.successRate': { set: 0.5, lands: { 'node.triad.rewardModelSft.successRate': 0.5 } },

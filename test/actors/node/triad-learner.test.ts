@@ -71,7 +71,7 @@ describe('node - triad learner glue', () => {
       versions: Int32Array.from([-1, -1, 0, 0, 0, 0]),
     }
     const groups = [group([sample(1, 1, 1), long, sample(0, 1, 1), sample(0, 1, 1)])]
-    const overlong = { maxLength: 3, bufferLength: 1 }
+    const overlong = { L_max: 3, L_buf: 1 }
     const { batch, metrics } = stepRewardBatch(groups, on, { maxTokens: 8, overlong })
     // R = O + 0.5 * 1 = [1.5, 0.5, 0.5, 0.5]: mean 0.75, unbiased std 0.5, A = [0.75, -0.25, -0.25, -0.25] / 0.5.
     const adv = [...batch.stepAdvantages!]
