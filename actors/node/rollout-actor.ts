@@ -85,6 +85,8 @@ export async function startRolloutActor(
   id: string,
   peers: RolloutPeers,
   log: (line: string) => void,
+  /** Told how long the agent loops took to end at a stop, ms (from the stop's start). */
+  onLoopsEnded: (ms: number) => void = () => {},
 ): Promise<Child> {
   const p = config.pipeline
   const triad = config.triad
@@ -205,13 +207,13 @@ export async function startRolloutActor(
       driver.stop()
       publisher.close()
       const ended = await settledWithin(running, LOOPS_END_MS)
+      onLoopsEnded(Date.now() - t0)
       if (!ended)
         log(`the agent loops did not end within ${LOOPS_END_MS} ms; stopping the services under them`)
       clearInterval(timer)
       // A last report, so a short run still records what the rollout side did.
       reportNow()
       await transport.flush().catch(() => undefined)
-      log(`agent loops stopped in ${Date.now() - t0} ms`)
     },
   }
   const ref = ctx.system.spawn('rollout', behaviour, { supervision: ctx.supervision, concurrency: 16 })

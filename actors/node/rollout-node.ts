@@ -56,7 +56,7 @@ export function rolloutTree(
   id: string,
   modelConfig: TransformerConfig,
   peers: RolloutPeers,
-  options: { log: (line: string) => void; signal?: AbortSignal },
+  options: { log: (line: string) => void; signal?: AbortSignal; onLoopsEnded?: (ms: number) => void },
 ): TreeSpec {
   const p = config.pipeline
   const triad = config.triad
@@ -174,7 +174,7 @@ export function rolloutTree(
         restart: Restart.Transient,
         significant: true,
         shutdownMs: CHILD_SHUTDOWN_MS,
-        start: (ctx) => startRolloutActor(ctx, transport, config, id, peers, log),
+        start: (ctx) => startRolloutActor(ctx, transport, config, id, peers, log, options.onLoopsEnded),
       },
     ],
   }
@@ -207,9 +207,13 @@ export async function startRolloutNode(
     engines: [],
     weights: { version: () => 0, untilVersion: async () => {} },
   }
+  let loopsMs = 0
   const spec = rolloutTree(transport, config, id, modelConfig, peers, {
     log,
     ...(options.signal ? { signal: options.signal } : {}),
+    onLoopsEnded: (ms) => {
+      loopsMs = ms
+    },
   })
   const tree = await startTree(system, spec, { log })
   return {
@@ -218,7 +222,7 @@ export async function startRolloutNode(
     stop: async () => {
       const t0 = Date.now()
       await tree.stop()
-      log(`stopped in ${Date.now() - t0} ms`)
+      log(`stopped in ${Date.now() - t0} ms (agent loops ended in ${loopsMs} ms)`)
     },
   }
 }
