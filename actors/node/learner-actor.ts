@@ -57,6 +57,7 @@ import {
 } from './reward-model-cold-start.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
 import {
+  outcomeOnly,
   REWARD_MODEL_SEED_OFFSET,
   RewardModelLearner,
   stepRewardBatch,
@@ -374,7 +375,8 @@ async function startLearnerLoop(
       const trusted = stepRewardsTrusted(triad, metrics)
       metrics['reward/step_reward_used'] = trusted ? 1 : 0
       const t0 = performance.now()
-      const out = { ...metrics, ...(await learner.step(trusted ? batch : groups)) }
+      // Packed once: untrusted step rewards leave the outcome rewards to the step's group advantages.
+      const out = { ...metrics, ...(await learner.step(trusted ? batch : outcomeOnly(batch))) }
       out['time/policy_update_s'] = (performance.now() - t0) / 1000
       if (rmLearner) {
         const t1 = performance.now()

@@ -95,6 +95,16 @@ export function stepRewardBatch(
   return { batch: packGroups(groups, { ...pack, stepAdvantages: rows }), metrics }
 }
 
+/**
+ * The batch without its step advantages: the RL step then computes the group advantages from the
+ * outcome rewards, as for `packGroups` of the same groups without `stepAdvantages` (what a step
+ * whose step rewards are not trusted trains on, without packing the groups a second time).
+ */
+export function outcomeOnly(batch: RlBatch): RlBatch {
+  const { stepAdvantages: _, ...rest } = batch
+  return rest
+}
+
 /** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */
 const COUNTS = new Set([
   'reward/step_judged',
