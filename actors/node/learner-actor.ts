@@ -28,10 +28,24 @@ import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
 import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
 import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
 import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
-import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
 import type { Behaviour } from '../runtime/actor-system.ts'
 import type { Child, ChildContext } from '../runtime/supervision-tree.ts'
 import { envelope, type Transport } from '../runtime/transport.ts'
+import {
+  loadRewardModelCheckpoint,
+  OnlineStepAccuracy,
+  outcomeOnly,
+  REWARD_MODEL_CHECKPOINT_DIR,
+  REWARD_MODEL_SEED_OFFSET,
+  REWARD_MODEL_SFT_DIR,
+  RewardModel,
+  RewardModelLearner,
+  rewardModelColdStartOnce,
+  rewardModelSftMetrics,
+  saveRewardModelCheckpoint,
+  stepRewardBatch,
+  stepRewardsTrusted,
+} from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
 import {
   coldStart,
@@ -45,24 +59,7 @@ import {
 import type { NodeConfig } from './config.ts'
 import { exposeLearner, type LearnerNodeStatus, learnerState } from './learner-status.ts'
 import { reportMetrics } from './report-metrics.ts'
-import {
-  loadRewardModelCheckpoint,
-  REWARD_MODEL_CHECKPOINT_DIR,
-  saveRewardModelCheckpoint,
-} from './reward-model-checkpoint.ts'
-import {
-  REWARD_MODEL_SFT_DIR,
-  rewardModelColdStartOnce,
-  rewardModelSftMetrics,
-} from './reward-model-cold-start.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
-import {
-  outcomeOnly,
-  REWARD_MODEL_SEED_OFFSET,
-  RewardModelLearner,
-  stepRewardBatch,
-  stepRewardsTrusted,
-} from './triad-learner.ts'
 
 /**
  * The ack wait of the learner's durable consumer, ms: how long the stream waits for the

@@ -10,20 +10,19 @@ import {
 import { DifficultyView, startEnvAdapter } from '../env-adapter/index.ts'
 import { startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
-import { rewardReplies, StepJudge, startRewardModel } from '../reward/index.ts'
 import { unlessAborted } from '../runtime/abort.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
 import { defaultSupervision } from '../runtime/supervision.ts'
 import { type ChildSpec, Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
 import type { Transport } from '../runtime/transport.ts'
+import { REWARD_MODEL_SEED_OFFSET, rewardReplies, StepJudge, startRewardModel } from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
 import type { NodeHandle, NodeOptions } from './learner-node.ts'
 import { type PolicyVersionWatch, type RolloutPeers, startRolloutActor } from './rollout-actor.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
-import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
 
 /** How long a child of the rollout tree may take to stop, ms (the rollout: `LOOPS_END_MS` and a last report). */
 const CHILD_SHUTDOWN_MS: Millis = 5_000
