@@ -12,7 +12,7 @@ import {
   rewardModelColdStartOnce,
   rewardModelSftMetrics,
 } from '../../../actors/node/index.ts'
-import { RewardModel } from '../../../actors/reward/index.ts'
+import { RewardModel } from '../../../actors/triad/index.ts'
 import { chooseBackend, getWeights, Tokenizer } from '../../../gpu/index.ts'
 import { defineRecipe, nodeConfigOf, resolveTasks } from '../../../recipes/index.ts'
 
@@ -36,7 +36,7 @@ const modelConfig = {
   vocabSize: new Tokenizer().vocabSize,
 }
 
-describe('actors/node/reward-model-cold-start', () => {
+describe('actors/triad/reward-model-cold-start', () => {
   const dir = mkdtempSync(join(tmpdir(), 'triad-rm-sft-'))
   before(async () => {
     await chooseBackend({ backend: 'wasm', log: () => {} })

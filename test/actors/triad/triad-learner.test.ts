@@ -3,6 +3,8 @@ import { describe, it } from 'node:test'
 import {
   balancedStepAccuracy,
   judgedSteps,
+  outcomeOnly,
+  packGroups,
   sampleJudgedSteps,
   stepRewardBatch,
   stepRewardsTrusted,
@@ -59,6 +61,17 @@ describe('node - triad learner glue', () => {
     assert.equal(metrics['reward/step_judged'], 2)
     assert.equal(metrics['triad/switch/step_reward'], 1)
     assert.equal(metrics['reward/malformed_groups'], 0)
+  })
+
+  it('node - a batch whose step rewards are not trusted is the outcome batch of the same groups, not packed again', () => {
+    const groups = [group([sample(1, 1, 1), sample(0, -1, 1)])]
+    const { batch } = stepRewardBatch(groups, on, { maxTokens: 8 })
+    const outcome = outcomeOnly(batch)
+    assert.deepEqual(outcome, packGroups(groups, { maxTokens: 8 }))
+    assert.equal('stepAdvantages' in outcome, false)
+    // the step-reward batch is left as it was, and the arrays are shared, not copied
+    assert.ok(batch.stepAdvantages)
+    assert.equal(outcome.tokens, batch.tokens)
   })
 
   it('node - overlong shaping enters the outcome the step rewards are built from (a group of 4, one sample past L_max)', () => {
