@@ -215,7 +215,8 @@ async function startLearnerLoop(
   if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
   else {
     const merges = config.tokenizerMerges ?? 0
-    const sftCount = config.sft.enabled && config.sft.experts !== false ? config.sft.expertTrajectoriesPerTask : 0
+    const sftCount =
+      config.sft.enabled && config.sft.experts !== false ? config.sft.expertTrajectoriesPerTask : 0
     const count = Math.max(sftCount, merges > 0 ? TOKENIZER_CORPUS_PER_TASK : 0)
     const corpus = count > 0 ? await playExperts(config, count) : []
     experts = firstEpisodesPerTask(corpus, count, sftCount)
@@ -232,8 +233,7 @@ async function startLearnerLoop(
   // cold-start SFT wrote checkpoints/sft (read before it, it would be the seeded random init).
   let reference: ReturnType<typeof createTransformer> | undefined
   const newLearner = async (model: ReturnType<typeof createTransformer>) => {
-    if ((config.rl.step.beta ?? 0) > 0)
-      reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
+    if ((config.rl.step.beta ?? 0) > 0) reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
     return Learner.create({
       model,
       tokenizer,
