@@ -74,14 +74,7 @@ export async function runCollect(o: CollectOptions): Promise<CollectSummary> {
     throw new UsageError('--policy openai:URL is required (the endpoint that plays the episodes)')
   const url = openAIPolicyUrl(o.policy)
   if (!o.out) throw new UsageError('--out FILE is required (FILE.jsonl or FILE.parquet)')
-  const format = o.format ?? formatOfPath(o.out)
-  const formats = Object.values(TrajectoryFileFormat) as string[]
-  if (!format || !formats.includes(format))
-    throw new UsageError(
-      o.format
-        ? `--format must be one of ${formats.join(', ')} (got '${o.format}')`
-        : `--out ${o.out}: cannot tell the format from the extension; name the file .jsonl or .parquet, or give --format`,
-    )
+  const format = outFileFormat(o.out, o.format)
   if (o.split !== 'train' && o.split !== 'eval') throw new UsageError(`--split ${o.split}: use train or eval`)
   const split = o.split
   const choices = parseTasks(o.tasks, o.difficulty)
@@ -158,7 +151,7 @@ export async function runCollect(o: CollectOptions): Promise<CollectSummary> {
   // Written whole or not at all: a temporary file renamed at the end.
   if (rows.length > 0) {
     const part = `${o.out}.part`
-    writeRowsFile(part, format as TrajectoryFileFormat, COLLECTED_COLUMNS, rows)
+    writeRowsFile(part, format, COLLECTED_COLUMNS, rows)
     await rename(part, o.out)
   }
   if (failure !== undefined)

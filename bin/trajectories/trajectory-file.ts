@@ -1,11 +1,28 @@
 import { writeFileSync } from 'node:fs'
 import { extname } from 'node:path'
 import { parquetWriteBuffer } from 'hyparquet-writer'
+import { UsageError } from '../errors.ts'
 import type { TrajectoryRow } from './trajectory-rows.ts'
 
 /** The file formats `triad trajectories` writes (and `sft.datasets` reads). Closed set. */
 export const TrajectoryFileFormat = { Jsonl: 'jsonl', Parquet: 'parquet' } as const
 export type TrajectoryFileFormat = (typeof TrajectoryFileFormat)[keyof typeof TrajectoryFileFormat]
+
+/**
+ * The format of `--out FILE` of `triad trajectories` and `triad collect`: `--format` when given,
+ * else by the file's extension.
+ * @throws UsageError for a `--format` that is neither, or an extension that is neither.
+ */
+export function outFileFormat(out: string, format: string | undefined): TrajectoryFileFormat {
+  const formats: readonly string[] = Object.values(TrajectoryFileFormat)
+  const chosen = format ?? formatOfPath(out)
+  if (chosen === TrajectoryFileFormat.Jsonl || chosen === TrajectoryFileFormat.Parquet) return chosen
+  throw new UsageError(
+    format
+      ? `--format must be one of ${formats.join(', ')} (got '${format}')`
+      : `--out ${out}: cannot tell the format from the extension; name the file .jsonl or .parquet, or give --format`,
+  )
+}
 
 /** The format of `file` by its extension (`.jsonl`, `.parquet`); undefined for any other. */
 export function formatOfPath(file: string): TrajectoryFileFormat | undefined {

@@ -17,6 +17,27 @@ import {
 import { startTriad } from '../support/triad-process.ts'
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-report-'))
+
+/** A synthetic run evaluated at steps 10, 20 and 30 with standard errors. */
+async function evaluatedRun(runsDir: string, name = 'synthetic') {
+  const dir = await makeSyntheticRun(runsDir, 30, name)
+  for (const step of [10, 20])
+    await writeEvalResult(dir, `step-${String(step).padStart(6, '0')}`, {
+      step,
+      k: 8,
+      rows: ['calc', 'sql', 'maze'].map((task) => ({
+        task,
+        difficulty: 1,
+        n: 32,
+        k: 8,
+        avg_at_k: step / 100,
+        avg_at_k_se: 0.04,
+        pass_at_k: step / 50,
+        pass_at_k_se: 0.05,
+      })),
+    })
+  return dir
+}
 const attr = (dom: string, name: string) => new RegExp(`<body[^>]*\\b${name}="(\\d+)"`).exec(dom)?.[1]
 
 describe('bin/report', () => {
@@ -338,20 +359,7 @@ describe('bin/report', () => {
   })
 
   it('buildReport - with evaluations at several steps, avg@k and pass@k over steps are charted and drawn', async (t) => {
-    const dir = await makeSyntheticRun(tmp())
-    for (const step of [10, 20])
-      await writeEvalResult(dir, `step-${String(step).padStart(6, '0')}`, {
-        step,
-        k: 8,
-        rows: ['calc', 'sql', 'maze'].map((task) => ({
-          task,
-          difficulty: 1,
-          n: 32,
-          k: 8,
-          avg_at_k: step / 100,
-          pass_at_k: step / 50,
-        })),
-      })
+    const dir = await evaluatedRun(tmp())
     const report = await buildReport(dir.path)
     assert.equal(report.evals, 3)
     assert.equal(report.charts, 10)
@@ -447,27 +455,6 @@ function ema(y: readonly (number | null)[], w: number): (number | null)[] {
 }
 
 describe('bin/report - the dashboard', () => {
-  /** A synthetic run evaluated at steps 10, 20 and 30 with standard errors. */
-  async function evaluatedRun(runsDir: string, name = 'synthetic') {
-    const dir = await makeSyntheticRun(runsDir, 30, name)
-    for (const step of [10, 20])
-      await writeEvalResult(dir, `step-${String(step).padStart(6, '0')}`, {
-        step,
-        k: 8,
-        rows: ['calc', 'sql', 'maze'].map((task) => ({
-          task,
-          difficulty: 1,
-          n: 32,
-          k: 8,
-          avg_at_k: step / 100,
-          avg_at_k_se: 0.04,
-          pass_at_k: step / 50,
-          pass_at_k_se: 0.05,
-        })),
-      })
-    return dir
-  }
-
   it('buildReport - panels first in order, then namespaces folded; one colour per task in every chart; error bars from the standard errors', async () => {
     const dir = await evaluatedRun(tmp())
     const report = await buildReport(dir.path)

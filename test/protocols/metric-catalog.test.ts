@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { METRIC_CATALOG, MetricKind, MetricPanel, metricKeyInfo } from '../../protocols/index.ts'
+import { REPO_ROOT, sourceFiles } from '../support/source-files.ts'
 
-const root = fileURLToPath(new URL('../../', import.meta.url))
-
-/** Every `.ts` file under `dir`, recursively. */
-function sources(dir: string): string[] {
-  return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => join(e.parentPath, e.name))
-}
+const root = REPO_ROOT
+const sources = sourceFiles
 
 /** Areas of metric keys: the first segment of every catalog key. */
 const AREAS = new Set(METRIC_CATALOG.map((e) => e.key.split('/')[0]!))
@@ -43,6 +37,26 @@ describe('protocols/metric-catalog', () => {
     // step_good/<j> is a task's per-turn label inside a trajectory's metrics, not a reported key.
     const missing = keys.filter((k) => !k.key.startsWith('step_good/') && !metricKeyInfo(k.key))
     assert.deepEqual(missing, [])
+  })
+
+  it('metric catalog - every catalog key is one the reporters name (no stale entry)', () => {
+    const literals = reportedKeys().map((k) => k.key)
+    const stale = METRIC_CATALOG.filter((e) => {
+      // A placeholder segment (or suffix: level_<level>) matches a template's `${...}` segment.
+      const re = new RegExp(`^${e.key.replace(/<[a-z]+>/g, 'x1')}$`)
+      return !literals.some((l) => re.test(l))
+    }).map((e) => e.key)
+    // Keys built from a prefix and other names: reward_model/policy/* and
+    // reward_model/verdict_entropy (gpu/reward-model-step.ts prefixes its step's metrics),
+    // env/adapter/<counter> (the adapter's counts by name).
+    const prefixed = (k: string) =>
+      k.startsWith('reward_model/policy/') ||
+      k === 'reward_model/verdict_entropy' ||
+      k === 'env/adapter/<counter>'
+    assert.deepEqual(
+      stale.filter((k) => !prefixed(k)),
+      [],
+    )
   })
 
   it('metricKeyInfo - placeholders match one segment; an exact key wins over a pattern; unknown keys are undefined', () => {
