@@ -191,7 +191,7 @@ async function modelPolicy(
   const policy = new ModelPolicy(batcher, format, model.config.contextLength, {
     maxNewTokens: o.maxNewTokens,
     temperature: o.temperature,
-    topP: 1,
+    top_p: 1,
     seed: o.seed,
   })
   return {

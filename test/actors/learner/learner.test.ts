@@ -131,7 +131,7 @@ describe('actors/learner/learner', () => {
       tokenizer,
       lr: 1e-2,
       reference: 'copy',
-      rl: { klCoef: 0.01 },
+      rl: { beta: 0.01 },
     })
     assert.equal(c.reference?.frozen.get('embed'), c.model.frozen.get('embed'))
     await c.step(groups(0))
@@ -159,7 +159,7 @@ describe('actors/learner/learner', () => {
       tokenizer,
       lr: 1e-2,
       reference: 'copy',
-      rl: { klCoef: 0.01 },
+      rl: { beta: 0.01 },
     })
     await b.loadCheckpoint(dir)
     assert.equal(b.version, 2)
@@ -203,7 +203,7 @@ describe('actors/learner/learner', () => {
       tokenizer,
       lr: 1e-2,
       reference: 'copy',
-      rl: { klCoef: 0.01 },
+      rl: { beta: 0.01 },
     })
     const w = await learner.weights()
     w.embed!.fill(0)
