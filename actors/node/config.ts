@@ -2,6 +2,7 @@ import type { AdamWConfig, RlStepConfig, TransformerConfig } from '../../gpu/ind
 import type { TaskLevels } from '../env-adapter/index.ts'
 import type { TriadSwitches } from '../reward/index.ts'
 import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { SftDataset } from './sft-dataset.ts'
 
 /** The dynamic triad of a run (RLAnything): its switches and the env adapter's settings. */
@@ -154,7 +155,7 @@ export function rolloutSettingsOf(config: NodeConfig, judged: boolean): RolloutS
     groupSize: config.rl.groupSize,
     concurrency: p.concurrency,
     attempts: ROLLOUT_ATTEMPTS,
-    seed: config.seed + 101,
+    seed: runSeeds(config.seed).rollout,
     ...(judged ? { annotateShare: config.triad?.stepReward.judgeShare ?? 1 } : {}),
     episode: {
       maxTurns: p.maxTurns,

@@ -30,6 +30,7 @@ import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
 import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
 import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
 import { LEARNER_LOCK_FILE, lockRunDir } from '../run/index.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import {
@@ -54,12 +55,7 @@ import {
   rewardModelSftMetrics,
 } from './reward-model-cold-start.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
-import {
-  REWARD_MODEL_SEED_OFFSET,
-  RewardModelLearner,
-  stepRewardBatch,
-  stepRewardsTrusted,
-} from './triad-learner.ts'
+import { RewardModelLearner, stepRewardBatch, stepRewardsTrusted } from './triad-learner.ts'
 
 /** Options of the node roles. */
 export interface NodeOptions {
@@ -305,7 +301,7 @@ async function startLearnerLoop(
     if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
       const rm =
         rmLearner?.rm ??
-        new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
+        new RewardModel({ config: modelConfig, tokenizer, seed: runSeeds(config.seed).rewardModel })
       try {
         const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
         if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)

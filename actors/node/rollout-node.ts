@@ -1,4 +1,4 @@
-import { chooseBackend } from '../../gpu/index.ts'
+import { chooseBackend, createRng } from '../../gpu/index.ts'
 import {
   EnvDifficulty,
   MessageRegistry,
@@ -15,11 +15,12 @@ import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
 import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import { rewardReplies, StepJudge, startRewardModel, switchMetrics } from '../reward/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
-import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
+import { PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
 import { unlessAborted } from '../runtime/abort.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { Transport } from '../runtime/transport.ts'
 import { WeightStore } from '../weights/index.ts'
 import { type NodeConfig, rolloutSettingsOf } from './config.ts'
@@ -27,7 +28,6 @@ import { StartAbortedError } from './errors.ts'
 import { type NodeHandle, type NodeOptions, reportMetrics } from './learner-node.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
 import { stepJudgeAnnotator } from './step-judging.ts'
-import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
 
 /** How often the rollout side publishes its metrics, ms. */
 const METRICS_INTERVAL_MS = 2_000
@@ -70,7 +70,7 @@ export async function startRolloutNode(
         id: `${id}-env-${i}`,
         tasks,
         capacity: Math.max(64, p.concurrency),
-        seed: config.seed + i,
+        seed: runSeeds(config.seed).envWorker(i),
       }),
     )
   // The engines must start from the learner's first weights (version 0: the SFT checkpoint, or the
@@ -128,7 +128,7 @@ export async function startRolloutNode(
     transport,
     config.run,
     p.staleEngines > 0 ? p.rho : 0,
-    mulberry32(config.seed + 17),
+    createRng(runSeeds(config.seed).policyRouter),
   )
   const publisher = openTrajectoryPublisher(transport, config.run)
 
@@ -140,9 +140,9 @@ export async function startRolloutNode(
   let judge: StepJudge | undefined
   if (triad?.stepReward.enabled) {
     const reward = await startRewardModel(system, transport, config.run, {
-      model: { config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET },
+      model: { config: modelConfig, tokenizer, seed: runSeeds(config.seed).rewardModel },
       m: triad.stepReward.m,
-      seed: config.seed + 23,
+      seed: runSeeds(config.seed).rewardActor,
     })
     const store = await WeightStore.open(transport, config.run)
     let rmVersion = -1

@@ -18,6 +18,7 @@ import {
   type TriadSwitches,
   trainRewardModelStep,
 } from '../reward/index.ts'
+import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
 
 /**
  * The learner side of the dynamic triad (RLAnything, arXiv 2602.02488): the step rewards of each
@@ -25,9 +26,6 @@ import {
  * step per learner step on the judgements the trajectories carry. The math is in `gpu/` and
  * `actors/reward/`; this only moves data between them.
  */
-
-/** Seed offset of the reward model's initial weights (the rollout's reward actor uses the same). */
-export const REWARD_MODEL_SEED_OFFSET = 7
 
 /**
  * A sample's judgements as `policyStepAdvantages` takes them: `[turn_starts * m]`, cut to the
@@ -203,7 +201,7 @@ export class RewardModelLearner {
     /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
     optimizer: AdamWConfig = {},
   ) {
-    this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
+    this.rm = new RewardModel({ config, tokenizer, seed: runSeeds(seed).rewardModel })
     this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
@@ -221,7 +219,7 @@ export class RewardModelLearner {
     const judged = judgedSteps(groups, this.switches.stepReward.m)
     if (judged.length === 0)
       return { metrics: { ...off, 'reward_model/updates': this.updates }, trained: false }
-    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, REWARD_MODEL_SEED_OFFSET + this.updates)
+    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, judgedStepsSeedOf(this.updates))
     const { batch, metrics } = buildRewardModelBatch(steps)
     metrics['reward_model/steps_judged'] = judged.length
     metrics['reward_model/steps_trained'] = steps.length

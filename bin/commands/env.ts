@@ -13,12 +13,12 @@ import {
   loadTaskFile,
   lookupTask,
   OpenAIPolicy,
+  type PlayedEpisode,
   playEpisode,
   playExpert,
   startEnvController,
   startEnvWorker,
   systemClock,
-  type Trajectory,
   taskRegistry,
   tasks,
 } from '../../actors/index.ts'
@@ -184,7 +184,7 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
     difficulty: tryDifficulty(task, o.difficulty),
     split: o.split as 'train' | 'eval',
   }
-  let t: Trajectory
+  let t: PlayedEpisode
   try {
     if (policy === 'expert')
       t = await playExpert(task, request, {
