@@ -3,9 +3,9 @@ import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } fro
 import { getAggregator } from './aggregation.ts'
 import { maskUniformGroups } from './dynamic-sampling.ts'
 import { ConfigError, ShapeError } from './errors.ts'
-import { addGradients, lossAndGrads } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
+import { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
 import {
   checkOffPolicyConfig,
   getOffPolicyCorrection,
@@ -104,18 +104,6 @@ export const RL_STEP_DEFAULTS: Readonly<RlStepConfig> = Object.freeze({
   entropyCoef: 0,
   temperature: 1,
 })
-
-/**
- * The optimizer an RL step drives: `AdamW` of `adamw.ts` (which clips the global gradient norm,
- * 1.0 by default as DemyAgent) fits.
- */
-export interface RlOptimizer {
-  /** One update from gradients keyed by parameter name (`model.params` keys) at learning rate `lr`. */
-  step(
-    grads: Readonly<Record<string, tf.Tensor>>,
-    lr: number,
-  ): Promise<{ gradNorm: number; clipScale: number }>
-}
 
 /** What an RL step updates and reads. */
 export interface RlStepState {
@@ -334,8 +322,7 @@ export async function rlStep(
   const tokens = tf.tensor2d(batch.tokens, shape, 'int32')
   const mask = tf.tensor2d(batch.lossMask, shape)
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
-  const kept: Record<string, number> = {} // metric sums over micro-batches, each weighted by its share
-  const grads: Record<string, tf.Tensor> = {}
+  const accumulator = new GradientAccumulator(state.model) // metric sums over micro-batches, each weighted by its share
   const metrics: RlStepMetrics = {}
   try {
     // Gradient accumulation over row micro-batches. Each micro-batch's loss is weighted by its
@@ -354,7 +341,6 @@ export async function rlStep(
       return n
     }
     const rowsTotal = trainedRows(Array.from({ length: batch.batch }, (_, i) => i))
-    let lossSum = 0
     for (const chunk of lengthBuckets(batch, config.microBatchTokens ?? 4096)) {
       const rows = chunk.rows.length
       let maskRows = 0
@@ -384,7 +370,6 @@ export async function rlStep(
         ? tf.tidy(() => tokenStats(state.model, mbTokens, config.temperature).logp)
         : undefined
       index.dispose()
-      const partKept: Record<string, tf.Scalar> = {}
       let corrected: OffPolicyResult | undefined
       try {
         corrected = correction.apply(
@@ -392,7 +377,7 @@ export async function rlStep(
           offPolicy,
         )
         const { anchorLogProbs, weights: tokenWeights } = corrected
-        const result = await lossAndGrads(state.model, () => {
+        await accumulator.add(weight, (keep) => {
           const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature)
           const { loss, metrics: policy } = computePolicyLossGrpoTcr(
             {
@@ -406,20 +391,15 @@ export async function rlStep(
           )
           const meanEntropy = aggregate(entropy, mbMask)
           let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
-          Object.assign(partKept, policy, { 'actor/entropy': meanEntropy })
+          for (const [k, t] of Object.entries(policy)) keep(k, t)
+          keep('actor/entropy', meanEntropy)
           if (mbRef) {
             const klRef = aggregate(kl(logp, mbRef), mbMask)
             total = total.add(klRef.mul(config.beta)) // L + beta * KL(pi_theta || pi_ref)
-            partKept['actor/kl_ref'] = klRef
+            keep('actor/kl_ref', klRef)
           }
-          for (const t of Object.values(partKept)) tf.keep(t)
-          return total.mul(weight) as tf.Scalar
+          return total as tf.Scalar
         })
-        lossSum += result.loss
-        addGradients(grads, result.grads)
-        for (const [k, t] of Object.entries(partKept)) {
-          kept[k] = (kept[k] ?? 0) + (await t.data())[0]! * weight
-        }
         const st = corrected.stats
         if (st) {
           const read = async (t: tf.Scalar) => (await t.data())[0]!
@@ -430,33 +410,25 @@ export async function rlStep(
           offTotals.masked += await read(st.masked)
         }
       } finally {
-        tf.dispose([...Object.values(partKept), mbTokens, mbMask, mbBehavior, mbAdvantages])
+        tf.dispose([mbTokens, mbMask, mbBehavior, mbAdvantages])
         if (corrected)
           tf.dispose([corrected.anchorLogProbs, corrected.weights, ...Object.values(corrected.stats ?? {})])
         mbRef?.dispose()
         mbProx?.dispose()
       }
     }
-    const result = { loss: lossSum }
-    metrics['loss/total'] = result.loss
+    metrics['loss/total'] = accumulator.loss
     // No trained token in the whole batch (every pass skipped): nothing to update.
-    const noGrads = Object.keys(grads).length === 0
-    let gradNorm = 0
-    if (!noGrads) {
-      const normT = tf.tidy(() => tf.addN(Object.values(grads).map((g) => g.square().sum())).sqrt()) // ||g||_2
-      gradNorm = (await normT.data())[0]!
-      normT.dispose()
-    }
-    const skipped = noGrads || !Number.isFinite(gradNorm)
-    if (!skipped) await state.optimizer.step(grads, state.lr)
+    const { gradNorm, skipped } = await accumulator.apply(state.optimizer, state.lr)
     metrics['optim/grad_norm'] = gradNorm
     metrics['optim/skipped'] = skipped ? 1 : 0
     metrics['optim/lr'] = state.lr
-    Object.assign(metrics, kept)
+    Object.assign(metrics, accumulator.metrics())
     if (correction.needsProximal) Object.assign(metrics, offPolicyMetrics(offTotals))
     Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
   } finally {
-    tf.dispose([...Object.values(grads), advantages, tokens, mask, behavior])
+    accumulator.dispose()
+    tf.dispose([advantages, tokens, mask, behavior])
   }
   Object.assign(metrics, batchStats(batch, state.version))
   if (sampled) {

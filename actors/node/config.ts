@@ -1,8 +1,8 @@
 import type { AdamWConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
-import type { TriadSwitches } from '../reward/index.ts'
 import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
 import { runSeeds } from '../runtime/index.ts'
+import type { TriadSwitches } from '../triad/index.ts'
 import type { SftDataset } from './sft-dataset.ts'
 
 /** The dynamic triad of a run (RLAnything): its switches and the env adapter's settings. */
@@ -27,7 +27,7 @@ export interface NodeTriadConfig extends TriadSwitches {
   rewardModelSft?: RewardModelSftConfig
 }
 
-/** The reward model's cold start (`actors/node/reward-model-cold-start.ts`). */
+/** The reward model's cold start (`actors/triad/reward-model-cold-start.ts`). */
 export interface RewardModelSftConfig {
   enabled: boolean
   /** Most optimizer steps. */

@@ -1,0 +1,102 @@
+import { renderPrompt, type Tokenizer } from '../../gpu/index.ts'
+import type { ChatMessage, JudgeStep } from '../../protocols/index.ts'
+import { JudgePromptTooLongError } from './errors.ts'
+
+/**
+ * The reward model's judge prompt, rendered with the policy's ChatML template:
+ *
+ * ```text
+ * <|im_start|>system\nJudge the last step of this <task> episode: + good, - bad.<|im_end|>\n
+ * ...the episode's messages before the step (its system, user, assistant and tool turns)...
+ * <|im_start|>assistant\n<the step><|im_end|>\n
+ * ...the tool messages that answered the step (`JudgeStep.result`), when present...
+ * <|im_start|>assistant\n
+ * ```
+ *
+ * (the last assistant turn is the judge's). The environment's step labels (`step_good`) say whether
+ * a step's calls did what the task needed (a useful value, a query holding the answer, a move
+ * towards the goal), which its answer shows (`error: ...`, `blocked`, `wrong`) and its text alone
+ * does not: a judge that sees only the step must simulate the tool. The system line is `judgeSystem(task)` by default; small
+ * models get a shorter one through `JudgePromptOptions.system` (every token costs on two CPU cores).
+ *
+ * The reward model answers with one token: `+` (byte 0x2B) means the step is good (`S = +1`), `-`
+ * (byte 0x2D) means it is bad (`S = -1`); any other token is unparseable (`S = 0`, penalised).
+ */
+
+/** Token id of the `+` verdict (its byte). */
+export const GOOD_VERDICT_TOKEN = 0x2b
+/** Token id of the `-` verdict (its byte). */
+export const BAD_VERDICT_TOKEN = 0x2d
+
+/** The judgement a sampled token stands for: +1 for `+`, -1 for `-`, 0 (unparseable) for anything else. */
+export function verdictOf(token: number): -1 | 0 | 1 {
+  if (token === GOOD_VERDICT_TOKEN) return 1
+  if (token === BAD_VERDICT_TOKEN) return -1
+  return 0
+}
+
+/** The judge's system line for a task. */
+export function judgeSystem(task: string): string {
+  return `Judge the last step of this ${task} episode: + good, - bad.`
+}
+
+/** Options of `renderJudgePrompt`. */
+export interface JudgePromptOptions {
+  /** The judge's system line for a task; default `judgeSystem`. */
+  system?: (task: string) => string
+}
+
+function judgeMessages(
+  step: JudgeStep,
+  history: readonly ChatMessage[],
+  options: JudgePromptOptions,
+): ChatMessage[] {
+  const system: ChatMessage = { role: 'system', content: (options.system ?? judgeSystem)(step.task) }
+  return [system, ...history, step.step, ...(step.result ?? [])]
+}
+
+/**
+ * Renders the judge prompt of one step; generation of the verdict starts right after it. When the
+ * prompt does not fit `maxTokens`, the oldest history turns after the task statement (the messages
+ * before the first assistant turn) are left out one by one.
+ * @param maxTokens most prompt tokens (the model's context length minus one for the verdict).
+ * @param stepIndex index of the step in its request, for the error.
+ * @returns ids `[promptLen]` int32.
+ * @throws JudgePromptTooLongError when even the shortest form does not fit.
+ */
+export function renderJudgePrompt(
+  tokenizer: Tokenizer,
+  step: JudgeStep,
+  maxTokens: number,
+  stepIndex = 0,
+  options: JudgePromptOptions = {},
+): Int32Array {
+  const firstAssistant = step.history.findIndex((m) => m.role === 'assistant')
+  const head = firstAssistant < 0 ? step.history.length : firstAssistant
+  const task = step.history.slice(0, head)
+  let rest = step.history.slice(head)
+  for (;;) {
+    const ids = renderPrompt(tokenizer, judgeMessages(step, [...task, ...rest], options))
+    if (ids.length <= maxTokens) return ids
+    if (rest.length === 0) throw new JudgePromptTooLongError(stepIndex, ids.length, maxTokens + 1)
+    rest = rest.slice(1)
+  }
+}
+
+/**
+ * The steps of an episode to judge: one `JudgeStep` per assistant message, with every message
+ * before it as its history and the tool messages right after it (up to the next assistant
+ * message) as its result.
+ * @param messages the whole conversation (first messages, then assistant and tool turns).
+ * @returns `[turns]` steps in order.
+ */
+export function episodeJudgeSteps(task: string, messages: readonly ChatMessage[]): JudgeStep[] {
+  const out: JudgeStep[] = []
+  messages.forEach((m, i) => {
+    if (m.role !== 'assistant') return
+    let end = i + 1
+    while (end < messages.length && messages[end]!.role === 'tool') end++
+    out.push({ task, history: messages.slice(0, i), step: m, result: messages.slice(i + 1, end) })
+  })
+  return out
+}

@@ -1,0 +1,230 @@
+import { existsSync } from 'node:fs'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { readCheckpointWeights, type SftLogRecord, saveCheckpoint, withSftWorkers } from '../../gpu/index.ts'
+import { SessionStatus } from '../../protocols/index.ts'
+import { getTask, playExpert } from '../environment/index.ts'
+import { LearnerCheckpointError } from '../learner/index.ts'
+import type { NodeConfig, RewardModelSftConfig } from '../node/index.ts'
+import { runSeeds } from '../runtime/index.ts'
+import { episodeJudgeSteps } from './judge-prompt.ts'
+import type { RewardModel } from './reward-model.ts'
+import { type LabelledStep, trainVerdictSft, type VerdictAccuracy } from './verdict-sft.ts'
+
+/**
+ * The learner's side of the reward model's cold start (`trainVerdictSft`): labelled steps from
+ * real expert episodes of the run's tasks (played with a higher error rate, so that there are bad
+ * steps; each labelled by the environment's `step_good`), the SFT once per run, and its checkpoint
+ * `checkpoints/reward-sft/`, so that a restarted or resumed learner loads it instead of training
+ * again.
+ */
+
+/** The folder of the reward model's cold-start checkpoint under the run's `checkpoints/`. */
+export const REWARD_MODEL_SFT_DIR = 'reward-sft'
+
+/** Written last into `reward-sft/`: its presence marks a complete cold start. */
+export const REWARD_MODEL_SFT_FILE = 'reward-sft.json'
+
+/** Generator-seed bases of the cold start's training and held-out episodes (apart from the policy SFT's). */
+
+/**
+ * Every assistant step of `count` expert episodes per task of the run's mix with its `step_good`
+ * label, as `LabelledStep`s (`episodeJudgeSteps`); episodes that ended in `task_error` give none.
+ * Episode i of a task is seeded
+ * `expert.seedOf(i)` (instance and expert mistakes; `runSeeds`).
+ */
+export async function playLabelledSteps(
+  config: Pick<NodeConfig, 'seed' | 'tasks'>,
+  count: number,
+  expert: { errorRate: number; successRate: number; seedOf: (i: number) => number },
+): Promise<LabelledStep[]> {
+  const out: LabelledStep[] = []
+  for (const entry of config.tasks) {
+    const task = getTask(entry.name)
+    for (let i = 0; i < count; i++) {
+      const seed = expert.seedOf(i)
+      const t = await playExpert(
+        task,
+        { difficulty: entry.difficulty, split: 'train', randomSeed: seed },
+        { errorRate: expert.errorRate, successRate: expert.successRate, seed },
+      )
+      // An episode whose task failed labels the failure, not the task's steps: never SFT data.
+      if (t.status === SessionStatus.TaskError) continue
+      const steps = episodeJudgeSteps(entry.name, t.messages)
+      steps.forEach((step, j) => {
+        out.push({ step, good: (t.stepGood[j] ?? 0) > 0 })
+      })
+    }
+  }
+  return out
+}
+
+/** What the cold start did (also the content of `reward-sft.json`). */
+export interface RewardModelSftReport {
+  /** Optimizer steps taken. */
+  steps: number
+  /** Loss on the verdict token of the last step (nats). */
+  finalLoss: number
+  /** Class-balanced training examples. */
+  examples: number
+  /** Labelled training steps before balancing: good and bad. */
+  trainGood: number
+  trainBad: number
+  /** Greedy verdicts on the held-out steps before and after. */
+  before: VerdictAccuracy
+  after: VerdictAccuracy
+  /** Wall time of the whole phase (playing, training, measuring), seconds. */
+  seconds: number
+}
+
+/**
+ * The metrics of a finished cold start:
+ * - `reward_model/sft/steps`: optimizer steps; `reward_model/sft/final_loss`: last step's loss;
+ * - `reward_model/sft/examples`: class-balanced training examples;
+ * - `reward_model/sft/balanced_accuracy_before|after`: greedy verdicts on held-out steps, `(TPR+TNR)/2`;
+ * - `reward_model/sft/unparseable_before|after`: share of those verdicts neither `+` nor `-`;
+ * - `reward_model/sft/seconds`: wall time of the phase.
+ */
+export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, number> {
+  return {
+    'reward_model/sft/steps': r.steps,
+    'reward_model/sft/final_loss': r.finalLoss,
+    'reward_model/sft/examples': r.examples,
+    'reward_model/sft/balanced_accuracy_before': r.before.balancedAccuracy,
+    'reward_model/sft/balanced_accuracy_after': r.after.balancedAccuracy,
+    'reward_model/sft/unparseable_before': r.before.unparseable,
+    'reward_model/sft/unparseable_after': r.after.unparseable,
+    'reward_model/sft/seconds': r.seconds,
+  }
+}
+
+/**
+ * What the reward model's cold start reads of the node's config: the seed, the task mix, and the
+ * SFT threads (`sft.threads`: its steps are data-parallel over that many threads, as the policy's).
+ */
+export type ColdStartNodeConfig = Pick<NodeConfig, 'seed' | 'tasks'> & {
+  sft?: Pick<NodeConfig['sft'], 'threads'>
+}
+
+/**
+ * Plays the labelled steps and trains `rm` on them (`trainVerdictSft`); held-out episodes are
+ * played apart (other seeds) for the before/after accuracy.
+ * @param onLog every step's record and the step total (`reward_model/sft/loss` for progress views).
+ * @throws RewardModelConfigError when the episodes hold no bad (or no good) step.
+ */
+export async function rewardModelColdStart(
+  rm: RewardModel,
+  config: ColdStartNodeConfig,
+  sft: RewardModelSftConfig,
+  onLog?: (record: SftLogRecord, totalSteps: number) => void,
+  backend = 'wasm',
+): Promise<RewardModelSftReport> {
+  const start = performance.now()
+  const threads = config.sft?.threads ?? 1
+  const expert = { errorRate: sft.errorRate, successRate: sft.successRate }
+  const train = await playLabelledSteps(config, sft.expertTrajectoriesPerTask, {
+    ...expert,
+    seedOf: runSeeds(config.seed).rewardModelSftTrain,
+  })
+  const heldOut = await playLabelledSteps(config, sft.heldOutTrajectoriesPerTask, {
+    ...expert,
+    seedOf: runSeeds(config.seed).rewardModelSftHeldOut,
+  })
+  const r = await withSftWorkers(threads, rm.model.config, backend, (workers) =>
+    trainVerdictSft(rm, train, heldOut, {
+      steps: sft.steps,
+      lr: sft.lr,
+      batchTokens: sft.batchTokens,
+      seed: config.seed,
+      onLog,
+      workers,
+    }),
+  )
+  const trainGood = train.filter((s) => s.good).length
+  return {
+    steps: r.records.length,
+    finalLoss: r.records.at(-1)?.loss ?? Number.NaN,
+    examples: r.examples,
+    trainGood,
+    trainBad: train.length - trainGood,
+    before: r.before,
+    after: r.after,
+    seconds: (performance.now() - start) / 1000,
+  }
+}
+
+/**
+ * Writes the cold-started reward model into `dir` (`model.safetensors`, `config.json`,
+ * `tokenizer.json`), then `reward-sft.json` with the report, last.
+ * @throws LearnerCheckpointError when writing fails.
+ */
+export async function saveRewardModelSft(
+  dir: string,
+  rm: RewardModel,
+  report: RewardModelSftReport,
+): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true })
+    await saveCheckpoint(dir, rm.model, {
+      tokenizer: rm.tokenizer,
+      metadata: { role: 'reward-model', phase: 'sft' },
+    })
+    const file = join(dir, REWARD_MODEL_SFT_FILE)
+    const tmp = `${file}.tmp-${process.pid}`
+    await writeFile(tmp, `${JSON.stringify(report, null, 2)}\n`)
+    await rename(tmp, file)
+  } catch (err) {
+    throw new LearnerCheckpointError(dir, `cannot write the reward model's SFT: ${(err as Error).message}`, {
+      cause: err,
+    })
+  }
+}
+
+/**
+ * Loads the cold-started weights of `dir` into `rm` (its version unchanged).
+ * @returns the report, or undefined when `dir` holds no complete cold start (no `reward-sft.json`).
+ * @throws LearnerCheckpointError for unreadable weights or weights of another model size.
+ */
+export async function loadRewardModelSft(
+  dir: string,
+  rm: RewardModel,
+): Promise<RewardModelSftReport | undefined> {
+  const file = join(dir, REWARD_MODEL_SFT_FILE)
+  if (!existsSync(file)) return undefined
+  try {
+    const report = JSON.parse(await readFile(file, 'utf8')) as RewardModelSftReport
+    const read = await readCheckpointWeights(dir)
+    if (JSON.stringify(read.config) !== JSON.stringify(rm.model.config))
+      throw new LearnerCheckpointError(
+        dir,
+        `reward model config ${JSON.stringify(read.config)} differs from the learner's ${JSON.stringify(rm.model.config)}`,
+      )
+    rm.loadWeights(read.weights, rm.version)
+    return report
+  } catch (err) {
+    if (err instanceof LearnerCheckpointError) throw err
+    throw new LearnerCheckpointError(dir, `cannot read the reward model's SFT: ${(err as Error).message}`, {
+      cause: err,
+    })
+  }
+}
+
+/**
+ * The cold start once per run: loads `checkpoints/reward-sft/` into `rm` when a complete one is
+ * there, else trains (`rewardModelColdStart`) and saves it.
+ * @returns the report and whether this call trained.
+ */
+export async function rewardModelColdStartOnce(
+  rm: RewardModel,
+  config: ColdStartNodeConfig,
+  sft: RewardModelSftConfig,
+  dir: string,
+  onLog?: (record: SftLogRecord, totalSteps: number) => void,
+  backend = 'wasm',
+): Promise<{ report: RewardModelSftReport; trained: boolean }> {
+  const loaded = await loadRewardModelSft(dir, rm)
+  if (loaded) return { report: loaded, trained: false }
+  const report = await rewardModelColdStart(rm, config, sft, onLog, backend)
+  await saveRewardModelSft(dir, rm, report)
+  return { report, trained: true }
+}

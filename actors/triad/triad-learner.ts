@@ -1,0 +1,249 @@
+import {
+  AdamW,
+  type AdamWConfig,
+  createRng,
+  type OverlongConfig,
+  type RlBatch,
+  type Tokenizer,
+  type TransformerConfig,
+} from '../../gpu/index.ts'
+import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { packGroups } from '../learner/index.ts'
+import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
+import { policyStepAdvantages } from './policy-step-reward.ts'
+import { RewardModel } from './reward-model.ts'
+import { buildRewardModelBatch, type JudgedStep, trainRewardModelStep } from './reward-training.ts'
+import { switchMetrics, type TriadSwitches } from './triad-switches.ts'
+
+/**
+ * The learner side of the dynamic triad (RLAnything, arXiv 2602.02488): the step rewards of each
+ * group become the token advantages of the RL batch, and the reward model takes one consistency
+ * step per learner step on the judgements the trajectories carry. The tensor math is in `gpu/`
+ * (`step-reward.ts`, `consistency-reward.ts`, `reward-model-step.ts`); this only moves data between
+ * the groups and it.
+ */
+
+/**
+ * A sample's judgements as `policyStepAdvantages` takes them: `[turn_starts * m]`, cut to the
+ * turns the (context-cut) tokens still hold; undefined when the sample was not judged or its
+ * judgements do not cover its turns.
+ */
+function sampleJudgements(s: Trajectory, m: number): Int8Array | undefined {
+  const need = s.turn_starts.length * m
+  if (!s.judgements || s.judgements.length < need) return undefined
+  return s.judgements.subarray(0, need)
+}
+
+/**
+ * The RL batch of whole groups with RLAnything's step advantages (`policyStepAdvantages` per
+ * group: `R_j = O + lambda * mean_l S_jl`, z-scored per step index), packed as
+ * `RlBatch.stepAdvantages`. `options.overlong` (the RL step's overlong shaping) shapes the outcome
+ * O the step rewards are built from, as the outcome path shapes the rewards.
+ * @returns the batch and metrics: `reward/step_judged` summed over groups,
+ *   `reward_model/step_accuracy` over the groups that had labelled judged steps (mean), the other
+ *   `reward/*` values averaged over groups, and the switch states.
+ *   `reward/malformed_groups` counts groups whose judgements could not be used (their steps got
+ *   `R_j = O`).
+ * @throws BatchError when the groups cannot be packed; ShapeError on bad turn starts.
+ */
+export function stepRewardBatch(
+  groups: readonly TrajectoryGroupPayload[],
+  switches: TriadSwitches,
+  options: { maxTokens: number; padId?: number; overlong?: OverlongConfig },
+): { batch: RlBatch; metrics: Record<string, number> } {
+  const m = switches.stepReward.m
+  const rows: Float32Array[] = []
+  const sums: Record<string, { total: number; n: number }> = {}
+  let malformed = 0
+  for (const g of groups) {
+    let r: ReturnType<typeof policyStepAdvantages>
+    try {
+      r = policyStepAdvantages(
+        g.samples,
+        g.samples.map((s) => sampleJudgements(s, m)),
+        switches,
+        options.overlong,
+      )
+    } catch {
+      // Judgements that do not fit the group (a bad value, offsets out of order): its steps get
+      // the outcome only, and the group is counted.
+      malformed++
+      r = policyStepAdvantages(
+        g.samples,
+        g.samples.map(() => undefined),
+        switches,
+        options.overlong,
+      )
+    }
+    rows.push(...r.tokenAdvantages)
+    for (const [k, v] of Object.entries(r.metrics)) {
+      sums[k] ??= { total: 0, n: 0 }
+      sums[k].total += v
+      sums[k].n++
+    }
+  }
+  const metrics: Record<string, number> = { ...switchMetrics(switches), 'reward/malformed_groups': malformed }
+  for (const [k, { total, n }] of Object.entries(sums)) metrics[k] = COUNTS.has(k) ? total : total / n
+  const balanced = balancedStepAccuracy(metrics)
+  if (balanced !== undefined) metrics['reward_model/step_balanced_accuracy'] = balanced
+  const { overlong: _, ...pack } = options
+  return { batch: packGroups(groups, { ...pack, stepAdvantages: rows }), metrics }
+}
+
+/**
+ * The batch without its step advantages: the RL step then computes the group advantages from the
+ * outcome rewards, as for `packGroups` of the same groups without `stepAdvantages` (what a step
+ * whose step rewards are not trusted trains on, without packing the groups a second time).
+ */
+export function outcomeOnly(batch: RlBatch): RlBatch {
+  const { stepAdvantages: _, ...rest } = batch
+  return rest
+}
+
+/** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */
+const COUNTS = new Set([
+  'reward/step_judged',
+  'reward_model/labelled_good',
+  'reward_model/right_good',
+  'reward_model/labelled_bad',
+  'reward_model/right_bad',
+])
+
+/**
+ * Balanced accuracy of the judgements against the step labels: the mean of the recall on good
+ * steps and on bad steps; undefined unless both kinds were judged (a judge that always says `+`
+ * scores 0.5 whatever the share of good steps).
+ */
+export function balancedStepAccuracy(metrics: Readonly<Record<string, number>>): number | undefined {
+  const good = metrics['reward_model/labelled_good'] ?? 0
+  const bad = metrics['reward_model/labelled_bad'] ?? 0
+  if (good === 0 || bad === 0) return undefined
+  return (
+    ((metrics['reward_model/right_good'] ?? 0) / good + (metrics['reward_model/right_bad'] ?? 0) / bad) / 2
+  )
+}
+
+/**
+ * Whether a batch may use its step rewards: the switch is on and the reward model's online balanced
+ * accuracy (`reward_model/online_balanced_accuracy`, `OnlineStepAccuracy`: pooled over the newest
+ * labelled judgements, this batch's included) reaches the trust gate (`stepReward.minAccuracy`; 0
+ * always passes). Not the batch's own balanced accuracy: a batch carries the judgements of the few
+ * groups the reward model judged (`judgeShare`), often with no labelled bad step (undefined) or a
+ * handful (a judge of 0.75 then measures anywhere from 0.5 to 1).
+ */
+export function stepRewardsTrusted(
+  switches: TriadSwitches,
+  metrics: Readonly<Record<string, number>>,
+): boolean {
+  if (!switches.stepReward.enabled) return false
+  if (switches.stepReward.minAccuracy <= 0) return true
+  const pooled = metrics['reward_model/online_balanced_accuracy']
+  return pooled !== undefined && pooled >= switches.stepReward.minAccuracy
+}
+
+/** Every judged step of the groups, as the reward model's trainer takes them. */
+export function judgedSteps(groups: readonly TrajectoryGroupPayload[], m: number): JudgedStep[] {
+  const out: JudgedStep[] = []
+  for (const g of groups)
+    for (const s of g.samples) {
+      const prompts = s.judge_prompts
+      if (!prompts || !s.judgements || !s.judge_tokens || !s.judge_logprobs) continue
+      if (s.judgements.length !== prompts.length * m) continue
+      prompts.forEach((prompt, j) => {
+        const at = j * m
+        out.push({
+          prompt,
+          outcome: s.reward,
+          tokens: s.judge_tokens!.subarray(at, at + m),
+          logprobs: s.judge_logprobs!.subarray(at, at + m),
+          judgements: s.judgements!.subarray(at, at + m),
+        })
+      })
+    }
+  return out
+}
+
+/**
+ * The steps of one reward-model update: at most `cap`, drawn without replacement (seeded) with the
+ * informative ones first. A step whose m judgements do not all agree has non-zero consistency
+ * advantages; one whose judgements agree has all-zero advantages and adds nothing to the GRPO-TCR
+ * loss. Bounds the cost of an update (each step is a forward/backward pass over its judge prompt).
+ * @returns every step (in order) when there are at most `cap`.
+ */
+export function sampleJudgedSteps(judged: readonly JudgedStep[], cap: number, seed: number): JudgedStep[] {
+  if (judged.length <= cap) return [...judged]
+  const rng = createRng(seed)
+  const shuffled = (xs: JudgedStep[]) => {
+    for (let i = xs.length - 1; i > 0; i--) {
+      const j = Math.floor(rng.next() * (i + 1))
+      ;[xs[i], xs[j]] = [xs[j]!, xs[i]!]
+    }
+    return xs
+  }
+  const mixed = (s: JudgedStep) => {
+    for (let l = 1; l < s.judgements.length; l++) if (s.judgements[l] !== s.judgements[0]) return true
+    return false
+  }
+  const informative = shuffled(judged.filter(mixed))
+  const agreed = shuffled(judged.filter((s) => !mixed(s)))
+  return [...informative, ...agreed].slice(0, cap)
+}
+
+/**
+ * The reward model the learner trains: same family as the policy, its own weights (from the seed
+ * the reward actor starts from) and its own AdamW.
+ */
+export class RewardModelLearner {
+  readonly rm: RewardModel
+  /** The reward model's own AdamW (its moments go into the checkpoint). */
+  readonly optimizer: AdamW
+  /** Reward-model updates taken. */
+  updates = 0
+
+  constructor(
+    config: TransformerConfig,
+    tokenizer: Tokenizer,
+    seed: number,
+    private readonly lr: number,
+    private readonly switches: TriadSwitches,
+    /** Most judged steps one update trains on (default 64). */
+    private readonly maxStepsPerUpdate = 64,
+    /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
+    optimizer: AdamWConfig = {},
+  ) {
+    this.rm = new RewardModel({ config, tokenizer, seed: runSeeds(seed).rewardModel })
+    this.optimizer = new AdamW(this.rm.model.params, optimizer)
+  }
+
+  /**
+   * One consistency step on the judgements the groups carry (`buildRewardModelBatch`,
+   * `trainRewardModelStep`); nothing when the switch is off or no step was judged.
+   * @returns the step's `reward_model/*` metrics (with `reward_model/updates` the total so far),
+   *   and whether the weights changed.
+   */
+  async step(
+    groups: readonly TrajectoryGroupPayload[],
+  ): Promise<{ metrics: Record<string, number>; trained: boolean }> {
+    const off = { 'triad/switch/train_reward_model': this.switches.trainRewardModel ? 1 : 0 }
+    if (!this.switches.trainRewardModel) return { metrics: off, trained: false }
+    const judged = judgedSteps(groups, this.switches.stepReward.m)
+    if (judged.length === 0)
+      return { metrics: { ...off, 'reward_model/updates': this.updates }, trained: false }
+    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, judgedStepsSeedOf(this.updates))
+    const { batch, metrics } = buildRewardModelBatch(steps)
+    metrics['reward_model/steps_judged'] = judged.length
+    metrics['reward_model/steps_trained'] = steps.length
+    const train = await trainRewardModelStep(
+      { model: this.rm.model, optimizer: this.optimizer, lr: this.lr },
+      batch,
+      this.switches,
+    )
+    const trained = (train['reward_model/updates'] ?? 0) > 0
+    if (trained) this.updates++
+    return { metrics: { ...metrics, ...train, 'reward_model/updates': this.updates }, trained }
+  }
+
+  weights(): Promise<Record<string, Float32Array>> {
+    return this.rm.getWeights()
+  }
+}

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { before, describe, it } from 'node:test'
+import {
+  LearnerCheckpointError,
+  loadRewardModelCheckpoint,
+  RewardModelLearner,
+  saveRewardModelCheckpoint,
+  TRIAD_SWITCHES_DEFAULTS,
+} from '../../../actors/index.ts'
+import { chooseBackend, Tokenizer } from '../../../gpu/index.ts'
+import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
+
+const switches = {
+  ...TRIAD_SWITCHES_DEFAULTS,
+  stepReward: { enabled: true, lambda: 0.5, m: 1, minAccuracy: 0 },
+}
+const tokenizer = new Tokenizer()
+const config = (width: number) => ({
+  layers: 1,
+  width,
+  heads: 2,
+  contextLength: 64,
+  vocabSize: tokenizer.vocabSize,
+})
+
+/** A group of two one-turn samples, each judged once: one right verdict, one wrong. */
+function judgedGroup(): TrajectoryGroupPayload {
+  const sample = (reward: number, verdict: number) => ({
+    tokens: Int32Array.from([1, 2, 3, 4]),
+    loss_mask: Uint8Array.from([0, 0, 1, 1]),
+    logprobs: Float32Array.from([0, 0, -0.5, -0.5]),
+    versions: Int32Array.from([-1, -1, 0, 0]),
+    turn_starts: Int32Array.from([2]),
+    reward,
+    status: 'completed' as const,
+    turns: 1,
+    metrics: {},
+    stale_turns: 0,
+    judgements: Int8Array.from([verdict]),
+    judge_tokens: Int32Array.from([verdict > 0 ? 0x2b : 0x2d]),
+    judge_logprobs: Float32Array.from([-0.7]),
+    judge_prompts: [Int32Array.from([7, 8, 9])],
+    judge_version: 0,
+  })
+  return {
+    group_id: 'g',
+    task: 'calc',
+    index: 0,
+    seed: 1,
+    difficulty: 1,
+    started_version: 0,
+    samples: [sample(1, 1), sample(0, 1)],
+  }
+}
+
+const sameArrays = (a: Record<string, Float32Array>, b: Record<string, Float32Array>) =>
+  Object.keys(a).length === Object.keys(b).length &&
+  Object.entries(a).every(([k, v]) => b[k] !== undefined && v.every((x, i) => x === b[k]![i]))
+
+describe('actors/triad/reward-model-checkpoint', () => {
+  before(async () => {
+    await chooseBackend({ backend: 'wasm', log: () => {} })
+  })
+
+  it('reward-model-checkpoint - a saved reward model loads back: weights, AdamW moments and update count', async () => {
+    const trained = new RewardModelLearner(config(16), tokenizer, 3, 1e-2, switches)
+    const initial = await trained.weights()
+    const { trained: changed } = await trained.step([judgedGroup()])
+    assert.equal(changed, true)
+    const weights = await trained.weights()
+    assert.ok(!sameArrays(initial, weights), 'the update changed the weights')
+    const dir = join(mkdtempSync(join(tmpdir(), 'triad-rmck-')), 'reward-model')
+    await saveRewardModelCheckpoint(dir, trained)
+
+    const fresh = new RewardModelLearner(config(16), tokenizer, 3, 1e-2, switches)
+    assert.ok(sameArrays(await fresh.weights(), initial), 'same seed, same initial weights')
+    await loadRewardModelCheckpoint(dir, fresh)
+    assert.ok(sameArrays(await fresh.weights(), weights))
+    assert.equal(fresh.updates, 1)
+    const [a, b] = [await trained.optimizer.state(), await fresh.optimizer.state()]
+    assert.equal(b.step, a.step)
+    assert.ok(sameArrays(a.tensors, b.tensors))
+    // The next update is the same on both.
+    await trained.step([judgedGroup()])
+    await fresh.step([judgedGroup()])
+    assert.ok(sameArrays(await fresh.weights(), await trained.weights()))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('reward-model-checkpoint - a missing checkpoint or one of another size is a clear error and changes nothing', async () => {
+    const learner = new RewardModelLearner(config(16), tokenizer, 3, 1e-2, switches)
+    const before = await learner.weights()
+    const missing = join(mkdtempSync(join(tmpdir(), 'triad-rmck-')), 'reward-model')
+    await assert.rejects(
+      loadRewardModelCheckpoint(missing, learner),
+      (err: Error) =>
+        err instanceof LearnerCheckpointError &&
+        err.message.startsWith(`${missing}: cannot read the reward model: ENOENT`),
+    )
+    const wider = new RewardModelLearner(config(32), tokenizer, 3, 1e-2, switches)
+    const dir = join(mkdtempSync(join(tmpdir(), 'triad-rmck-')), 'reward-model')
+    await saveRewardModelCheckpoint(dir, wider)
+    await assert.rejects(
+      loadRewardModelCheckpoint(dir, learner),
+      (err: Error) =>
+        err instanceof LearnerCheckpointError &&
+        /: reward model config \{.*"width":32.*\} differs from the learner's \{.*"width":16.*\}$/.test(
+          err.message,
+        ),
+    )
+    assert.ok(sameArrays(await learner.weights(), before))
+    assert.equal(learner.updates, 0)
+  })
+})
