@@ -1,2 +1,5 @@
+export * from './crossed-mean.ts'
+export * from './errors.ts'
 export * from './evaluate.ts'
 export * from './model-policy.ts'
+export * from './paired-difference.ts'

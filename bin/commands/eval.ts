@@ -36,7 +36,8 @@ export interface EvalOptions {
   /** Most new tokens per assistant turn, >= 1. */
   maxNewTokens?: number
   temperature: number
-  seed: number
+  /** Base sampling seed (default: a run directory's evaluation seed, else `EVAL_DEFAULTS.seed`). */
+  seed?: number
   /** Run id (or, as before, a run directory's path): the table also goes to its `eval/`. */
   run?: string
   /** With `run`: the folder that holds the run directory (default `runs`). */
@@ -68,7 +69,13 @@ export function runDirOf(run: string, runsDir = 'runs'): string {
 }
 
 /** What `triad eval` evaluates when neither an option nor a run's recipe says otherwise. */
-export const EVAL_DEFAULTS = { tasks: 'calc,sql,maze', k: 8, instances: 16, maxNewTokens: 96 } as const
+export const EVAL_DEFAULTS = {
+  tasks: 'calc,sql,maze',
+  k: 8,
+  instances: 16,
+  maxNewTokens: 96,
+  seed: 0,
+} as const
 
 /** The settings of `triad eval` that a run directory's recipe can fill in. */
 type RunEvalSetting = keyof typeof EVAL_DEFAULTS
@@ -134,7 +141,8 @@ function parseTasks(list: string, difficulty: number | undefined): EvalTask[] {
  * The settings of `triad eval RUN_DIR` that the command line left out (`given[s] === undefined`),
  * taken from the run's `recipe.json` as the run's own evaluations use them (`heldOutSettings`):
  * its tasks, each at its `difficulty.start` level (at `difficulty` instead when given),
- * `evaluation.k`, `evaluation.instancesPerTask` and `pipeline.maxNewTokens`. One line to `log`
+ * `evaluation.k`, `evaluation.instancesPerTask`, `pipeline.maxNewTokens` and the sampling seed
+ * (so the numbers pair up with the run's own evaluations, `pairedDifference`). One line to `log`
  * says which; nothing is read or said when every setting was given.
  * @throws CliError when `recipe.json` is not JSON or not a valid recipe (the recipe's problems,
  *   and how to evaluate without it).
@@ -144,11 +152,11 @@ async function runEvalSettings(
   given: Record<RunEvalSetting, unknown>,
   difficulty: number | undefined,
   log: (line: string) => void,
-): Promise<{ tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number }> {
+): Promise<{ tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number; seed?: number }> {
   const missing = (Object.keys(given) as RunEvalSetting[]).filter((s) => given[s] === undefined)
   if (missing.length === 0) return {}
   const file = runDirPaths(path).recipeFile
-  const without = 'give --tasks, --k, --instances and --max-new-tokens to evaluate without it'
+  const without = 'give --tasks, --k, --instances, --max-new-tokens and --seed to evaluate without it'
   let stored: unknown
   try {
     stored = JSON.parse(readFileSync(file, 'utf8'))
@@ -166,7 +174,7 @@ async function runEvalSettings(
     if (err instanceof RecipeError) throw new CliError(`${err.message}\n${without}`, { cause: err })
     throw err
   }
-  const out: { tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number } = {}
+  const out: { tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number; seed?: number } = {}
   const said: string[] = []
   if (given.tasks === undefined) {
     out.tasks = settings.tasks.map((t) => ({
@@ -192,6 +200,10 @@ async function runEvalSettings(
     out.maxNewTokens = settings.maxNewTokens
     said.push(`at most ${settings.maxNewTokens} new tokens per turn`)
   }
+  if (given.seed === undefined) {
+    out.seed = settings.seed
+    said.push(`sampling seed ${settings.seed}`)
+  }
   log(`using the run's ${said.join(', ')} (${file}; an option given on the command line wins)`)
   return out
 }
@@ -215,7 +227,7 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     throw new UsageError(`--name must be a file name of letters, digits, '.', '_' and '-', got '${o.name}'`)
   const step = o.step
   const checkpoint = resolveEvalCheckpoint(path, (line) => process.stderr.write(`${line}\n`))
-  const given = { tasks: o.tasks, k: o.k, instances: o.instances, maxNewTokens: o.maxNewTokens }
+  const given = { tasks: o.tasks, k: o.k, instances: o.instances, maxNewTokens: o.maxNewTokens, seed: o.seed }
   // A checkpoint directory comes back as it is; a run directory as its latest checkpoint.
   const fromRun =
     checkpoint === path
@@ -225,6 +237,7 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
   const k = o.k ?? fromRun.k ?? EVAL_DEFAULTS.k
   const instances = o.instances ?? fromRun.instances ?? EVAL_DEFAULTS.instances
   const maxNewTokens = o.maxNewTokens ?? fromRun.maxNewTokens ?? EVAL_DEFAULTS.maxNewTokens
+  const seed = o.seed ?? fromRun.seed ?? EVAL_DEFAULTS.seed
   const run = o.run
     ? (
         await openRunDir(runDirOf(o.run, o.runsDir)).catch((err: Error) => {
@@ -251,13 +264,13 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
       throw new CliError(`cannot load checkpoint: ${err.message}`, { cause: err })
     throw err
   }
-  const rows = await evaluatePolicy(loaded.model, loaded.tokenizer, {
+  const { rows, instances: results } = await evaluatePolicy(loaded.model, loaded.tokenizer, {
     tasks,
     k,
     instances,
     maxNewTokens,
     temperature: o.temperature,
-    seed: o.seed,
+    seed,
     onProgress: (done, total) => {
       if (process.stderr.isTTY) process.stderr.write(`\reval ${done}/${total} episodes`)
     },
@@ -270,6 +283,8 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
       ...(step === undefined ? {} : { step }),
       k,
       time: Date.now(),
+      seed,
+      instances: results,
       rows,
     }).catch((err: unknown) => {
       // Written meanwhile by another process: the same one line as the check up front.
@@ -279,7 +294,9 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     process.stderr.write(`written to ${file}\n`)
   }
   if (o.json) {
-    process.stdout.write(`${JSON.stringify({ checkpoint, k, instances, rows }, null, 2)}\n`)
+    process.stdout.write(
+      `${JSON.stringify({ checkpoint, k, instances, seed, rows, instance_results: results }, null, 2)}\n`,
+    )
     return
   }
   const table = new Table({
@@ -332,7 +349,11 @@ export function registerEval(program: Command): void {
       integerOption({ min: 1 }),
     )
     .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
-    .option('--seed <n>', 'sampling seed', integerOption({ min: 0 }), 0)
+    .option(
+      '--seed <n>',
+      `base sampling seed (default: a run directory's evaluation seed, else ${EVAL_DEFAULTS.seed})`,
+      integerOption({ min: 0 }),
+    )
     .option('--run <id>', "also write the table into this run's eval/ (the run directory's name)")
     .option('--runs-dir <dir>', 'with --run: the folder that holds the run directory', 'runs')
     .option('--name <name>', 'with --run: the file name, eval/<name>.json (default eval-<time>)')
