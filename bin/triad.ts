@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
+import { registerAblate } from './commands/ablate.ts'
 import { registerBench } from './commands/bench.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
@@ -29,6 +30,7 @@ program
   .version(pkg.version)
 
 registerRun(program)
+registerAblate(program)
 registerMonitor(program)
 registerReport(program)
 registerMetrics(program)

@@ -52,6 +52,19 @@ export type Recipe = Omit<ParsedRecipe, 'budget'> & {
 
 const made = new WeakSet<object>()
 
+/**
+ * The key of the value a recipe was made from, on the recipe (not enumerable: JSON and equality
+ * leave it out). A registered symbol, so that a recipe made by another copy of this module (a
+ * CommonJS recipe file) carries it too.
+ */
+const INPUT = Symbol.for('triad.recipe.input')
+
+/** The recipe with the value it was made from under `INPUT` (a deep copy; before it is frozen). */
+function withInput<T extends object>(recipe: T, value: unknown): T {
+  Object.defineProperty(recipe, INPUT, { value: copyPlain(value), enumerable: false })
+  return recipe
+}
+
 /** Formats a zod path as `rl.eps_high` or `tasks[1].weight`. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = ''
@@ -360,7 +373,7 @@ export function checkRecipe(value: unknown): RecipeCheck {
   if (parsed.success) {
     const r = withOverlongDefaults(parsed.data, value)
     const issues = crossFieldIssues(r).map(({ path, message }) => ({ path, message }))
-    return { issues, recipe: deepFreeze(completeRecipe(r)) }
+    return { issues, recipe: deepFreeze(withInput(completeRecipe(r), value)) }
   }
   const fieldIssues = issuesFromZod(parsed.error)
   const rest = withoutBadFields(value, parsed.error.issues)
@@ -400,6 +413,18 @@ export function defineRecipe(input: RecipeInput): Recipe {
 /** True for a value made by `defineRecipe`/`parseRecipe` in this process. */
 export function isRecipe(value: unknown): value is Recipe {
   return typeof value === 'object' && value !== null && made.has(value)
+}
+
+/**
+ * The value a recipe was made from (`defineRecipe`'s input, as written: defaults not filled in), a
+ * fresh deep copy: changing a field of it and parsing it again (`triad ablate`) recomputes the
+ * defaults that follow from that field (`pipeline.stalenessBound` from `staleEvery`, `L_max` from
+ * `model.contextLength`), which changing the parsed recipe would not. Undefined for a value no
+ * `parseRecipe` made (a recipe read back from JSON).
+ */
+export function recipeInput(recipe: object): unknown {
+  const value = (recipe as { [INPUT]?: unknown })[INPUT]
+  return value === undefined ? undefined : structuredClone(value)
 }
 
 /** A stored recipe (`recipe.json`, a recipe value) without its `derived` block, which is recomputed. */
