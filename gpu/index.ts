@@ -18,10 +18,10 @@
  * - `createTransformer(config, {seed} | {weights})`, `disposeTransformer(model)`;
  *   `forward(model, tokens [batch, seqLen] int32)` gives logits `[batch, seqLen, vocabSize]`;
  *   `tokenLogprobs(model, tokens, targets)` gives `[batch, seqLen]` log p(target), differentiable.
- * - `generate(model, prompts: number[][], {maxNewTokens, temperature, topP, stopTokens, seed})`
+ * - `generate(model, prompts: number[][], {maxNewTokens, temperature, top_p, stopTokens, seed})`
  *   gives per prompt `{tokens: Int32Array, logprobs: Float32Array, finishReason}` (KV cache,
  *   ragged prompts); `ContinuousBatcher` shares passes among concurrent requests.
- * - `new AdamW(model.params, {weightDecay, maxGradNorm})`, `.step(grads by name, lr)`;
+ * - `new AdamW(model.params, {weightDecay, gradClip})`, `.step(grads by name, lr)`;
  *   `lossAndGrads(model, lossFn)`; `warmupCosine({peakLr, warmupSteps, totalSteps})`.
  * - `makeBatches(renderedChats, ...)`, `sftStep(model, opt, batch, lr)`, `trainSft(...)` (loss
  *   curve records); `rlStep` for GRPO-TCR.
@@ -55,8 +55,10 @@ export * from './hf-tokenizer-export.ts'
 export * from './jinja-chat-format.ts'
 export * from './kl.ts'
 export * from './kv-cache.ts'
+export * from './last-logits.ts'
 export * from './left-pad.ts'
 export * from './lr-schedule.ts'
+export * from './micro-batch.ts'
 export * from './off-policy.ts'
 export * from './overlong.ts'
 export * from './pass-at-k.ts'
@@ -64,6 +66,7 @@ export * from './prefix-cache.ts'
 export * from './pretrained-tokenizer.ts'
 export * from './prng.ts'
 export * from './registry.ts'
+export * from './reward-model-step.ts'
 export * from './rl-step.ts'
 export * from './safetensors.ts'
 export * from './sampler.ts'

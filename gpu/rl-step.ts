@@ -3,9 +3,9 @@ import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } fro
 import { getAggregator } from './aggregation.ts'
 import { maskUniformGroups } from './dynamic-sampling.ts'
 import { ConfigError, ShapeError } from './errors.ts'
-import { addGradients, lossAndGrads } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
+import { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
 import {
   checkOffPolicyConfig,
   getOffPolicyCorrection,
@@ -58,11 +58,11 @@ export interface RlStepConfig {
   /** Policy loss settings (clip range, dual clip, aggregation); DemyAgent GRPO-TCR defaults. */
   loss: GrpoTcrConfig
   /** Group advantage estimator (`grpo` or `grpo-no-std`). */
-  advantageEstimator: string
+  advantage: string
   /** Task advantage normalization over loss-masked tokens per task (AgentRL). */
-  taskNormalization: boolean
+  taskAdvantageNorm: boolean
   /** KL-to-reference coefficient beta; 0 turns it off (the default, as DemyAgent). Needs a reference model. */
-  klCoef: number
+  beta: number
   /** KL estimator for the reference term (`k3` by default). */
   klEstimator: KlEstimatorName
   /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy`; default 0. */
@@ -97,25 +97,13 @@ export interface RlStepConfig {
 /** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
 export const RL_STEP_DEFAULTS: Readonly<RlStepConfig> = Object.freeze({
   loss: GRPO_TCR_DEFAULTS,
-  advantageEstimator: 'grpo',
-  taskNormalization: true,
-  klCoef: 0,
+  advantage: 'grpo',
+  taskAdvantageNorm: true,
+  beta: 0,
   klEstimator: 'k3',
   entropyCoef: 0,
   temperature: 1,
 })
-
-/**
- * The optimizer an RL step drives: `AdamW` of `adamw.ts` (which clips the global gradient norm,
- * 1.0 by default as DemyAgent) fits.
- */
-export interface RlOptimizer {
-  /** One update from gradients keyed by parameter name (`model.params` keys) at learning rate `lr`. */
-  step(
-    grads: Readonly<Record<string, tf.Tensor>>,
-    lr: number,
-  ): Promise<{ gradNorm: number; clipScale: number }>
-}
 
 /** What an RL step updates and reads. */
 export interface RlStepState {
@@ -125,7 +113,7 @@ export interface RlStepState {
   optimizer: RlOptimizer
   /** Learning rate of this step. */
   lr: number
-  /** Frozen reference policy for the KL term (needed when `klCoef > 0`). */
+  /** Frozen reference policy for the KL term (needed when `beta > 0`). */
   reference?: Transformer
   /** The learner's weight version before this step (staleness = version - token's weightVersion). */
   version: number
@@ -186,8 +174,8 @@ function checkBatch(b: RlBatch): void {
 
 function checkConfig(c: RlStepConfig, state: RlStepState): void {
   if (!(c.temperature > 0)) throw new ConfigError('temperature', c.temperature, 'must be > 0')
-  if (!(c.klCoef >= 0)) throw new ConfigError('klCoef', c.klCoef, 'must be >= 0')
-  if (c.klCoef > 0 && !state.reference) throw new ConfigError('klCoef', c.klCoef, 'needs a reference model')
+  if (!(c.beta >= 0)) throw new ConfigError('beta', c.beta, 'must be >= 0')
+  if (c.beta > 0 && !state.reference) throw new ConfigError('beta', c.beta, 'needs a reference model')
   if (!Number.isFinite(c.entropyCoef)) throw new ConfigError('entropyCoef', c.entropyCoef, 'must be finite')
   if (c.offPolicy) {
     getOffPolicyCorrection(c.offPolicy.name)
@@ -207,7 +195,7 @@ export function computeBatchAdvantages(
   config: RlStepConfig = RL_STEP_DEFAULTS,
 ): { advantages: tf.Tensor2D; penalty: Float32Array } {
   checkBatch(batch)
-  const estimator = getAdvantageEstimator(config.advantageEstimator)
+  const estimator = getAdvantageEstimator(config.advantage)
   return tf.tidy(() => {
     const mask = tf.tensor2d(batch.lossMask, [batch.batch, batch.seqLen])
     let rewards = tf.tensor1d(batch.rewards)
@@ -219,7 +207,7 @@ export function computeBatchAdvantages(
     let adv = batch.stepAdvantages
       ? (tf.tensor2d(batch.stepAdvantages, [batch.batch, batch.seqLen]).mul(mask) as tf.Tensor2D)
       : broadcastToTokens(estimator({ rewards, groupIds: batch.groupIds }), mask)
-    if (config.taskNormalization)
+    if (config.taskAdvantageNorm)
       adv = normalizeTaskAdvantages({ advantages: adv, mask, taskIds: batch.tasks })
     return { advantages: adv, penalty: penalty.dataSync() as Float32Array }
   })
@@ -303,7 +291,7 @@ function perTaskStats(values: Float32Array, mask: Float32Array, batch: RlBatch):
  * One GRPO-TCR update (DemyAgent arXiv 2510.11701; task normalization AgentRL arXiv 2510.04206):
  * advantages from `computeBatchAdvantages`, `logp_theta` recomputed by `model` (teacher forcing),
  * the policy loss of `computePolicyLossGrpoTcr` against the recorded behavior log-probabilities,
- * `+ klCoef * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
+ * `+ beta * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
  * then one optimizer step (AdamW clips the global gradient norm). A non-finite gradient norm
  * skips the update (`optim/skipped` 1) instead of corrupting the weights.
  * @returns the step's metrics (see `RlStepMetrics`).
@@ -334,8 +322,7 @@ export async function rlStep(
   const tokens = tf.tensor2d(batch.tokens, shape, 'int32')
   const mask = tf.tensor2d(batch.lossMask, shape)
   const behavior = tf.tensor2d(batch.behaviorLogprobs, shape)
-  const kept: Record<string, number> = {} // metric sums over micro-batches, each weighted by its share
-  const grads: Record<string, tf.Tensor> = {}
+  const accumulator = new GradientAccumulator(state.model) // metric sums over micro-batches, each weighted by its share
   const metrics: RlStepMetrics = {}
   try {
     // Gradient accumulation over row micro-batches. Each micro-batch's loss is weighted by its
@@ -354,7 +341,6 @@ export async function rlStep(
       return n
     }
     const rowsTotal = trainedRows(Array.from({ length: batch.batch }, (_, i) => i))
-    let lossSum = 0
     for (const chunk of lengthBuckets(batch, config.microBatchTokens ?? 4096)) {
       const rows = chunk.rows.length
       let maskRows = 0
@@ -375,7 +361,7 @@ export async function rlStep(
       const mbAdvantages = part(advantages as tf.Tensor2D)
       // The reference's log-probabilities of this micro-batch (no gradient through them).
       const mbRef =
-        config.klCoef > 0 && state.reference
+        config.beta > 0 && state.reference
           ? tf.tidy(() => tokenStats(state.reference!, mbTokens, config.temperature).logp)
           : undefined
       // The proximal log-probabilities: the weights this step starts from (the optimizer steps only
@@ -384,7 +370,6 @@ export async function rlStep(
         ? tf.tidy(() => tokenStats(state.model, mbTokens, config.temperature).logp)
         : undefined
       index.dispose()
-      const partKept: Record<string, tf.Scalar> = {}
       let corrected: OffPolicyResult | undefined
       try {
         corrected = correction.apply(
@@ -392,7 +377,7 @@ export async function rlStep(
           offPolicy,
         )
         const { anchorLogProbs, weights: tokenWeights } = corrected
-        const result = await lossAndGrads(state.model, () => {
+        await accumulator.add(weight, (keep) => {
           const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature)
           const { loss, metrics: policy } = computePolicyLossGrpoTcr(
             {
@@ -406,20 +391,15 @@ export async function rlStep(
           )
           const meanEntropy = aggregate(entropy, mbMask)
           let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
-          Object.assign(partKept, policy, { 'actor/entropy': meanEntropy })
+          for (const [k, t] of Object.entries(policy)) keep(k, t)
+          keep('actor/entropy', meanEntropy)
           if (mbRef) {
             const klRef = aggregate(kl(logp, mbRef), mbMask)
-            total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
-            partKept['actor/kl_ref'] = klRef
+            total = total.add(klRef.mul(config.beta)) // L + beta * KL(pi_theta || pi_ref)
+            keep('actor/kl_ref', klRef)
           }
-          for (const t of Object.values(partKept)) tf.keep(t)
-          return total.mul(weight) as tf.Scalar
+          return total as tf.Scalar
         })
-        lossSum += result.loss
-        addGradients(grads, result.grads)
-        for (const [k, t] of Object.entries(partKept)) {
-          kept[k] = (kept[k] ?? 0) + (await t.data())[0]! * weight
-        }
         const st = corrected.stats
         if (st) {
           const read = async (t: tf.Scalar) => (await t.data())[0]!
@@ -430,33 +410,25 @@ export async function rlStep(
           offTotals.masked += await read(st.masked)
         }
       } finally {
-        tf.dispose([...Object.values(partKept), mbTokens, mbMask, mbBehavior, mbAdvantages])
+        tf.dispose([mbTokens, mbMask, mbBehavior, mbAdvantages])
         if (corrected)
           tf.dispose([corrected.anchorLogProbs, corrected.weights, ...Object.values(corrected.stats ?? {})])
         mbRef?.dispose()
         mbProx?.dispose()
       }
     }
-    const result = { loss: lossSum }
-    metrics['loss/total'] = result.loss
+    metrics['loss/total'] = accumulator.loss
     // No trained token in the whole batch (every pass skipped): nothing to update.
-    const noGrads = Object.keys(grads).length === 0
-    let gradNorm = 0
-    if (!noGrads) {
-      const normT = tf.tidy(() => tf.addN(Object.values(grads).map((g) => g.square().sum())).sqrt()) // ||g||_2
-      gradNorm = (await normT.data())[0]!
-      normT.dispose()
-    }
-    const skipped = noGrads || !Number.isFinite(gradNorm)
-    if (!skipped) await state.optimizer.step(grads, state.lr)
+    const { gradNorm, skipped } = await accumulator.apply(state.optimizer, state.lr)
     metrics['optim/grad_norm'] = gradNorm
     metrics['optim/skipped'] = skipped ? 1 : 0
     metrics['optim/lr'] = state.lr
-    Object.assign(metrics, kept)
+    Object.assign(metrics, accumulator.metrics())
     if (correction.needsProximal) Object.assign(metrics, offPolicyMetrics(offTotals))
     Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
   } finally {
-    tf.dispose([...Object.values(grads), advantages, tokens, mask, behavior])
+    accumulator.dispose()
+    tf.dispose([advantages, tokens, mask, behavior])
   }
   Object.assign(metrics, batchStats(batch, state.version))
   if (sampled) {

@@ -55,6 +55,8 @@ export const Subjects = {
   trajectory: (run: string, task: string) => subject(run, 'trajectory', 'done', task),
   /** Learner control (status, checkpoint). */
   learner: (run: string) => subject(run, 'learner', 'control'),
+  /** One rollout driver's control (`rollout.status`); `id` is the rollout node's id. */
+  rollout: (run: string, id: string) => subject(run, 'rollout', 'control', id),
   /** Metrics published by one role. */
   metrics: (run: string, role: string) => subject(run, 'metrics', checkToken(role, 'role')),
   /** Code sandbox over NATS: `sandbox.run_code`. */

@@ -30,6 +30,7 @@ import {
   exposeActor,
   type NatsTransport,
   type Served,
+  type SupervisionPolicy,
   systemClock,
   type Transport,
 } from '../runtime/index.ts'
@@ -63,6 +64,8 @@ export interface EnvControllerOptions {
   tasks?: TaskRegistry
   /** Makes containers for tasks that declare an image. */
   containers?: ContainerManager
+  /** How the actor's crashes are handled (`SpawnOptions.supervision`); the actor system's default when absent. */
+  supervision?: SupervisionPolicy
 }
 
 /** Controller counters (monotonic). */
@@ -421,6 +424,7 @@ export async function startEnvController(
   await options.containers?.start()
   const ref = system.spawn('env-controller', envControllerBehaviour(transport, options, view), {
     concurrency: 1024,
+    ...(options.supervision ? { supervision: options.supervision } : {}),
   })
   const counts = () => (view.state ? countsOf(view.state, options, clock.now()) : {})
   const exposed: Exposed[] = [

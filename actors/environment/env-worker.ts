@@ -24,6 +24,7 @@ import {
   type Exposed,
   envelope,
   exposeActor,
+  type SupervisionPolicy,
   systemClock,
   type Transport,
 } from '../runtime/index.ts'
@@ -55,6 +56,8 @@ export interface EnvWorkerOptions {
   clock?: Clock
   /** Runs commands in containers the controller made (tasks that declare an image). */
   containers?: ContainerExec
+  /** How the actor's crashes are handled (`SpawnOptions.supervision`); the actor system's default when absent. */
+  supervision?: SupervisionPolicy
 }
 
 /** Messages the worker's subject accepts. */
@@ -167,6 +170,7 @@ export async function startEnvWorker(
     envWorkerBehaviour(transport, { ...options, subject }),
     {
       concurrency: 1024,
+      ...(options.supervision ? { supervision: options.supervision } : {}),
     },
   )
   const exposed = await exposeActor(transport, ref, {

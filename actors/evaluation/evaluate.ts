@@ -13,7 +13,7 @@ export interface EvaluationSettings {
   maxNewTokens: number
   /** Sampling temperature (1: the policy's own distribution, as in training). */
   temperature: number
-  topP?: number
+  top_p?: number
   /** Most sequences decoded together. */
   maxBatch?: number
   seed: number
@@ -93,7 +93,7 @@ export async function evaluatePolicy(
                 const policy = new ModelPolicy(batcher, tokenizer, model.config.contextLength, {
                   maxNewTokens: settings.maxNewTokens,
                   temperature: settings.temperature,
-                  topP: settings.topP ?? 1,
+                  top_p: settings.top_p ?? 1,
                   seed: settings.seed + index * 1_009 + sample * 7_919,
                 })
                 const t = await playEpisode(task, { index, difficulty, split: 'eval' }, policy)

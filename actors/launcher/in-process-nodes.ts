@@ -66,7 +66,7 @@ export function startInProcessNodes(
   const rolloutLog = logTo('rollout')
   const stopping = new AbortController()
   const learner = backend.then(() =>
-    startLearnerNode(transport, config, 'learner', { log: learnerLog, signal: stopping.signal }),
+    startLearnerNode(system, transport, config, 'learner', { log: learnerLog, signal: stopping.signal }),
   )
   const rollout = backend.then(() =>
     startRolloutNode(system, transport, config, 'rollout', { log: rolloutLog, signal: stopping.signal }),

@@ -104,7 +104,8 @@ export class Learner {
   readonly model: Transformer
   readonly reference: Transformer | undefined
   readonly config: RlStepConfig
-  private readonly optimizer: AdamW
+  /** The policy's AdamW (its settings from `LearnerOptions.optimizer`). */
+  readonly optimizer: AdamW
   private readonly tokenizer: Tokenizer
   private readonly schedule: LrSchedule
   private readonly options: LearnerOptions

@@ -1,65 +1,11 @@
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
-import {
-  CheckpointFile,
-  chooseBackend,
-  createTransformer,
-  disposeTransformer,
-  getWeights,
-  initWeights,
-  loadCheckpoint,
-  loadTokenizer,
-  type SftLogRecord,
-  saveCheckpoint,
-  saveTokenizer,
-  type Tokenizer,
-  type TransformerConfig,
-} from '../../gpu/index.ts'
-import {
-  MetricsAxes,
-  type MetricsAxis,
-  MetricsReport,
-  type Millis,
-  Subjects,
-  type TrajectoryGroupPayload,
-} from '../../protocols/index.ts'
-import { Learner } from '../learner/index.ts'
-import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
-import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
-import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
-import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
-import { OnlineStepAccuracy, RewardModel } from '../reward/index.ts'
+import type { Millis } from '../../protocols/index.ts'
 import { LEARNER_LOCK_FILE, lockRunDir } from '../run/index.ts'
+import type { ActorSystem } from '../runtime/actor-system.ts'
+import { defaultSupervision } from '../runtime/supervision.ts'
+import { Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
 import type { Transport } from '../runtime/transport.ts'
-import { WeightStore } from '../weights/index.ts'
-import {
-  coldStart,
-  type ExpertEpisode,
-  firstEpisodesPerTask,
-  playExperts,
-  runTokenizer,
-  sftTrainingEpisodes,
-  TOKENIZER_CORPUS_PER_TASK,
-} from './cold-start.ts'
 import type { NodeConfig } from './config.ts'
-import { serveLearnerStatus } from './learner-status.ts'
-import {
-  loadRewardModelCheckpoint,
-  REWARD_MODEL_CHECKPOINT_DIR,
-  saveRewardModelCheckpoint,
-} from './reward-model-checkpoint.ts'
-import {
-  REWARD_MODEL_SFT_DIR,
-  rewardModelColdStartOnce,
-  rewardModelSftMetrics,
-} from './reward-model-cold-start.ts'
-import { publishRunTokenizer } from './run-tokenizer.ts'
-import {
-  REWARD_MODEL_SEED_OFFSET,
-  RewardModelLearner,
-  stepRewardBatch,
-  stepRewardsTrusted,
-} from './triad-learner.ts'
+import { startLearnerActor } from './learner-actor.ts'
 
 /** Options of the node roles. */
 export interface NodeOptions {
@@ -78,355 +24,85 @@ export interface NodeOptions {
 
 /** A started node role. */
 export interface NodeHandle {
-  /** Resolves when the role's work is done (the learner: `maxSteps` reached). */
+  /**
+   * Resolves when the role's work is done (the learner: `maxSteps` reached); rejects with the
+   * error of a child that failed past its tree's restart intensity.
+   */
   done: Promise<void>
+  /** The ids of the role's tree children running now, in start order. */
+  children(): string[]
+  /** Stops the tree's children in reverse start order. */
   stop(): Promise<void>
 }
 
 /**
- * Publishes one `metrics.report` for a role; `axis` says what `step` counts when it is not the
- * learner step (`MetricsAxes`: the cold starts' SFT steps).
+ * How long the learner's stop may take, ms: the step in progress is never cut short, and the
+ * steps since the last checkpoint are checkpointed. A worker process bounds its whole stop by
+ * `CHILD_STOP_WATCHDOG_MS` anyway.
  */
-export function reportMetrics(transport: Transport, run: string, role: string, id: string) {
-  return (values: Record<string, number>, step: number, axis?: MetricsAxis) =>
-    transport.publish(
-      Subjects.metrics(run, role),
-      MetricsReport.make({ role, id, step, ...(axis ? { axis } : {}), time: Date.now(), values }),
-    )
+const LEARNER_SHUTDOWN_MS: Millis = 600_000
+
+/**
+ * The learner process's supervision tree, read top to bottom:
+ *
+ * - `run-lock`: the run directory's `learner.lock` (`LEARNER_LOCK_FILE`), held from the start until
+ *   every other child stopped, so a resume refuses while this learner runs; a stale one (its learner
+ *   died) is taken over.
+ * - `learner`: the learner actor (`startLearnerActor`): tokenizer, resume or cold-start SFT, then
+ *   GRPO-TCR steps from the trajectory stream until `maxSteps`; the NATS service `triad-learner`.
+ *   Significant: its end at the step budget ends the tree.
+ *
+ * One-for-all with intensity 0: the learner's state (its tensors, the groups it holds
+ * unacknowledged) lives in this process, so any failure ends the tree and the process, and the
+ * process supervisor starts a new one that resumes from the newest checkpoint; the groups the
+ * dead learner held come back from the stream after `LEARNER_ACK_WAIT_MS`.
+ */
+export function learnerTree(
+  transport: Transport,
+  config: NodeConfig,
+  id: string,
+  log: (line: string) => void,
+): TreeSpec {
+  return {
+    name: 'learner',
+    strategy: Strategy.OneForAll,
+    intensity: 0,
+    periodMs: 60_000,
+    backoff: defaultSupervision.backoff,
+    children: [
+      {
+        id: 'run-lock',
+        restart: Restart.Permanent,
+        shutdownMs: 5_000,
+        start: async () => {
+          const lock = await lockRunDir(config.runDir, { file: LEARNER_LOCK_FILE, log })
+          return { actors: [], stop: () => lock.release() }
+        },
+      },
+      {
+        id: 'learner',
+        restart: Restart.Transient,
+        significant: true,
+        shutdownMs: LEARNER_SHUTDOWN_MS,
+        start: (ctx) => startLearnerActor(ctx, transport, config, id, log),
+      },
+    ],
+  }
 }
 
 /**
- * The ack wait of the learner's durable consumer, ms: how long the stream waits for the
- * acknowledgement of a group it handed out before it hands the group out again. Shorter than a
- * learner's restart (the supervisor's backoff, then a process start that loads the tensor
- * library and restores the checkpoint, several seconds), so after a learner dies (`kill -9`) the
- * groups it held are free again by the time the next learner asks for them, instead of holding the
- * stream full for a minute. A live learner keeps its groups alive every third of it
- * (`LearnerLoopSettings.keepAliveMs`), and one handed out again during a long step is recognised
- * by its sequence and not used twice.
- */
-export const LEARNER_ACK_WAIT_MS: Millis = 5_000
-
-/**
- * The learner node: makes sure the trajectory stream exists, restores the newest step checkpoint
- * that can be read (`restoreNewestCheckpoint`: an unreadable one is skipped with a line on `log`)
- * or, when the run has none, runs the cold-start SFT (or starts from random weights), publishes
- * its weights, and runs the learner loop until `maxSteps`. It holds the run directory's
- * `learner.lock` (`LEARNER_LOCK_FILE`) from its start until it stopped, so that a resume refuses
- * while it still runs; a stale one (its learner died) is taken over.
+ * The learner node: starts `learnerTree` in `system`.
  * @throws NoReadableCheckpointError when the run has step checkpoints but none can be read;
  *   RunLockedError when another live learner holds the directory's `learner.lock`.
  */
 export async function startLearnerNode(
+  system: ActorSystem,
   transport: Transport,
   config: NodeConfig,
   id: string,
   options: NodeOptions = {},
 ): Promise<NodeHandle> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[learner] ${line}\n`))
-  const lock = await lockRunDir(config.runDir, { file: LEARNER_LOCK_FILE, log })
-  try {
-    const node = await startLearnerLoop(transport, config, id, log)
-    return {
-      done: node.done.finally(() => lock.release()),
-      stop: async () => {
-        await node.stop()
-        await lock.release()
-      },
-    }
-  } catch (err) {
-    await lock.release()
-    throw err
-  }
-}
-
-/** `startLearnerNode` once its lock is held. */
-async function startLearnerLoop(
-  transport: Transport,
-  config: NodeConfig,
-  id: string,
-  log: (line: string) => void,
-): Promise<NodeHandle> {
-  const backend = await chooseBackend({ backend: config.backend, log })
-  const publish = reportMetrics(transport, config.run, 'learner', id)
-  // The status service (`triad-learner`) answers from these, from the start: during the SFT too.
-  let lastMetrics: Record<string, number> = {}
-  const live: { learner?: Learner; loop?: LearnerLoop } = {}
-  const report = (values: Record<string, number>, step: number, axis?: MetricsAxis) => {
-    lastMetrics = values
-    publish(values, step, axis)
-  }
-  const served = await serveLearnerStatus(transport, config.run, id, {
-    version: () => live.learner?.version ?? 0,
-    steps: () => live.loop?.counts.steps ?? 0,
-    checkpoint: () => live.learner?.lastCheckpoint,
-    metrics: () => lastMetrics,
-    stats: () => ({
-      groups: live.loop?.counts.groups ?? 0,
-      dropped_stale: live.loop?.counts.droppedStale ?? 0,
-      invalid_groups: live.loop?.counts.invalid ?? 0,
-    }),
-  })
-  try {
-    // The stream holds the buffer plus what the learner holds unacknowledged until its next
-    // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
-    const p0 = config.pipeline
-    await ensureTrajectoryStream(transport, {
-      run: config.run,
-      maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
-      ackWaitMs: LEARNER_ACK_WAIT_MS,
-    })
-    const checkpointDir = join(config.runDir, 'checkpoints')
-    const sftDir = join(checkpointDir, 'sft')
-    // The run's tokenizer: learned once (byte-pair merges from the expert corpus), kept in the run
-    // directory for resumes and published to the object store for the other nodes.
-    const tokenizerFile = join(config.runDir, 'tokenizer.json')
-    let tokenizer: Tokenizer
-    // The SFT data when the tokenizer is learned here: the first `sft.episodesPerTask` of each task
-    // of its corpus (which has at least TOKENIZER_CORPUS_PER_TASK per task).
-    let experts: ExpertEpisode[] | undefined
-    if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
-    else {
-      const merges = config.tokenizerMerges ?? 0
-      const sftCount = config.sft.enabled && config.sft.experts !== false ? config.sft.episodesPerTask : 0
-      const count = Math.max(sftCount, merges > 0 ? TOKENIZER_CORPUS_PER_TASK : 0)
-      const corpus = count > 0 ? await playExperts(config, count) : []
-      experts = firstEpisodesPerTask(corpus, count, sftCount)
-      tokenizer = runTokenizer(corpus, merges)
-      await saveTokenizer(tokenizerFile, tokenizer)
-      log(
-        `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${corpus.length} expert episodes)`,
-      )
-    }
-    await publishRunTokenizer(transport, config.run, tokenizer)
-    const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
-
-    // The KL reference is read when the first learner is made: on a fresh run that is after the
-    // cold-start SFT wrote checkpoints/sft (read before it, it would be the seeded random init).
-    let reference: ReturnType<typeof createTransformer> | undefined
-    const newLearner = async (model: ReturnType<typeof createTransformer>) => {
-      if ((config.rl.step.klCoef ?? 0) > 0)
-        reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
-      return Learner.create({
-        model,
-        tokenizer,
-        lr: config.rl.lr,
-        rl: config.rl.step,
-        version: 0,
-        ...(reference ? { reference } : {}),
-      })
-    }
-    // The dynamic triad: a reward model trained beside the policy (restored with it on a resume).
-    const triad = config.triad
-    const maxTokens = config.model.contextLength + 1
-    const rmLearner = triad?.trainRewardModel
-      ? new RewardModelLearner(
-          modelConfig,
-          tokenizer,
-          config.seed,
-          config.rl.lr,
-          triad,
-          triad.rewardModelBatch,
-        )
-      : undefined
-    let restored = false
-    const resumed: { learner?: Learner } = {}
-    // A resume: the newest step checkpoint that reads whole (policy, optimizer, reward model).
-    const latest = await restoreNewestCheckpoint(
-      checkpointDir,
-      async (c) => {
-        const { model } = await loadCheckpoint(c.dir)
-        const candidate = await newLearner(model)
-        try {
-          await candidate.loadCheckpoint(c.dir)
-          // A resumed run continues the reward model it trained (a checkpoint without one: from its cold start or seed).
-          const rmDir = join(c.dir, REWARD_MODEL_CHECKPOINT_DIR)
-          if (rmLearner && existsSync(rmDir)) {
-            await loadRewardModelCheckpoint(rmDir, rmLearner)
-            restored = true
-            log(`reward model restored from ${rmDir} (${rmLearner.updates} updates)`)
-          } else if (rmLearner) log(`no reward model in ${c.dir}`)
-        } catch (err) {
-          candidate.dispose()
-          disposeTransformer(model)
-          throw err
-        }
-        resumed.learner = candidate
-      },
-      log,
-    )
-    let learner: Learner
-    if (latest) {
-      learner = resumed.learner!
-      log(`resuming from ${latest.dir} (version ${latest.version})`)
-    } else {
-      let model: ReturnType<typeof createTransformer>
-      try {
-        model = (await loadCheckpoint(sftDir)).model
-        log(`starting from the SFT checkpoint ${sftDir}`)
-      } catch {
-        model = createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
-        if (config.sft.enabled) {
-          log('cold-start SFT on expert trajectories')
-          const onLog = (r: SftLogRecord, total: number) =>
-            report(
-              {
-                'sft/loss': r.loss,
-                'sft/tokens_per_s': r.ms > 0 ? (r.tokens * 1000) / r.ms : 0,
-                'sft/step': r.step,
-                'sft/steps_total': total,
-                'sft/grad_norm': r.gradNorm,
-              },
-              r.step,
-              MetricsAxes.sft,
-            )
-          const { episodes, fromDatasets } = await sftTrainingEpisodes(config, experts)
-          const sft = await coldStart(model, tokenizer, episodes, config, onLog, backend.name)
-          log(
-            `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${fromDatasets} from sft.datasets, ${sft.truncated} cut to the context, ${sft.dropped} dropped: ended in task_error), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
-          )
-          await saveCheckpoint(sftDir, model, {
-            tokenizer,
-            metadata: { version: '0', phase: 'sft', backend: backend.name },
-          })
-        }
-      }
-      learner = await newLearner(model)
-    }
-    live.learner = learner
-
-    const store = await WeightStore.open(transport, config.run)
-    // The reward model's cold start, once per run, before version 0 goes out: the first judgements
-    // already come from a judge that answers `+` or `-`.
-    let rewardWeights = rmLearner && (await rmLearner.weights())
-    const rmSft = triad?.rewardModelSft
-    if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
-      const rm =
-        rmLearner?.rm ??
-        new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
-      try {
-        const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
-        if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)
-        const { report: r, trained } = await rewardModelColdStartOnce(
-          rm,
-          config,
-          rmSft,
-          dir,
-          (rec, total) =>
-            report(
-              {
-                'reward_model/sft/loss': rec.loss,
-                'reward_model/sft/step': rec.step,
-                'reward_model/sft/steps_total': total,
-                'reward_model/sft/grad_norm': rec.gradNorm,
-              },
-              rec.step,
-              MetricsAxes.rewardModelSft,
-            ),
-          backend.name,
-        )
-        if (trained) report(rewardModelSftMetrics(r), 0)
-        log(
-          `reward model ${trained ? 'cold start' : `cold start loaded from ${dir}`}: ${r.steps} steps on ${r.examples} balanced steps, final loss ${r.finalLoss.toFixed(4)}, held-out balanced accuracy ${r.before.balancedAccuracy.toFixed(3)} -> ${r.after.balancedAccuracy.toFixed(3)}, unparseable ${r.before.unparseable.toFixed(3)} -> ${r.after.unparseable.toFixed(3)}${trained ? ` (${r.seconds.toFixed(1)} s)` : ''}`,
-        )
-        rewardWeights = await rm.getWeights()
-      } finally {
-        if (!rmLearner) rm.dispose()
-      }
-    }
-    if (rewardWeights) await store.publish(transport, 'reward', learner.version, rewardWeights)
-    await store.publish(transport, 'policy', learner.version, await learner.weights())
-    // The reward model's balanced accuracy over the newest labelled judgements, on every learner step.
-    const online = new OnlineStepAccuracy()
-    const core: LearnerCore = {
-      get version() {
-        return learner.version
-      },
-      step: async (groups: readonly TrajectoryGroupPayload[]) => {
-        if (!triad) return learner.step(groups)
-        const { batch, metrics } = stepRewardBatch(groups, triad, {
-          maxTokens,
-          ...(config.rl.step.overlong ? { overlong: config.rl.step.overlong } : {}),
-        })
-        online.add(metrics)
-        Object.assign(metrics, online.metrics())
-        const trusted = stepRewardsTrusted(triad, metrics)
-        metrics['reward/step_reward_used'] = trusted ? 1 : 0
-        const t0 = performance.now()
-        const out = { ...metrics, ...(await learner.step(trusted ? batch : groups)) }
-        out['time/policy_update_s'] = (performance.now() - t0) / 1000
-        if (rmLearner) {
-          const t1 = performance.now()
-          const rm = await rmLearner.step(groups)
-          out['time/reward_model_update_s'] = (performance.now() - t1) / 1000
-          Object.assign(out, rm.metrics)
-          if (rm.trained) {
-            await store.publish(transport, 'reward', learner.version, await rmLearner.weights())
-            out['reward_model/version'] = learner.version
-          }
-        }
-        return out
-      },
-      weights: () => learner.weights(),
-      saveCheckpoint: async (dir: string) => {
-        await learner.saveCheckpoint(dir)
-        if (rmLearner) await saveRewardModelCheckpoint(join(dir, REWARD_MODEL_CHECKPOINT_DIR), rmLearner)
-      },
-    }
-    const consumer = await openTrajectoryConsumer(transport, config.run)
-    const p = config.pipeline
-    const sync = p.mode === 'sync'
-    const loop = new LearnerLoop(
-      core,
-      consumer,
-      {
-        minGroups: p.minGroups,
-        maxGroups: sync ? p.minGroups : p.maxGroups,
-        stalenessBound: p.stalenessBound,
-        checkpointEvery: p.checkpointEvery,
-        keepCheckpoints: p.keepCheckpoints,
-        evaluationEvery: p.evaluationEvery,
-        checkpointDir,
-        waitMs: 5_000,
-        keepAliveMs: LEARNER_ACK_WAIT_MS / 3,
-        maxTokens: config.model.contextLength + 1,
-        trajectoryLog: join(config.runDir, TRAJECTORY_LOG_FILE),
-      },
-      async (version, weights) => {
-        await store.publish(transport, 'policy', version, weights)
-      },
-      report,
-      latest,
-    )
-    const done = loop.run(Math.max(0, config.maxSteps - learner.version), (err) =>
-      log(`stream unavailable, retrying: ${(err as Error).message}`),
-    )
-    live.loop = loop
-    return {
-      done,
-      stop: async () => {
-        loop.stop()
-        await done.catch(() => undefined)
-        await served.stop()
-      },
-    }
-  } catch (err) {
-    await served.stop().catch(() => undefined)
-    throw err
-  }
-}
-
-/**
- * The policy RL started from, the reference of the KL term: the SFT checkpoint when the run has
- * one, else the seeded initial weights (SFT off). The same model after a resume, whatever the
- * latest checkpoint holds.
- * @throws the checkpoint's error when `sftDir` exists but cannot be read.
- */
-export async function rlStartingPolicy(
-  sftDir: string,
-  modelConfig: TransformerConfig,
-  seed: number,
-): Promise<ReturnType<typeof createTransformer>> {
-  if (existsSync(join(sftDir, CheckpointFile.Weights))) return (await loadCheckpoint(sftDir)).model
-  return createTransformer(modelConfig, { weights: initWeights(modelConfig, seed) })
+  const tree = await startTree(system, learnerTree(transport, config, id, log), { log })
+  return { done: tree.done, children: () => tree.children(), stop: () => tree.stop() }
 }

@@ -1,7 +1,15 @@
-import { LearnerState, LearnerStatus, MessageRegistry, Subjects } from '../../protocols/index.ts'
-import type { Served, Transport } from '../runtime/transport.ts'
+import {
+  type Envelope,
+  LearnerState,
+  LearnerStatus,
+  MessageRegistry,
+  Subjects,
+} from '../../protocols/index.ts'
+import type { ActorRef } from '../runtime/actor-system.ts'
+import { type Exposed, exposeActor } from '../runtime/bridge.ts'
+import type { Transport } from '../runtime/transport.ts'
 
-/** What the learner node's status service reads at each request. */
+/** What the learner actor's status reads at each request. */
 export interface LearnerNodeStatus {
   /** The learner's weight version (its latest RL step; 0 before the first). */
   version(): number
@@ -15,36 +23,42 @@ export interface LearnerNodeStatus {
   stats(): Record<string, number>
 }
 
-const accepts = new MessageRegistry([LearnerStatus])
+/** What the learner's service accepts: `learner.status`. */
+export const learnerStatusAccepts = new MessageRegistry([LearnerStatus])
+
+/** The `learner.state` reply to `learner.status`: the state at the time of the request. */
+export function learnerState(status: LearnerNodeStatus): Envelope {
+  const checkpoint = status.checkpoint()
+  return LearnerState.make({
+    version: status.version(),
+    steps: status.steps(),
+    metrics: status.metrics(),
+    ...(checkpoint ? { checkpoint } : {}),
+  })
+}
 
 /**
- * Serves `learner.status` (answered `learner.state`) on `Subjects.learner(run)` for the learner node,
- * registered as the NATS service `triad-learner` with metadata `run` and `id`, so `triad status`,
- * `triad monitor` and standard NATS tooling (`$SRV.PING/INFO/STATS`) list the learner of a run like
- * its other actors. The `$SRV.STATS` data carries `version`, `steps` and `stats()`. Other requests
- * get an error reply (the node's learner takes its batches from the trajectory stream, not from
- * requests).
+ * Exposes the learner actor `ref` on `Subjects.learner(run)` for `learner.status` (answered
+ * `learner.state`), registered as the NATS service `triad-learner` with metadata `run` and `id`, so
+ * `triad status`, `triad monitor` and standard NATS tooling (`$SRV.PING/INFO/STATS`) list the
+ * learner of a run like its other actors. The `$SRV.STATS` data carries `version`, `steps`,
+ * `stats()` and the actor's `restarts`. Other requests get an error reply (the learner takes its
+ * batches from the trajectory stream, not from requests).
  */
-export function serveLearnerStatus(
+export function exposeLearner(
   transport: Transport,
+  ref: ActorRef,
   run: string,
   id: string,
   status: LearnerNodeStatus,
-): Promise<Served> {
-  return transport.serve(Subjects.learner(run), {
-    accepts,
-    handler: () => {
-      const checkpoint = status.checkpoint()
-      return LearnerState.make({
-        version: status.version(),
-        steps: status.steps(),
-        metrics: status.metrics(),
-        ...(checkpoint ? { checkpoint } : {}),
-      })
-    },
+): Promise<Exposed> {
+  return exposeActor(transport, ref, {
+    subject: Subjects.learner(run),
+    accepts: learnerStatusAccepts,
+    askTimeoutMs: 10_000,
     service: {
       name: 'triad-learner',
-      description: 'triad learner node: cold-start SFT, then GRPO-TCR steps from the trajectory stream',
+      description: 'triad learner: cold-start SFT, then GRPO-TCR steps from the trajectory stream',
       metadata: { run, id },
       stats: () => ({ version: status.version(), steps: status.steps(), ...status.stats() }),
     },

@@ -1,47 +1,190 @@
-import { chooseBackend } from '../../gpu/index.ts'
+import { chooseBackend, type TransformerConfig } from '../../gpu/index.ts'
 import {
-  EnvDifficulty,
   MessageRegistry,
+  type Millis,
   type PayloadOf,
   RewardLoadWeights,
   Subjects,
-  TrajectoryGroup,
   WeightsPublished,
 } from '../../protocols/index.ts'
 import { DifficultyView, startEnvAdapter } from '../env-adapter/index.ts'
-import { type EnvWorker, startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
-import { PublisherClosedError } from '../pipeline/errors.ts'
-import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
+import { startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
-import { rewardReplies, StepJudge, startRewardModel, switchMetrics } from '../reward/index.ts'
-import { EnvClient } from '../rollout/env-client.ts'
-import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
-import { RolloutDriver } from '../rollout/rollout.ts'
 import { unlessAborted } from '../runtime/abort.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
+import { defaultSupervision } from '../runtime/supervision.ts'
+import { type ChildSpec, Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
 import type { Transport } from '../runtime/transport.ts'
+import { REWARD_MODEL_SEED_OFFSET, rewardReplies, StepJudge, startRewardModel } from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
-import { type NodeHandle, type NodeOptions, reportMetrics } from './learner-node.ts'
+import type { NodeHandle, NodeOptions } from './learner-node.ts'
+import { type PolicyVersionWatch, type RolloutPeers, startRolloutActor } from './rollout-actor.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
-import { stepJudgeAnnotator } from './step-judging.ts'
-import { REWARD_MODEL_SEED_OFFSET } from './triad-learner.ts'
 
-/** How often the rollout side publishes its metrics, ms. */
-const METRICS_INTERVAL_MS = 2_000
+/** How long a child of the rollout tree may take to stop, ms (the rollout: `LOOPS_END_MS` and a last report). */
+const CHILD_SHUTDOWN_MS: Millis = 5_000
 
 /**
- * The rollout node: fresh and stale policy engines, and the rollout driver (one agent loop per
- * trajectory, grouped G per task instance). Environments are reached through the controller
- * (`env.start`), wherever their workers run. Finished groups go to the trajectory stream.
+ * The rollout process's supervision tree, read top to bottom (started in this order, stopped in
+ * the reverse one, so the agent loops end first while the services under them still run):
  *
- * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
- * brake). Synchronous mode (the baseline): generate `minGroups` groups, then wait for the next
- * weight version before the next batch.
+ * - `env-controller`: the environment controller (NATS services `triad-env-controller`,
+ *   `triad-env-admin`): worker registry, session routing, containers.
+ * - `env-worker/<i>`: `pipeline.envWorkers` env workers (`triad-env-worker`) hosting sessions; more
+ *   may join from other machines with `triad worker --role env`.
+ * - `policy-weights`: follows the learner's policy announcements; its start waits for the first
+ *   weights (version 0: the SFT checkpoint or the initial weights), so the engines start from them.
+ * - `policy/<i>`, `stale-policy/<i>`: the fresh and stale policy engines (`triad-policy`,
+ *   `triad-policy-stale`).
+ * - `reward-model` (step rewards on): the reward model (`triad-reward`), its weights following the
+ *   learner's `reward` announcements.
+ * - `env-adapter` (adaptive tasks on): task difficulty from measured accuracy (`triad-env-adapter`).
+ * - `rollout`: the rollout actor (`triad-rollout`): one agent loop per trajectory, groups to the
+ *   trajectory stream. Significant: in synchronous mode its end at `maxSteps` ends the tree.
+ *
+ * One-for-one: a failed child (an actor whose handler threw) is started again alone, after a
+ * backoff; more than 5 restarts in 60 s end the tree and the process, and the process supervisor
+ * starts a new one. No group is lost either way: a group reaches the stream before it counts.
+ */
+export function rolloutTree(
+  transport: Transport,
+  config: NodeConfig,
+  id: string,
+  modelConfig: TransformerConfig,
+  peers: RolloutPeers,
+  options: { log: (line: string) => void; signal?: AbortSignal; onLoopsEnded?: (ms: number) => void },
+): TreeSpec {
+  const p = config.pipeline
+  const triad = config.triad
+  const log = options.log
+  const child = (id: string, start: ChildSpec['start'], restart: Restart = Restart.Permanent): ChildSpec => ({
+    id,
+    start,
+    restart,
+    shutdownMs: CHILD_SHUTDOWN_MS,
+  })
+  const engine = (i: number, stale: boolean): ChildSpec =>
+    child(`${stale ? 'stale-policy' : 'policy'}/${i}`, async (ctx) => {
+      const e = await startPolicyEngine(ctx.system, transport, {
+        run: config.run,
+        id: `${id}-${stale ? 'stale' : 'fresh'}-${i}`,
+        modelConfig,
+        stale,
+        ...(stale ? { staleEvery: p.staleEvery } : {}),
+        drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
+        supervision: ctx.supervision,
+        log,
+      })
+      peers.engines[stale ? p.freshEngines + i : i] = e
+      return { actors: [e.ref], stop: () => e.stop() }
+    })
+  return {
+    name: 'rollout',
+    strategy: Strategy.OneForOne,
+    intensity: defaultSupervision.maxRestarts,
+    periodMs: defaultSupervision.withinMs,
+    backoff: defaultSupervision.backoff,
+    children: [
+      child('env-controller', async (ctx) => {
+        const c = await startEnvController(ctx.system, transport, {
+          run: config.run,
+          tasks,
+          supervision: ctx.supervision,
+        })
+        return { actors: [c.ref], stop: () => c.stop() }
+      }),
+      ...range(p.envWorkers ?? 1).map((i) =>
+        child(`env-worker/${i}`, async (ctx) => {
+          const w = await startEnvWorker(ctx.system, transport, {
+            run: config.run,
+            id: `${id}-env-${i}`,
+            tasks,
+            capacity: Math.max(64, p.concurrency),
+            seed: config.seed + i,
+            supervision: ctx.supervision,
+          })
+          return { actors: [w.ref], stop: () => w.stop() }
+        }),
+      ),
+      child('policy-weights', () => followPolicyWeights(transport, config.run, peers, log, options.signal)),
+      ...range(p.freshEngines).map((i) => engine(i, false)),
+      ...range(p.staleEngines).map((i) => engine(i, true)),
+      ...(triad?.stepReward.enabled
+        ? [
+            child('reward-model', async (ctx) => {
+              const reward = await startRewardModel(ctx.system, transport, config.run, {
+                model: {
+                  config: modelConfig,
+                  tokenizer: peers.tokenizer,
+                  seed: config.seed + REWARD_MODEL_SEED_OFFSET,
+                },
+                m: triad.stepReward.m,
+                seed: config.seed + 23,
+                spawn: { supervision: ctx.supervision },
+              })
+              const follow = await followRewardWeights(transport, config.run, reward.ref, log)
+              peers.judge = new StepJudge(
+                remoteActor(transport, Subjects.rewardJudge(config.run), { replies: rewardReplies }),
+                triad,
+              )
+              return {
+                actors: [reward.ref],
+                stop: async () => {
+                  await follow.stop()
+                  await reward.exposed.stop()
+                  await reward.ref.stop()
+                },
+              }
+            }),
+          ]
+        : []),
+      ...(triad?.adaptiveTasks
+        ? [
+            child('env-adapter', async (ctx) => {
+              const adapter = await startEnvAdapter(ctx.system, transport, {
+                run: config.run,
+                id,
+                switches: triad,
+                adapter: {
+                  tasks: triad.levels,
+                  window: Math.max(1, triad.adaptEvery * p.minBatchGroups * config.rl.groupSize),
+                  raiseAt: triad.adaptHigh,
+                  lowerAt: triad.adaptLow,
+                  granularity: 'task',
+                },
+                spawn: { supervision: ctx.supervision },
+              })
+              peers.adapter = { ref: adapter.ref, view: new DifficultyView() }
+              return {
+                actors: [adapter.ref],
+                stop: async () => {
+                  await adapter.exposed.stop()
+                  await adapter.ref.stop()
+                },
+              }
+            }),
+          ]
+        : []),
+      {
+        id: 'rollout',
+        restart: Restart.Transient,
+        significant: true,
+        shutdownMs: CHILD_SHUTDOWN_MS,
+        start: (ctx) => startRolloutActor(ctx, transport, config, id, peers, log, options.onLoopsEnded),
+      },
+    ],
+  }
+}
+
+/**
+ * The rollout node: waits for the learner's tokenizer, then starts `rolloutTree` in `system`.
+ * Environments are reached through the controller (`env.start`), wherever their workers run.
+ * Finished groups go to the trajectory stream.
  * @throws StartAbortedError when `options.signal` aborts while it waits for the learner's tokenizer
- *   or first weights (actors it started by then are stopped with the actor system).
+ *   or first weights (children started by then are stopped).
  */
 export async function startRolloutNode(
   system: ActorSystem,
@@ -58,276 +201,124 @@ export async function startRolloutNode(
     () => new StartAbortedError('rollout', "the learner's tokenizer"),
   )
   const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
-  const p = config.pipeline
-  // Environments: a controller and env workers in this process (more workers may join from
-  // other machines with `triad worker --role env`; the controller routes to all of them).
-  const controller = await startEnvController(system, transport, { run: config.run, tasks })
-  const envWorkers: EnvWorker[] = []
-  for (let i = 0; i < (p.envWorkers ?? 1); i++)
-    envWorkers.push(
-      await startEnvWorker(system, transport, {
-        run: config.run,
-        id: `${id}-env-${i}`,
-        tasks,
-        capacity: Math.max(64, p.concurrency),
-        seed: config.seed + i,
-      }),
-    )
-  // The engines must start from the learner's first weights (version 0: the SFT checkpoint, or the
-  // initial weights), not from weights of their own: wait until the learner has published them.
-  const store = await WeightStore.open(transport, config.run)
-  for (let pause = 100; !(await store.latest('policy')); pause = Math.min(pause * 2, 2_000)) {
-    if (pause === 100) log('waiting for the learner to publish the first weights (cold start running)')
-    await unlessAborted(
-      new Promise((r) => setTimeout(r, pause)),
-      options.signal,
-      () => new StartAbortedError('rollout', "the learner's first weights"),
-    )
+  const peers: RolloutPeers = {
+    tokenizer,
+    engines: [],
+    weights: { version: () => 0, untilVersion: async () => {} },
   }
-  const engines: PolicyEngine[] = []
-  for (let i = 0; i < p.freshEngines; i++)
-    engines.push(
-      await startPolicyEngine(system, transport, {
-        run: config.run,
-        id: `${id}-fresh-${i}`,
-        modelConfig,
-        stale: false,
-        drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
-        log,
-      }),
-    )
-  for (let i = 0; i < p.staleEngines; i++)
-    engines.push(
-      await startPolicyEngine(system, transport, {
-        run: config.run,
-        id: `${id}-stale-${i}`,
-        modelConfig,
-        stale: true,
-        staleEvery: p.staleEvery,
-        drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
-        log,
-      }),
-    )
-
-  // The newest learner version announced (the groups record it as `started_version`).
-  let version = 0
-  const versionWaiters: { at: number; resolve: () => void }[] = []
-  const weightsSub = transport.subscribe(Subjects.weights(config.run, 'policy'), {
-    accepts: new MessageRegistry([WeightsPublished]),
-    handler: (m) => {
-      version = Math.max(version, (m.payload as { version: number }).version)
-      for (const w of versionWaiters.splice(0))
-        if (version >= w.at) w.resolve()
-        else versionWaiters.push(w)
+  let loopsMs = 0
+  const spec = rolloutTree(transport, config, id, modelConfig, peers, {
+    log,
+    ...(options.signal ? { signal: options.signal } : {}),
+    onLoopsEnded: (ms) => {
+      loopsMs = ms
     },
   })
-  const untilVersion = (at: number) =>
-    version >= at ? Promise.resolve() : new Promise<void>((resolve) => versionWaiters.push({ at, resolve }))
-
-  const router = new PolicyRouter(
-    transport,
-    config.run,
-    p.staleEngines > 0 ? p.rho : 0,
-    mulberry32(config.seed + 17),
-  )
-  const publisher = openTrajectoryPublisher(transport, config.run)
-
-  // The dynamic triad (RLAnything). Step reward: a reward-model actor in this process (more may
-  // join the queue group elsewhere) judges every episode's steps; its weights follow the learner's
-  // `reward` announcements. Adaptive tasks: the env adapter takes every group and moves the levels.
-  const triad = config.triad
-  const stopTriad: (() => Promise<void>)[] = []
-  let judge: StepJudge | undefined
-  if (triad?.stepReward.enabled) {
-    const reward = await startRewardModel(system, transport, config.run, {
-      model: { config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET },
-      m: triad.stepReward.m,
-      seed: config.seed + 23,
-    })
-    const store = await WeightStore.open(transport, config.run)
-    let rmVersion = -1
-    let loading = Promise.resolve()
-    const load = (announcement: { version: number; key: string }) => {
-      loading = loading.then(async () => {
-        if (announcement.version <= rmVersion) return
-        try {
-          const weights = (await store.load(announcement)) as Record<string, Float32Array<ArrayBuffer>>
-          await reward.ref.ask(RewardLoadWeights.make({ version: announcement.version, weights }), 60_000)
-          rmVersion = announcement.version
-        } catch (err) {
-          log(`reward weights v${announcement.version} not loaded: ${(err as Error).message}`)
-        }
-      })
-    }
-    const rmSub = transport.subscribe(Subjects.weights(config.run, 'reward'), {
-      accepts: new MessageRegistry([WeightsPublished]),
-      handler: (m) => load(m.payload as PayloadOf<typeof WeightsPublished>),
-    })
-    const latest = await store.latest('reward')
-    if (latest) load(latest)
-    judge = new StepJudge(
-      remoteActor(transport, Subjects.rewardJudge(config.run), { replies: rewardReplies }),
-      triad,
-    )
-    stopTriad.push(async () => {
-      await rmSub.stop()
-      await loading
-      await reward.exposed.stop()
-      await reward.ref.stop()
-    })
-  }
-  const view = new DifficultyView()
-  const adapter = triad?.adaptiveTasks
-    ? await startEnvAdapter(system, transport, {
-        run: config.run,
-        id,
-        switches: triad,
-        adapter: {
-          tasks: triad.levels,
-          window: Math.max(1, triad.adaptEvery * p.minGroups * config.rl.groupSize),
-          raiseAt: triad.adaptHigh,
-          lowerAt: triad.adaptLow,
-          granularity: 'task',
-        },
-      })
-    : undefined
-  if (adapter)
-    stopTriad.push(async () => {
-      await adapter.exposed.stop()
-      await adapter.ref.stop()
-    })
-
-  const driver = new RolloutDriver(
-    id,
-    {
-      env: new EnvClient(transport, config.run),
-      policy: router,
-      tokenizer,
-      ...(judge ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) } : {}),
-    },
-    {
-      tasks: config.tasks,
-      groupSize: config.rl.groupSize,
-      concurrency: p.concurrency,
-      attempts: 3,
-      seed: config.seed + 101,
-      ...(judge ? { annotateShare: triad?.stepReward.judgeShare ?? 1 } : {}),
-      episode: {
-        maxTurns: p.maxTurns,
-        maxNewTokens: p.maxNewTokens,
-        contextLength: config.model.contextLength,
-        temperature: p.temperature,
-        topP: p.topP,
-      },
-    },
-    async (group) => {
-      await publisher.publish(group)
-      if (adapter) {
-        const reply = await adapter.ref.ask(TrajectoryGroup.make(group), 30_000)
-        if (
-          reply.type === EnvDifficulty.type &&
-          view.update(reply.payload as PayloadOf<typeof EnvDifficulty>)
-        )
-          for (const t of config.tasks) {
-            const level = view.levelFor(t.name, group.index)
-            if (level !== undefined) driver.setDifficulty(t.name, level)
-          }
-      }
-    },
-    () => version,
-  )
-
-  const report = reportMetrics(transport, config.run, 'rollout', id)
-  const reportNow = () =>
-    report(
-      {
-        ...driver.metrics(),
-        'rollout/turns_fresh': router.counts.fresh,
-        'rollout/turns_stale': router.counts.stale,
-        'rollout/stale_fallbacks': router.counts.staleFallback,
-        'pipeline/backpressure_waits': publisher.waits,
-        ...(triad ? switchMetrics(triad) : {}),
-        ...(judge ? judge.metrics() : {}),
-      },
-      version,
-    )
-  const timer = setInterval(reportNow, METRICS_INTERVAL_MS)
-
-  let stopping = false
-  let onStop!: () => void
-  const stopped = new Promise<void>((resolve) => {
-    onStop = resolve
-  })
-  const done = (async () => {
-    if (p.mode === 'async') {
-      await driver.runForever((err) => {
-        if (!(err instanceof PublisherClosedError)) log(`group failed: ${(err as Error).message}`)
-      })
-      return
-    }
-    while (!stopping && version < config.maxSteps) {
-      const at = version
-      await driver.runBatch(p.minGroups)
-      await untilVersion(at + 1)
-      // The next batch must come from the new weights: wait for the fresh engines to load them.
-      await Promise.race([
-        Promise.all(engines.slice(0, p.freshEngines).map((e) => e.whenVersion(at + 1))),
-        stopped,
-      ])
-    }
-  })()
+  const tree = await startTree(system, spec, { log })
   return {
-    done,
+    done: tree.done,
+    children: () => tree.children(),
     stop: async () => {
       const t0 = Date.now()
-      stopping = true
-      onStop()
-      // The agent loops end first, while the services under them still run. The groups in flight
-      // are not waited for (in one process that took over a minute with the quickstart model):
-      // `driver.stop()` gives up their requests at once (a request to a server that stops would
-      // otherwise wait out "no responders" up to its deadline, 30 s to 2 min, past the process's
-      // grace), and the publisher takes no new group (a publish waiting for room in a full buffer,
-      // the learner being done, would hold the stop up to its deadline); a publish already sent
-      // waits for its acknowledgement, so no group that reached the stream is lost.
-      driver.stop()
-      publisher.close()
-      for (const w of versionWaiters.splice(0)) w.resolve()
-      const ended = await settledWithin(done, LOOPS_END_MS)
-      const loopsMs = Date.now() - t0
-      if (!ended)
-        log(`the agent loops did not end within ${LOOPS_END_MS} ms; stopping the services under them`)
-      clearInterval(timer)
-      // A last report, so a short run still records what the rollout side did.
-      reportNow()
-      await transport.flush().catch(() => undefined)
-      await weightsSub.stop()
-      await Promise.all(engines.map((e) => e.stop()))
-      for (const s of stopTriad.reverse()) await s()
-      await Promise.all(envWorkers.map((w) => w.stop()))
-      await controller.stop()
+      await tree.stop()
       log(`stopped in ${Date.now() - t0} ms (agent loops ended in ${loopsMs} ms)`)
     },
   }
 }
 
 /**
- * How long a stop waits for the agent loops to end (their requests are given up at once; a publish
- * in flight waits for its acknowledgement), ms. Well inside a worker's 10 s shutdown bound.
+ * The `policy-weights` child: follows `weights.published` for the policy into `peers.weights`, and
+ * starts once the learner has published its first weights (checked in the weight store, with a
+ * backoff of 100 ms doubling to 2 s).
+ * @throws StartAbortedError when `signal` aborts first.
  */
-const LOOPS_END_MS = 3_000
+async function followPolicyWeights(
+  transport: Transport,
+  run: string,
+  peers: RolloutPeers,
+  log: (line: string) => void,
+  signal: AbortSignal | undefined,
+) {
+  // The newest learner version announced (the groups record it as `started_version`).
+  let version = 0
+  const waiters: { at: number; resolve: () => void }[] = []
+  const sub = transport.subscribe(Subjects.weights(run, 'policy'), {
+    accepts: new MessageRegistry([WeightsPublished]),
+    handler: (m) => {
+      version = Math.max(version, (m.payload as PayloadOf<typeof WeightsPublished>).version)
+      for (const w of waiters.splice(0))
+        if (version >= w.at) w.resolve()
+        else waiters.push(w)
+    },
+  })
+  const watch: PolicyVersionWatch = {
+    version: () => version,
+    untilVersion: (at) =>
+      version >= at ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ at, resolve })),
+  }
+  const stop = async () => {
+    for (const w of waiters.splice(0)) w.resolve()
+    await sub.stop()
+  }
+  try {
+    // The engines must start from the learner's first weights, not from weights of their own.
+    const store = await WeightStore.open(transport, run)
+    for (let pause = 100; !(await store.latest('policy')); pause = Math.min(pause * 2, 2_000)) {
+      if (pause === 100) log('waiting for the learner to publish the first weights (cold start running)')
+      await unlessAborted(
+        new Promise((r) => setTimeout(r, pause)),
+        signal,
+        () => new StartAbortedError('rollout', "the learner's first weights"),
+      )
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  peers.weights = watch
+  return { actors: [], stop }
+}
 
-/** Waits for `p` to settle, at most `ms`; true when it did. */
-async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const settled = await Promise.race([
-    p.then(
-      () => true,
-      () => true,
-    ),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), ms)
-    }),
-  ])
-  clearTimeout(timer)
-  return settled
+/**
+ * Loads every reward-model version the learner announces (and the newest one already published)
+ * into the reward actor `ref`, in order; a version that fails to load is said on `log` and skipped.
+ */
+async function followRewardWeights(
+  transport: Transport,
+  run: string,
+  ref: PolicyEngine['ref'],
+  log: (line: string) => void,
+) {
+  const store = await WeightStore.open(transport, run)
+  let rmVersion = -1
+  let loading = Promise.resolve()
+  const load = (announcement: { version: number; key: string }) => {
+    loading = loading.then(async () => {
+      if (announcement.version <= rmVersion) return
+      try {
+        const weights = (await store.load(announcement)) as Record<string, Float32Array<ArrayBuffer>>
+        await ref.ask(RewardLoadWeights.make({ version: announcement.version, weights }), 60_000)
+        rmVersion = announcement.version
+      } catch (err) {
+        log(`reward weights v${announcement.version} not loaded: ${(err as Error).message}`)
+      }
+    })
+  }
+  const sub = transport.subscribe(Subjects.weights(run, 'reward'), {
+    accepts: new MessageRegistry([WeightsPublished]),
+    handler: (m) => load(m.payload as PayloadOf<typeof WeightsPublished>),
+  })
+  const latest = await store.latest('reward')
+  if (latest) load(latest)
+  return {
+    stop: async () => {
+      await sub.stop()
+      await loading
+    },
+  }
+}
+
+/** 0, 1, ..., n-1. */
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i)
 }

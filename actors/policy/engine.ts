@@ -34,6 +34,7 @@ import {
   type Exposed,
   exposeActor,
   type Served,
+  type SupervisionPolicy,
   systemClock,
   type Transport,
   TransportClosedError,
@@ -62,6 +63,8 @@ export const NODE_ENGINE_DRAIN_MS: Millis = 1_000
 
 /** Options of `startPolicyEngine`. */
 export interface PolicyEngineOptions {
+  /** How the actor's crashes are handled (`SpawnOptions.supervision`); the actor system's default when absent. */
+  supervision?: SupervisionPolicy
   /** Run id (subjects `triad.<run>.*`). */
   run: string
   /** This engine's id (a single subject token); reported in every reply as `engine`. */
@@ -275,7 +278,7 @@ export async function startPolicyEngine(
         const g = await state.batcher.submit(p.prompt, {
           maxNewTokens: p.max_new_tokens,
           temperature: p.temperature,
-          topP: p.top_p,
+          top_p: p.top_p,
           stopTokens: p.stop_tokens,
           seed: p.seed ?? state.seeds.int(2 ** 31),
         })
@@ -303,7 +306,10 @@ export async function startPolicyEngine(
   }
 
   const name = `${role}-${options.id}`
-  const ref = system.spawn(name, behaviour, { concurrency: options.concurrency ?? 1024 })
+  const ref = system.spawn(name, behaviour, {
+    concurrency: options.concurrency ?? 1024,
+    ...(options.supervision ? { supervision: options.supervision } : {}),
+  })
   const weightsSub: Served = transport.subscribe(Subjects.weights(options.run, modelName), {
     accepts: weightsAccepts,
     handler: (m: Envelope) => {

@@ -137,9 +137,16 @@ export class ActorSystem {
     })
   }
 
-  /** Registers a listener for failures escalated past an actor's restart limit. */
-  onEscalate(listener: (e: Escalation) => void): void {
+  /**
+   * Registers a listener for failures escalated past an actor's restart limit.
+   * @returns a function that removes the listener.
+   */
+  onEscalate(listener: (e: Escalation) => void): () => void {
     this.escalationListeners.push(listener)
+    return () => {
+      const at = this.escalationListeners.indexOf(listener)
+      if (at >= 0) this.escalationListeners.splice(at, 1)
+    }
   }
 
   /** The live actor named `name`, if any. */

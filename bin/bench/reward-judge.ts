@@ -12,12 +12,19 @@ import {
   episodeJudgeSteps,
   getTask,
   playExpert,
-  REWARD_MODEL_STEP_DEFAULTS,
   RewardModel,
   TRIAD_SWITCHES_DEFAULTS,
   trainRewardModelStep,
 } from '../../actors/index.ts'
-import { AdamW, chooseBackend, generate, RL_STEP_DEFAULTS, type RlBatch, rlStep } from '../../gpu/index.ts'
+import {
+  AdamW,
+  chooseBackend,
+  generate,
+  REWARD_MODEL_STEP_DEFAULTS,
+  RL_STEP_DEFAULTS,
+  type RlBatch,
+  rlStep,
+} from '../../gpu/index.ts'
 import type { JudgeStep } from '../../protocols/index.ts'
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
@@ -111,7 +118,7 @@ export async function run(options: { quick?: boolean }) {
   const rlMs = await timeIt(reps, () =>
     rlStep({ model: rm.model, optimizer, lr: 1e-4, version: 0 }, rl, {
       ...RL_STEP_DEFAULTS,
-      taskNormalization: false,
+      taskAdvantageNorm: false,
     }),
   )
   optimizer.dispose()

@@ -43,8 +43,8 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
   sandbox: async (ctx) => (await import('./sandbox.ts')).startSandboxRole(ctx),
   policy: async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, false),
   'policy-stale': async (ctx) => (await import('./policy.ts')).startPolicyRole(ctx, true),
-  learner: async ({ transport, id, options, logger }) =>
-    startLearnerNode(transport, readNodeConfig(options), id, { log: infoLines(logger) }),
+  learner: async ({ system, transport, id, options, logger }) =>
+    startLearnerNode(system, transport, readNodeConfig(options), id, { log: infoLines(logger) }),
   rollout: async ({ system, transport, id, options, logger }) =>
     startRolloutNode(system, transport, readNodeConfig(options), id, { log: infoLines(logger) }),
 }

@@ -68,7 +68,7 @@ describe('bin/ablate - bad input', () => {
     assert.equal(r.code, 2)
     assert.equal(
       r.stderr,
-      'triad: --vary rl.eps_hgh is not a recipe field; nearest: rl.eps_high, rl.eps_low, rl.entropy; the fields of rl: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling, offPolicy\n',
+      'triad: --vary rl.eps_hgh is not a recipe field; nearest: rl.eps_high, rl.eps_low, sft.epochs; the fields of rl: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropyCoef, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling, offPolicy\n',
     )
     assert.equal(existsSync(out), false)
   })

@@ -91,8 +91,8 @@ async function trainedRun(): Promise<{ path: string; groups: TrajectoryGroupPayl
       countingCore(),
       await openTrajectoryConsumer(t, run),
       {
-        minGroups: 1,
-        maxGroups: 1,
+        minBatchGroups: 1,
+        maxBatchGroups: 1,
         stalenessBound: 100,
         checkpointEvery: 2,
         checkpointDir: dir.checkpointsDir,

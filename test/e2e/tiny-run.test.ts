@@ -13,9 +13,10 @@ import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { readRunTransport } from '../../actors/index.ts'
+import type { StatusReport } from '../../bin/commands/status.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { checkTinyRun } from '../support/tiny-run-checks.ts'
-import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
+import { RUN_STARTED, runTriad, startTriad } from '../support/triad-process.ts'
 import { within } from '../support/within.ts'
 
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
@@ -47,6 +48,29 @@ function files(dir: string): Map<string, Buffer> {
 }
 
 /**
+ * The service names `triad status --run RUN --json` lists, asked again until the rollout driver is
+ * among them (it starts once the learner published its first weights) or the run has exited.
+ */
+async function servicesDuringRun(
+  run: string,
+  runsDir: string,
+  exited: Promise<unknown>,
+): Promise<Set<string>> {
+  let over = false
+  void exited.then(() => {
+    over = true
+  })
+  const seen = new Set<string>()
+  while (!over && !seen.has('triad-rollout')) {
+    const r = await runTriad(['status', '--run', run, '--runs-dir', runsDir, '--json'])
+    if (r.code !== 0) continue
+    for (const s of (JSON.parse(r.stdout) as StatusReport).services)
+      if (s.metadata.run === run) seen.add(s.name)
+  }
+  return seen
+}
+
+/**
  * End to end: `triad run recipes/tiny.ts` as a user runs it (embedded nats-server, learner and
  * rollout processes, SFT, RL steps, final evaluation). It checks that every part took part and
  * wrote what it should; it does not check learning. The finished run is then resumed with its
@@ -60,6 +84,18 @@ describe('e2e - triad run recipes/tiny.ts', () => {
     const runsDir = mkdtempSync(join(tmpdir(), 'triad-e2e-'))
     const run = startTriad(['run', 'recipes/tiny.ts', '--runs-dir', runsDir], { PATH: pathWithNatsServer() })
     const created = await run.waitForText(RUN_STARTED, 60_000)
+    // While the run goes on, `triad status --run` lists every actor group of its supervision
+    // trees as a NATS service, the learner and the rollout driver included.
+    const seen = await servicesDuringRun(created[1]!, runsDir, run.exited)
+    for (const name of [
+      'triad-learner',
+      'triad-rollout',
+      'triad-policy',
+      'triad-env-controller',
+      'triad-env-admin',
+      'triad-env-worker',
+    ])
+      assert.ok(seen.has(name), `${name} not listed by triad status; saw ${[...seen].join(', ')}`)
     const { code } = await run.exited
     assert.equal(code, 0, run.stderr())
     const dir = created[2]!

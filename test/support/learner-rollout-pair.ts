@@ -46,7 +46,7 @@ export async function startLearnerRolloutPair(
     return stopped
   }
   try {
-    learner = await startLearnerNode(lt, config, '0')
+    learner = await startLearnerNode(system, lt, config, '0')
     rollout = await startRolloutNode(system, rt, config, '0')
   } catch (err) {
     await stop()

@@ -112,7 +112,7 @@ describe('actors/learner/learner', () => {
       tokenizer,
       lr: 1e-2,
       reference: 'copy',
-      rl: { klCoef: 0.01 },
+      rl: { beta: 0.01 },
     })
     const w = await learner.weights()
     w.embed!.fill(0)

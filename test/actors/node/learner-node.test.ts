@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import {
   connectNats,
   type NodeConfig,
@@ -12,6 +12,7 @@ import {
   RewardModelLearner,
   readLatestCheckpoint,
   rlStartingPolicy,
+  startActorSystem,
   startLearnerNode,
   type Transport,
   WeightStore,
@@ -43,7 +44,7 @@ const sftConfig = (run: string, runDir: string): NodeConfig =>
     ],
     sft: {
       enabled: true,
-      episodesPerTask: 2,
+      expertTrajectoriesPerTask: 2,
       errorRate: 0,
       successRate: 1,
       epochs: 2,
@@ -75,6 +76,8 @@ async function waitFor(check: () => boolean, ms: number, what: () => string): Pr
 
 describe('actors/node/learner-node', () => {
   const nats = suiteNatsServer('triad-learner-js-')
+  const system = startActorSystem({ name: 'learner-node-test' })
+  after(() => system.stop())
 
   it('learner-node - the cold-start SFT reports every step with its total: sft/step 1..N, sft/steps_total N, each on the sft axis at its SFT step', async () => {
     const run = `sft${process.pid}`
@@ -82,7 +85,7 @@ describe('actors/node/learner-node', () => {
     const watch = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
     const { reports, stop: stopReports } = collectMetricsReports(watch, run)
     const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
-    const learner = await startLearnerNode(lt, sftConfig(run, runDir), '0')
+    const learner = await startLearnerNode(system, lt, sftConfig(run, runDir), '0')
     try {
       // The node is started once SFT is done and version 0 is published: every SFT report is out.
       const sft = () => reports.filter((r) => r.values['sft/step'] !== undefined)
@@ -113,14 +116,14 @@ describe('actors/node/learner-node', () => {
     }
   })
 
-  it('learner-node - the SFT trains on sft.episodesPerTask per task while the tokenizer learns from more, and stops at sft.maxSteps', async () => {
+  it('learner-node - the SFT trains on sft.expertTrajectoriesPerTask per task while the tokenizer learns from more, and stops at sft.maxSteps', async () => {
     const run = `sftn${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-sftn-'))
     const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
     const base = sftConfig(run, runDir)
     const config = { ...base, tokenizerMerges: 8, sft: { ...base.sft, epochs: 3, maxSteps: 1 } }
     const lines: string[] = []
-    const learner = await startLearnerNode(lt, config, '0', { log: (line) => lines.push(line) })
+    const learner = await startLearnerNode(system, lt, config, '0', { log: (line) => lines.push(line) })
     try {
       // The node is started once SFT is done: both lines are written.
       assert.ok(
@@ -175,7 +178,7 @@ describe('actors/node/learner-node', () => {
       // The learner restarted on the same run directory: nothing left to do, but the reward model
       // it announces at version 2 is the one of the checkpoint.
       lt = await connect('learner')
-      learner = await startLearnerNode(lt, config, '0')
+      learner = await startLearnerNode(system, lt, config, '0')
       await within(learner.done, 30_000, 'the resumed learner')
       const store = await WeightStore.open(watch, run)
       const published = await store.load({ key: weightsKey('reward', 2) })
@@ -189,7 +192,9 @@ describe('actors/node/learner-node', () => {
       const bad = join(checkpoints, 'step-2', 'model.safetensors')
       truncateSync(bad, Math.floor(statSync(bad).size / 2))
       const lines: string[] = []
-      learner = await startLearnerNode(lt, { ...config, maxSteps: 1 }, '0', { log: (l) => lines.push(l) })
+      learner = await startLearnerNode(system, lt, { ...config, maxSteps: 1 }, '0', {
+        log: (l) => lines.push(l),
+      })
       await within(learner.done, 30_000, 'the learner resumed from step-1')
       const skipped = lines.find((l) => l.startsWith('skipping step-2: '))
       assert.ok(skipped, lines.join('\n'))
@@ -209,7 +214,7 @@ describe('actors/node/learner-node', () => {
       // step-1 broken too: nothing to resume from, and the SFT is not a silent substitute.
       const bad1 = join(checkpoints, 'step-1', 'optimizer.safetensors')
       truncateSync(bad1, 4)
-      await assert.rejects(startLearnerNode(lt, config, '0', { log: () => {} }), (err: Error) => {
+      await assert.rejects(startLearnerNode(system, lt, config, '0', { log: () => {} }), (err: Error) => {
         assert.ok(err instanceof NoReadableCheckpointError)
         assert.equal(err.restartable, false)
         assert.ok(
@@ -242,7 +247,7 @@ describe('actors/node/learner-node', () => {
     // A fresh run with a cold-start SFT: the reference must be read after the SFT wrote
     // checkpoints/sft (read before, it was the seeded random init: kl_ref ~5 nats at step 1).
     const base = sftConfig(run, runDir)
-    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { klCoef: 0.1 } } }
+    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { ...base.rl.step, beta: 0.1 } } }
     const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
     const watch = await connect('test')
     const { reports, stop: stopReports } = collectMetricsReports(watch, run)

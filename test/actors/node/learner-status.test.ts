@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { Svcm } from '@nats-io/services'
-import { connectNats, InProcessTransport, serveLearnerStatus } from '../../../actors/index.ts'
+import {
+  type ActorSystem,
+  connectNats,
+  exposeLearner,
+  InProcessTransport,
+  type LearnerNodeStatus,
+  learnerState,
+  startActorSystem,
+  type Transport,
+} from '../../../actors/index.ts'
 import { LearnerState, LearnerStatus, MessageRegistry, Subjects } from '../../../protocols/index.ts'
 
 /** A status whose numbers the test sets. */
@@ -24,11 +33,32 @@ function status() {
   }
 }
 
+/** An actor that answers `learner.status` from `view` (as the learner actor does), exposed as the learner. */
+async function exposedLearner(
+  system: ActorSystem,
+  t: Transport,
+  run: string,
+  id: string,
+  view: LearnerNodeStatus,
+) {
+  const ref = system.spawn(`learner-${run}`, { init: () => ({}), receive: () => learnerState(view) })
+  const exposed = await exposeLearner(t, ref, run, id, view)
+  return {
+    stop: async () => {
+      await exposed.stop()
+      await ref.stop()
+    },
+  }
+}
+
 describe('actors/node/learner-status', () => {
+  const system = startActorSystem({ name: 'learner-status-test' })
+  after(() => system.stop())
+
   it('learner-status - learner.status is answered with the state at the time of the request', async () => {
     const t = new InProcessTransport()
     const { s, view } = status()
-    const served = await serveLearnerStatus(t, 'ls', 'learner', view)
+    const served = await exposedLearner(system, t, 'ls', 'learner', view)
     const ask = () =>
       t.request(Subjects.learner('ls'), LearnerStatus.make({}), {
         timeoutMs: 5_000,
@@ -56,7 +86,7 @@ describe('actors/node/learner-status', () => {
     const t = await connectNats({ servers: 'nats://127.0.0.1:4222', run, role: 'learner', id: 'l0' })
     const { s, view } = status()
     Object.assign(s, { version: 4, steps: 4 })
-    const served = await serveLearnerStatus(t, run, 'l0', view)
+    const served = await exposedLearner(system, t, run, 'l0', view)
     try {
       const client = new Svcm(t.nc as never).client({ strategy: 'timer', maxWait: 500 })
       const mine = []
@@ -67,6 +97,7 @@ describe('actors/node/learner-status', () => {
       assert.equal(data.version, 4)
       assert.equal(data.steps, 4)
       assert.equal(data.groups, 8)
+      assert.equal(data.restarts, 0)
       assert.equal(mine[0]!.endpoints![0]!.subject, Subjects.learner(run))
     } finally {
       await served.stop()

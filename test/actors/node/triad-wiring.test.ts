@@ -15,6 +15,9 @@ import {
   MessageRegistry,
   MetricsReport,
   type PayloadOf,
+  RolloutState,
+  RolloutStatus,
+  Subjects,
   TrajectoryGroup,
 } from '../../../protocols/index.ts'
 import { type LearnerRolloutPair, startLearnerRolloutPair } from '../../support/learner-rollout-pair.ts'
@@ -74,7 +77,19 @@ async function runTiny(connect: Connect, on: boolean) {
     ]).finally(() => clearTimeout(timer))
     const store = await WeightStore.open(watch, run)
     const rmVersions = await store.versions('reward')
-    return { reports, groups, rmVersions }
+    // Each role's tree, as declared, and the rollout driver answering on its own subject.
+    const trees = { learner: pair.learner.children(), rollout: pair.rollout.children() }
+    const status = await watch.request(Subjects.rollout(run, '0'), RolloutStatus.make({}), {
+      timeoutMs: 10_000,
+      replies: new MessageRegistry([RolloutState]),
+    })
+    return {
+      reports,
+      groups,
+      rmVersions,
+      trees,
+      rolloutState: status.payload as PayloadOf<typeof RolloutState>,
+    }
   } finally {
     await pair?.stop()
     await sub.stop()
@@ -99,8 +114,28 @@ describe('node - dynamic triad wiring', () => {
   })
 
   /** What a tiny run with every switch on must show. */
-  function assertSwitchesOn({ reports, groups, rmVersions }: Awaited<ReturnType<typeof runTiny>>) {
+  function assertSwitchesOn({
+    reports,
+    groups,
+    rmVersions,
+    trees,
+    rolloutState,
+  }: Awaited<ReturnType<typeof runTiny>>) {
     assert.ok(groups.length > 0, 'groups went to the stream')
+    assert.deepEqual(trees, {
+      learner: ['run-lock', 'learner'],
+      rollout: [
+        'env-controller',
+        'env-worker/0',
+        'policy-weights',
+        'policy/0',
+        'reward-model',
+        'env-adapter',
+        'rollout',
+      ],
+    })
+    assert.ok(rolloutState.groups > 0, 'rollout.status counts the groups it finished')
+    assert.equal(rolloutState.metrics['rollout/groups'], rolloutState.groups)
     const sample = groups[0]!.samples[0]!
     assert.ok(sample.judgements instanceof Int8Array, 'judgements attached')
     assert.equal(sample.judgements.length, sample.turns * 2)
@@ -131,8 +166,16 @@ describe('node - dynamic triad wiring', () => {
   }
 
   it('node - with every switch off, no judgement, no reward-model training, no difficulty metrics', async () => {
-    const { reports, groups, rmVersions } = await runTiny(overNats(nats.url), false)
+    const { reports, groups, rmVersions, trees } = await runTiny(overNats(nats.url), false)
     assert.ok(groups.length > 0)
+    // no reward-model or env-adapter child when their switches are off
+    assert.deepEqual(trees.rollout, [
+      'env-controller',
+      'env-worker/0',
+      'policy-weights',
+      'policy/0',
+      'rollout',
+    ])
     for (const g of groups) for (const s of g.samples) assert.equal(s.judgements, undefined)
     const learner = values(reports, 'learner').filter((v) => v['learner/version'] !== undefined)
     assert.equal(learner.length, 2)

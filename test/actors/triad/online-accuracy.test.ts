@@ -9,7 +9,7 @@ const step = (labelledGood: number, rightGood: number, labelledBad: number, righ
   'reward_model/right_bad': rightBad,
 })
 
-describe('actors/reward/online-accuracy', () => {
+describe('actors/triad/online-accuracy', () => {
   it('online accuracy - pools the newest steps that hold the window; (TPR + TNR) / 2 once both kinds were judged', () => {
     const acc = new OnlineStepAccuracy(10)
     assert.deepEqual(acc.metrics(), { 'reward_model/online_labelled': 0 })

@@ -10,7 +10,7 @@ import {
   switchMetrics,
   TRIAD_SWITCHES_DEFAULTS,
   TriadConfigError,
-} from '../../../actors/reward/index.ts'
+} from '../../../actors/triad/index.ts'
 import { computeAdvantageGrpo } from '../../../gpu/index.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
@@ -30,7 +30,7 @@ const judged = [Int8Array.from([1, 1, -1, 0]), Int8Array.from([-1, -1, 1, -1])]
 const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 2, minAccuracy: 0 } }
 const off = { ...on, stepReward: { ...on.stepReward, enabled: false } }
 
-describe('actors/reward/policy-step-reward', () => {
+describe('actors/triad/policy-step-reward', () => {
   it('step labels - from step_good/<j>, 0 where the task gives none; accuracy over labelled steps', () => {
     assert.deepEqual(
       [...stepLabels({ turns: 3, metrics: { 'step_good/0': 1, 'step_good/2': 0 } })],

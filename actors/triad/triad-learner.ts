@@ -1,5 +1,6 @@
 import {
   AdamW,
+  type AdamWConfig,
   createRng,
   type OverlongConfig,
   type RlBatch,
@@ -8,21 +9,17 @@ import {
 } from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from '../learner/index.ts'
-import {
-  buildRewardModelBatch,
-  type JudgedStep,
-  policyStepAdvantages,
-  RewardModel,
-  switchMetrics,
-  type TriadSwitches,
-  trainRewardModelStep,
-} from '../reward/index.ts'
+import { policyStepAdvantages } from './policy-step-reward.ts'
+import { RewardModel } from './reward-model.ts'
+import { buildRewardModelBatch, type JudgedStep, trainRewardModelStep } from './reward-training.ts'
+import { switchMetrics, type TriadSwitches } from './triad-switches.ts'
 
 /**
  * The learner side of the dynamic triad (RLAnything, arXiv 2602.02488): the step rewards of each
  * group become the token advantages of the RL batch, and the reward model takes one consistency
- * step per learner step on the judgements the trajectories carry. The math is in `gpu/` and
- * `actors/reward/`; this only moves data between them.
+ * step per learner step on the judgements the trajectories carry. The tensor math is in `gpu/`
+ * (`step-reward.ts`, `consistency-reward.ts`, `reward-model-step.ts`); this only moves data between
+ * the groups and it.
  */
 
 /** Seed offset of the reward model's initial weights (the rollout's reward actor uses the same). */
@@ -93,6 +90,16 @@ export function stepRewardBatch(
   if (balanced !== undefined) metrics['reward_model/step_balanced_accuracy'] = balanced
   const { overlong: _, ...pack } = options
   return { batch: packGroups(groups, { ...pack, stepAdvantages: rows }), metrics }
+}
+
+/**
+ * The batch without its step advantages: the RL step then computes the group advantages from the
+ * outcome rewards, as for `packGroups` of the same groups without `stepAdvantages` (what a step
+ * whose step rewards are not trusted trains on, without packing the groups a second time).
+ */
+export function outcomeOnly(batch: RlBatch): RlBatch {
+  const { stepAdvantages: _, ...rest } = batch
+  return rest
 }
 
 /** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */
@@ -199,9 +206,11 @@ export class RewardModelLearner {
     private readonly switches: TriadSwitches,
     /** Most judged steps one update trains on (default 64). */
     private readonly maxStepsPerUpdate = 64,
+    /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
+    optimizer: AdamWConfig = {},
   ) {
     this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
-    this.optimizer = new AdamW(this.rm.model.params)
+    this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
   /**

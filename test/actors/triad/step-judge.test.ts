@@ -19,7 +19,7 @@ import { Subjects } from '../../../protocols/index.ts'
 const run = 'stepjudge'
 const m = 3
 
-describe('actors/reward/step-judge - judging real maze episodes against their step labels', () => {
+describe('actors/triad/step-judge - judging real maze episodes against their step labels', () => {
   const system = startActorSystem({ name: 'step-judge-test' })
   const transport = new InProcessTransport()
   before(async () => {

@@ -3,13 +3,12 @@ import { before, describe, it } from 'node:test'
 import {
   buildRewardModelBatch,
   judgementAccuracy,
-  REWARD_MODEL_STEP_DEFAULTS,
   RewardModel,
   RewardModelConfigError,
   TRIAD_SWITCHES_DEFAULTS,
   trainRewardModelStep,
-} from '../../../actors/reward/index.ts'
-import { AdamW, ConfigError, chooseBackend } from '../../../gpu/index.ts'
+} from '../../../actors/triad/index.ts'
+import { AdamW, ConfigError, chooseBackend, REWARD_MODEL_STEP_DEFAULTS } from '../../../gpu/index.ts'
 import { compassBatch, compassEvalSet } from './synthetic-steps.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
@@ -21,7 +20,7 @@ const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-
 const config = { layers: 1, width: 32, heads: 2, contextLength: 48, vocabSize: 264 }
 const prompt = { system: () => 'j' }
 
-describe('actors/reward/reward-training', () => {
+describe('actors/triad/reward-training', () => {
   before(async () => {
     await chooseBackend({ backend: 'wasm', log: () => {} })
   })

@@ -29,7 +29,7 @@ const step = (move: string): JudgeStep => ({
   step: { role: 'assistant', content: `go ${move}` },
 })
 
-describe('actors/reward/reward-actor - reward.judge over NATS', () => {
+describe('actors/triad/reward-actor - reward.judge over NATS', () => {
   const run = `rewardactor-${process.pid}`
   const system = startActorSystem({ name: 'reward-test' })
   let t: NatsTransport

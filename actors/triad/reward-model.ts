@@ -1,14 +1,10 @@
-import * as tf from '@tensorflow/tfjs'
 import {
   createRng,
   createTransformer,
   disposeTransformer,
-  forward,
   getWeights,
-  leftPad,
-  leftPaddedTensors,
+  lastTokenLogits,
   pick,
-  rowChunks,
   setWeights,
   Tokenizer,
   type Transformer,
@@ -109,26 +105,8 @@ export class RewardModel {
    * passes (padding masked out, positions counted from each prompt's first token) of at most
    * `passTokens` padded tokens each (`maxPassTokens`, default 4096: bounds the wasm heap).
    */
-  async lastLogits(prompts: readonly Int32Array[]): Promise<Float32Array[]> {
-    if (prompts.length === 0) return []
-    const width = Math.max(...prompts.map((p) => p.length))
-    const v = this.model.config.vocabSize
-    const out: Float32Array[] = []
-    for (const [r0, r1] of rowChunks(prompts.length, width, this.maxPassTokens)) {
-      const padded = leftPad(prompts.slice(r0, r1))
-      const logits = tf.tidy(() => {
-        const t = leftPaddedTensors(padded)
-        return forward(this.model, t.ids, {
-          positions: t.positions,
-          attentionMask: t.attentionMask,
-          lastOnly: true,
-        })
-      })
-      const data = (await logits.data()) as Float32Array
-      logits.dispose()
-      for (let i = 0; i < r1 - r0; i++) out.push(data.slice(i * v, (i + 1) * v))
-    }
-    return out
+  lastLogits(prompts: readonly Int32Array[]): Promise<Float32Array[]> {
+    return lastTokenLogits(this.model, prompts, this.maxPassTokens)
   }
 
   /**

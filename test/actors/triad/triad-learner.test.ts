@@ -3,6 +3,8 @@ import { describe, it } from 'node:test'
 import {
   balancedStepAccuracy,
   judgedSteps,
+  outcomeOnly,
+  packGroups,
   sampleJudgedSteps,
   stepRewardBatch,
   stepRewardsTrusted,
@@ -61,6 +63,17 @@ describe('node - triad learner glue', () => {
     assert.equal(metrics['reward/malformed_groups'], 0)
   })
 
+  it('node - a batch whose step rewards are not trusted is the outcome batch of the same groups, not packed again', () => {
+    const groups = [group([sample(1, 1, 1), sample(0, -1, 1)])]
+    const { batch } = stepRewardBatch(groups, on, { maxTokens: 8 })
+    const outcome = outcomeOnly(batch)
+    assert.deepEqual(outcome, packGroups(groups, { maxTokens: 8 }))
+    assert.equal('stepAdvantages' in outcome, false)
+    // the step-reward batch is left as it was, and the arrays are shared, not copied
+    assert.ok(batch.stepAdvantages)
+    assert.equal(outcome.tokens, batch.tokens)
+  })
+
   it('node - overlong shaping enters the outcome the step rewards are built from (a group of 4, one sample past L_max)', () => {
     // Sample 1 is solved but 4 tokens long: with L_max 3, L_buf 1 its penalty is -1, so its O is 0.
     const long = {
@@ -71,7 +84,7 @@ describe('node - triad learner glue', () => {
       versions: Int32Array.from([-1, -1, 0, 0, 0, 0]),
     }
     const groups = [group([sample(1, 1, 1), long, sample(0, 1, 1), sample(0, 1, 1)])]
-    const overlong = { maxLength: 3, bufferLength: 1 }
+    const overlong = { L_max: 3, L_buf: 1 }
     const { batch, metrics } = stepRewardBatch(groups, on, { maxTokens: 8, overlong })
     // R = O + 0.5 * 1 = [1.5, 0.5, 0.5, 0.5]: mean 0.75, unbiased std 0.5, A = [0.75, -0.25, -0.25, -0.25] / 0.5.
     const adv = [...batch.stepAdvantages!]

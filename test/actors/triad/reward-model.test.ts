@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { RewardModel, RewardModelConfigError, verdictOf } from '../../../actors/reward/index.ts'
+import { RewardModel, RewardModelConfigError, verdictOf } from '../../../actors/triad/index.ts'
 import { chooseBackend, ShapeError, tokenLogprobs } from '../../../gpu/index.ts'
 import type { JudgeStep } from '../../../protocols/index.ts'
 
@@ -13,7 +13,7 @@ const step = (goal: string, move: string): JudgeStep => ({
 })
 const steps = [step('N', 'N'), step('S', 'E'), step('W', 'W')]
 
-describe('actors/reward/reward-model', () => {
+describe('actors/triad/reward-model', () => {
   let rm: RewardModel
   before(async () => {
     await chooseBackend({ backend: 'wasm', log: () => {} })

@@ -11,7 +11,7 @@ import {
   trainVerdictSft,
   verdictAccuracy,
   verdictSftExample,
-} from '../../../actors/reward/index.ts'
+} from '../../../actors/triad/index.ts'
 import { chooseBackend, createRng, getWeights, Tokenizer } from '../../../gpu/index.ts'
 
 const MOVES = ['N', 'E', 'S', 'W'] as const
@@ -39,7 +39,7 @@ const set = (n: number, seed: number) => {
   return Array.from({ length: n }, () => compass(rng))
 }
 
-describe('actors/reward/verdict-sft', () => {
+describe('actors/triad/verdict-sft', () => {
   before(async () => {
     await chooseBackend({ backend: 'wasm', log: () => {} })
   })

@@ -5,14 +5,10 @@ import { readCheckpointWeights, type SftLogRecord, saveCheckpoint, withSftWorker
 import { SessionStatus } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
-import {
-  episodeJudgeSteps,
-  type LabelledStep,
-  type RewardModel,
-  trainVerdictSft,
-  type VerdictAccuracy,
-} from '../reward/index.ts'
-import type { NodeConfig, RewardModelSftConfig } from './config.ts'
+import type { NodeConfig, RewardModelSftConfig } from '../node/index.ts'
+import { episodeJudgeSteps } from './judge-prompt.ts'
+import type { RewardModel } from './reward-model.ts'
+import { type LabelledStep, trainVerdictSft, type VerdictAccuracy } from './verdict-sft.ts'
 
 /**
  * The learner's side of the reward model's cold start (`trainVerdictSft`): labelled steps from
@@ -127,8 +123,11 @@ export async function rewardModelColdStart(
   const start = performance.now()
   const threads = config.sft?.threads ?? 1
   const expert = { errorRate: sft.errorRate, successRate: sft.successRate }
-  const train = await playLabelledSteps(config, sft.episodesPerTask, { ...expert, seedBase: TRAIN_SEED_BASE })
-  const heldOut = await playLabelledSteps(config, sft.heldOutEpisodesPerTask, {
+  const train = await playLabelledSteps(config, sft.expertTrajectoriesPerTask, {
+    ...expert,
+    seedBase: TRAIN_SEED_BASE,
+  })
+  const heldOut = await playLabelledSteps(config, sft.heldOutTrajectoriesPerTask, {
     ...expert,
     seedBase: HELD_OUT_SEED_BASE,
   })

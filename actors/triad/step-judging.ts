@@ -1,7 +1,8 @@
 import type { Tokenizer } from '../../gpu/index.ts'
 import type { ChatMessage, Trajectory } from '../../protocols/index.ts'
-import { episodeJudgeSteps, renderJudgePrompt, type StepJudge } from '../reward/index.ts'
 import type { EpisodeAnnotator } from '../rollout/rollout.ts'
+import { episodeJudgeSteps, renderJudgePrompt } from './judge-prompt.ts'
+import type { StepJudge } from './step-judge.ts'
 
 /** The trajectory fields a judged episode carries (`protocols/trajectory-api.ts`). */
 export type JudgementFields = Pick<

@@ -7,7 +7,7 @@ import {
   judgeSystem,
   renderJudgePrompt,
   verdictOf,
-} from '../../../actors/reward/index.ts'
+} from '../../../actors/triad/index.ts'
 import { Tokenizer } from '../../../gpu/index.ts'
 import { ErrorCode, type JudgeStep } from '../../../protocols/index.ts'
 
@@ -25,7 +25,7 @@ const step: JudgeStep = {
   step: { role: 'assistant', content: 'third' },
 }
 
-describe('actors/reward/judge-prompt', () => {
+describe('actors/triad/judge-prompt', () => {
   it('verdict - + is +1, - is -1, any other token is unparseable (0)', () => {
     assert.equal(GOOD_VERDICT_TOKEN, tok.encode('+')[0])
     assert.equal(BAD_VERDICT_TOKEN, tok.encode('-')[0])

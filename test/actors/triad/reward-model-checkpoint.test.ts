@@ -60,7 +60,7 @@ const sameArrays = (a: Record<string, Float32Array>, b: Record<string, Float32Ar
   Object.keys(a).length === Object.keys(b).length &&
   Object.entries(a).every(([k, v]) => b[k] !== undefined && v.every((x, i) => x === b[k]![i]))
 
-describe('actors/node/reward-model-checkpoint', () => {
+describe('actors/triad/reward-model-checkpoint', () => {
   before(async () => {
     await chooseBackend({ backend: 'wasm', log: () => {} })
   })

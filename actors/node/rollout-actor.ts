@@ -1,0 +1,249 @@
+import type { Tokenizer } from '../../gpu/index.ts'
+import {
+  EnvDifficulty,
+  type Envelope,
+  MessageRegistry,
+  type PayloadOf,
+  RolloutState,
+  RolloutStatus,
+  Subjects,
+  TrajectoryGroup,
+} from '../../protocols/index.ts'
+import type { DifficultyView } from '../env-adapter/index.ts'
+import { PublisherClosedError } from '../pipeline/errors.ts'
+import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
+import type { PolicyEngine } from '../policy/index.ts'
+import { EnvClient } from '../rollout/env-client.ts'
+import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
+import { RolloutDriver } from '../rollout/rollout.ts'
+import type { ActorRef, Behaviour } from '../runtime/actor-system.ts'
+import { exposeActor } from '../runtime/bridge.ts'
+import type { Child, ChildContext } from '../runtime/supervision-tree.ts'
+import { envelope, type Transport } from '../runtime/transport.ts'
+import type { StepJudge } from '../triad/index.ts'
+import { stepJudgeAnnotator, switchMetrics } from '../triad/index.ts'
+import { type NodeConfig, rolloutSettingsOf } from './config.ts'
+import { reportMetrics } from './report-metrics.ts'
+
+/** How often the rollout side publishes its metrics, ms. */
+const METRICS_INTERVAL_MS = 2_000
+
+/**
+ * How long a stop waits for the agent loops to end (their requests are given up at once; a publish
+ * in flight waits for its acknowledgement), ms. Well inside a worker's 10 s shutdown bound.
+ */
+export const LOOPS_END_MS = 3_000
+
+/** The newest policy version the learner announced, and a wait for a later one. */
+export interface PolicyVersionWatch {
+  version(): number
+  /** Resolves once `version() >= at`. */
+  untilVersion(at: number): Promise<void>
+}
+
+/** What the rollout actor uses of the children started before it in the rollout tree. */
+export interface RolloutPeers {
+  tokenizer: Tokenizer
+  weights: PolicyVersionWatch
+  /** The engines, fresh ones first (`pipeline.freshEngines` of them). */
+  engines: PolicyEngine[]
+  /** The step judge, when step rewards are on. */
+  judge?: StepJudge
+  /** The env adapter actor and what it last said, when adaptive tasks are on. */
+  adapter?: { ref: ActorRef; view: DifficultyView }
+}
+
+/** Messages the rollout's service accepts: `rollout.status`. */
+export const rolloutAccepts = new MessageRegistry([RolloutStatus])
+
+/** The internal message that starts the agent loops (told once at start, never on the wire). */
+const RUN = 'rollout.run'
+
+/** The rollout actor's state: set by `stop`. */
+interface RolloutActorState {
+  stopping: boolean
+}
+
+/**
+ * Starts the rollout actor (actor `rollout`, the last child of the rollout tree): the rollout
+ * driver (one agent loop per trajectory, grouped G per task instance), its policy router over the
+ * fresh and stale engines, and the publisher of finished groups to the trajectory stream. Its
+ * `rollout.run` (told once at start) runs the loops; `rollout.status` answers at any time (the
+ * actor handles messages concurrently). It is the NATS service `triad-rollout` on
+ * `Subjects.rollout(run, id)`, its `$SRV.STATS` data the driver's counters. It publishes its
+ * metrics every `METRICS_INTERVAL_MS` and once more when it stops.
+ *
+ * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
+ * brake). Synchronous mode (the baseline): generate `minBatchGroups` groups, then wait for the next
+ * weight version before the next batch; the child's `done` resolves at `maxSteps`.
+ */
+export async function startRolloutActor(
+  ctx: ChildContext,
+  transport: Transport,
+  config: NodeConfig,
+  id: string,
+  peers: RolloutPeers,
+  log: (line: string) => void,
+  /** Told how long the agent loops took to end at a stop, ms (from the stop's start). */
+  onLoopsEnded: (ms: number) => void = () => {},
+): Promise<Child> {
+  const p = config.pipeline
+  const triad = config.triad
+  const { judge, adapter, weights, tokenizer } = peers
+  const router = new PolicyRouter(
+    transport,
+    config.run,
+    p.staleEngines > 0 ? p.rho : 0,
+    mulberry32(config.seed + 17),
+  )
+  const publisher = openTrajectoryPublisher(transport, config.run)
+  const driver: RolloutDriver = new RolloutDriver(
+    id,
+    {
+      env: new EnvClient(transport, config.run),
+      policy: router,
+      tokenizer,
+      ...(judge ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) } : {}),
+    },
+    rolloutSettingsOf(config, judge !== undefined),
+    async (group) => {
+      await publisher.publish(group)
+      if (adapter) {
+        const reply = await adapter.ref.ask(TrajectoryGroup.make(group), 30_000)
+        if (
+          reply.type === EnvDifficulty.type &&
+          adapter.view.update(reply.payload as PayloadOf<typeof EnvDifficulty>)
+        )
+          for (const t of config.tasks) {
+            const level = adapter.view.levelFor(t.name, group.index)
+            if (level !== undefined) driver.setDifficulty(t.name, level)
+          }
+      }
+    },
+    () => weights.version(),
+  )
+  const metrics = () => ({
+    ...driver.metrics(),
+    'rollout/turns_fresh': router.counts.fresh,
+    'rollout/turns_stale': router.counts.stale,
+    'rollout/stale_fallbacks': router.counts.staleFallback,
+    'pipeline/backpressure_waits': publisher.waits,
+    ...(triad ? switchMetrics(triad) : {}),
+    ...(judge ? judge.metrics() : {}),
+  })
+  const report = reportMetrics(transport, config.run, 'rollout', id)
+  const reportNow = () => report(metrics(), weights.version())
+  const timer = setInterval(reportNow, METRICS_INTERVAL_MS)
+
+  let onStop!: () => void
+  const stopped = new Promise<void>((resolve) => {
+    onStop = resolve
+  })
+  const loops = async (state: RolloutActorState) => {
+    if (p.mode === 'async') {
+      await driver.runForever((err) => {
+        if (!(err instanceof PublisherClosedError)) log(`group failed: ${(err as Error).message}`)
+      })
+      return
+    }
+    while (!state.stopping && weights.version() < config.maxSteps) {
+      const at = weights.version()
+      await driver.runBatch(p.minBatchGroups)
+      await Promise.race([weights.untilVersion(at + 1), stopped])
+      // The next batch must come from the new weights: wait for the fresh engines to load them.
+      await Promise.race([
+        Promise.all(peers.engines.slice(0, p.freshEngines).map((e) => e.whenVersion(at + 1))),
+        stopped,
+      ])
+    }
+  }
+  let running: Promise<void> = Promise.resolve()
+  let finish!: () => void
+  const done = new Promise<void>((resolve) => {
+    finish = resolve
+  })
+  const behaviour: Behaviour<RolloutActorState> = {
+    init: () => ({ stopping: false }),
+    async receive(state, message: Envelope) {
+      if (message.type === RolloutStatus.type)
+        return RolloutState.make({
+          version: weights.version(),
+          groups: driver.metrics()['rollout/groups'] ?? 0,
+          metrics: metrics(),
+        })
+      if (message.type !== RUN) return undefined
+      running = loops(state)
+      await running
+      finish()
+      return undefined
+    },
+    async stop(state) {
+      const t0 = Date.now()
+      state.stopping = true
+      onStop()
+      // The agent loops end first, while the services under them (the tree's earlier children)
+      // still run. The groups in flight are not waited for (in one process that took over a minute
+      // with the quickstart model): `driver.stop()` gives up their requests at once (a request to a
+      // server that stops would otherwise wait out "no responders" up to its deadline, 30 s to
+      // 2 min, past the process's grace), and the publisher takes no new group (a publish waiting
+      // for room in a full buffer, the learner being done, would hold the stop up to its deadline);
+      // a publish already sent waits for its acknowledgement, so no group that reached the stream
+      // is lost.
+      driver.stop()
+      publisher.close()
+      const ended = await settledWithin(running, LOOPS_END_MS)
+      onLoopsEnded(Date.now() - t0)
+      if (!ended)
+        log(`the agent loops did not end within ${LOOPS_END_MS} ms; stopping the services under them`)
+      clearInterval(timer)
+      // A last report, so a short run still records what the rollout side did.
+      reportNow()
+      await transport.flush().catch(() => undefined)
+    },
+  }
+  const ref = ctx.system.spawn('rollout', behaviour, { supervision: ctx.supervision, concurrency: 16 })
+  const exposed = await exposeActor(transport, ref, {
+    subject: Subjects.rollout(config.run, id),
+    accepts: rolloutAccepts,
+    askTimeoutMs: 10_000,
+    service: {
+      name: 'triad-rollout',
+      description: 'triad rollout driver: one agent loop per trajectory, groups to the trajectory stream',
+      metadata: { run: config.run, id, mode: p.mode },
+      stats: () => {
+        const m = driver.metrics()
+        return {
+          version: weights.version(),
+          groups: m['rollout/groups'] ?? 0,
+          episodes: m['rollout/episodes'] ?? 0,
+          retried: m['rollout/retried'] ?? 0,
+        }
+      },
+    },
+  })
+  ref.tell(envelope(RUN, {}) as Envelope)
+  return {
+    actors: [ref],
+    done,
+    stop: async () => {
+      await ref.stop()
+      await exposed.stop()
+    },
+  }
+}
+
+/** Waits for `p` to settle, at most `ms`; true when it did. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms)
+    }),
+  ])
+  clearTimeout(timer)
+  return settled
+}

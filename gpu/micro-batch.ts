@@ -1,0 +1,95 @@
+import * as tf from '@tensorflow/tfjs'
+import { addGradients, lossAndGrads } from './gradients.ts'
+import type { Transformer } from './transformer.ts'
+
+/**
+ * Micro-batch gradient accumulation: a batch too large for one forward/backward pass is cut into
+ * micro-batches; each one's loss is weighted by its share of the whole batch's loss, so the summed
+ * gradients are those of the full-batch loss, and the optimizer steps once. Used by the policy's
+ * RL step (`rlStep`) and the reward model's consistency step (`rewardModelStep`).
+ */
+
+/**
+ * The optimizer an update drives: `AdamW` of `adamw.ts` (which clips the global gradient norm,
+ * 1.0 by default as DemyAgent) fits.
+ */
+export interface RlOptimizer {
+  /** One update from gradients keyed by parameter name (`model.params` keys) at learning rate `lr`. */
+  step(
+    grads: Readonly<Record<string, tf.Tensor>>,
+    lr: number,
+  ): Promise<{ gradNorm: number; clipScale: number }>
+}
+
+/** Records a scalar metric of a micro-batch's loss function (summed over micro-batches, weighted). */
+export type KeepMetric = (name: string, value: tf.Scalar) => void
+
+/** What `GradientAccumulator.apply` did. */
+export interface AppliedUpdate {
+  /** Global L2 norm of the summed gradients before clipping (0 when there were none). */
+  gradNorm: number
+  /** True when no micro-batch gave gradients or the norm was not finite: the weights are unchanged. */
+  skipped: boolean
+}
+
+/**
+ * Sums the gradients of weighted micro-batch losses, then takes one optimizer step. Owns the
+ * summed gradients: call `dispose` when done (also after a throw).
+ */
+export class GradientAccumulator {
+  private readonly grads: Record<string, tf.Tensor> = {}
+  private readonly sums: Record<string, number> = {}
+  /** Sum of the weighted micro-batch losses: the full batch's loss. */
+  loss = 0
+
+  constructor(private readonly model: Transformer) {}
+
+  /**
+   * One micro-batch: the gradient of `weight * lossFn()` with respect to the model's parameters is
+   * added to the sum; each metric `lossFn` keeps is added as `weight * value`.
+   * @param weight the micro-batch's share of the full batch's loss (its trained tokens over the
+   *   batch's, for a token mean).
+   */
+  async add(weight: number, lossFn: (keep: KeepMetric) => tf.Scalar): Promise<void> {
+    const kept: Record<string, tf.Scalar> = {}
+    try {
+      const result = await lossAndGrads(this.model, () => {
+        const loss = lossFn((name, value) => {
+          kept[name] = tf.keep(value)
+        })
+        return loss.mul(weight) as tf.Scalar
+      })
+      this.loss += result.loss
+      addGradients(this.grads, result.grads)
+      for (const [k, t] of Object.entries(kept))
+        this.sums[k] = (this.sums[k] ?? 0) + (await t.data())[0]! * weight
+    } finally {
+      tf.dispose(Object.values(kept))
+    }
+  }
+
+  /** The kept metrics, each summed over the micro-batches with their weights. */
+  metrics(): Record<string, number> {
+    return { ...this.sums }
+  }
+
+  /**
+   * The global gradient norm `||g||_2`, then one `optimizer` step at `lr` unless there is no
+   * gradient or the norm is not finite (a skipped update instead of corrupted weights).
+   */
+  async apply(optimizer: RlOptimizer, lr: number): Promise<AppliedUpdate> {
+    const grads = Object.values(this.grads)
+    if (grads.length === 0) return { gradNorm: 0, skipped: true }
+    const normT = tf.tidy(() => tf.addN(grads.map((g) => g.square().sum())).sqrt()) // ||g||_2
+    const gradNorm = (await normT.data())[0]!
+    normT.dispose()
+    const skipped = !Number.isFinite(gradNorm)
+    if (!skipped) await optimizer.step(this.grads, lr)
+    return { gradNorm, skipped }
+  }
+
+  /** Frees the summed gradients. */
+  dispose(): void {
+    tf.dispose(Object.values(this.grads))
+  }
+}
