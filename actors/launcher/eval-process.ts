@@ -29,6 +29,8 @@ export interface EvalProcessOptions {
   instances: number
   maxNewTokens: number
   temperature: number
+  /** Nucleus sampling mass (absent: 1, off), as the run's other evaluations sample. */
+  top_p?: number
   seed: number
   /** Tensor backend to force (default: the best available). */
   backend?: string
@@ -69,6 +71,7 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
     String(o.maxNewTokens),
     '--temperature',
     String(o.temperature),
+    ...(o.top_p === undefined ? [] : ['--top-p', String(o.top_p)]),
     '--seed',
     String(o.seed),
     ...(o.backend ? ['--backend', o.backend] : []),

@@ -36,6 +36,8 @@ export interface EvalOptions {
   /** Most new tokens per assistant turn, >= 1. */
   maxNewTokens?: number
   temperature: number
+  /** Nucleus sampling mass, in (0, 1] (1: off). */
+  topP: number
   /** Base sampling seed (default: a run directory's evaluation seed, else `EVAL_DEFAULTS.seed`). */
   seed?: number
   /** Run id (or, as before, a run directory's path): the table also goes to its `eval/`. */
@@ -270,6 +272,7 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     instances,
     maxNewTokens,
     temperature: o.temperature,
+    top_p: o.topP,
     seed,
     onProgress: (done, total) => {
       if (process.stderr.isTTY) process.stderr.write(`\reval ${done}/${total} episodes`)
@@ -349,6 +352,7 @@ export function registerEval(program: Command): void {
       integerOption({ min: 1 }),
     )
     .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
+    .option('--top-p <p>', 'nucleus sampling mass (1: off)', numberOption({ min: 0, max: 1 }), 1)
     .option(
       '--seed <n>',
       `base sampling seed (default: a run directory's evaluation seed, else ${EVAL_DEFAULTS.seed})`,
