@@ -371,7 +371,12 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
             `${label} done: step ${result.step} in ${((Date.now() - started) / 60_000).toFixed(1)} min`,
           )
         } else {
-          const reason = exit.code === 0 ? 'it wrote no end-of-run evaluation' : failureOf(exit)
+          const reason =
+            exit.code !== 0
+              ? failureOf(exit)
+              : existsSync(join(dir.checkpointsDir, 'latest.json'))
+                ? 'it ended (exit 0) without an end-of-run evaluation of its last step'
+                : `it ended (exit 0) without a step checkpoint to evaluate (see ${shown(join(dir.logsDir, 'learner.log'))})`
           Object.assign(run, {
             status: AblationRunStatus.Failed,
             reason: `${reason} (log ${shown(join(out, 'logs', `${basename(dir.path)}.log`))})`,

@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import { RecipeError, type RecipeIssue } from './errors.ts'
+import { unwrapSchema as unwrap } from './recipe-fields.ts'
 import {
   DEFAULT_L_BUF,
   DEFAULT_L_MAX,
@@ -90,15 +91,6 @@ export function pathsOverlap(a: string, b: string): boolean {
 /** The fields an object schema accepts at `path` (for "unknown field" messages). */
 function fieldsAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   let s: z.ZodType | undefined = schema
-  const unwrap = (t: z.ZodType): z.ZodType => {
-    let cur = t
-    for (;;) {
-      const def = cur.def as unknown as { type: string; innerType?: z.ZodType; in?: z.ZodType }
-      if (def.innerType) cur = def.innerType
-      else if (def.type === 'pipe' && def.in) cur = def.in
-      else return cur
-    }
-  }
   for (const p of path) {
     if (!s) return []
     const def = unwrap(s).def as unknown as {

@@ -6,7 +6,7 @@ import { RecipeSchema } from './recipe-schema.ts'
 export type FieldKey = string | number
 
 /** The schema inside wrappers (default, prefault, optional, a transform's input). */
-function unwrap(t: z.ZodType): z.ZodType {
+export function unwrapSchema(t: z.ZodType): z.ZodType {
   let cur = t
   for (;;) {
     const def = cur.def as unknown as { type: string; innerType?: z.ZodType; in?: z.ZodType }
@@ -24,7 +24,7 @@ function unwrap(t: z.ZodType): z.ZodType {
 export function recipeFieldPaths(schema: z.ZodType = RecipeSchema): string[] {
   const out: string[] = []
   const walk = (s: z.ZodType, prefix: string) => {
-    const def = unwrap(s).def as unknown as {
+    const def = unwrapSchema(s).def as unknown as {
       type: string
       shape?: Record<string, z.ZodType>
       element?: z.ZodType

@@ -3,33 +3,20 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { tinyInput } from '../../recipes/tiny.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 /**
- * A recipe the size of recipes/tiny.ts with a budget of one RL step and an evaluation of k 1 on
- * 2 instances per task: one run takes seconds (it learns nothing; the numbers are all 0).
+ * recipes/tiny.ts with a budget of one RL step, a cold start of a few steps and an evaluation of
+ * k 1 on 2 instances per task: one run takes seconds (it learns nothing; the numbers are all 0).
  */
 const TINY = {
+  ...tinyInput,
   name: 'abl',
   seed: 3,
-  tasks: [{ name: 'calc' }, { name: 'maze' }],
-  model: { layers: 1, width: 32, heads: 2, contextLength: 384 },
-  sft: { epochs: 1, batchSize: 4, expertTrajectoriesPerTask: 4 },
-  rl: { groupSize: 2, overlong: { L_max: 128, L_buf: 32 } },
-  pipeline: {
-    freshEngines: 1,
-    staleEngines: 1,
-    rho: 0.5,
-    staleEvery: 1,
-    minBatchGroups: 1,
-    bufferGroups: 2,
-    concurrency: 4,
-    maxTurns: 2,
-    maxNewTokens: 16,
-  },
+  pipeline: { ...tinyInput.pipeline, maxNewTokens: 16 },
   triad: {
-    adaptEvery: 1,
-    stepReward: { m: 1 },
+    ...tinyInput.triad,
     rewardModelSft: { steps: 2, expertTrajectoriesPerTask: 2, heldOutTrajectoriesPerTask: 1 },
   },
   evaluation: { every: 0, k: 1, instancesPerTask: 2 },
