@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerAblate } from './commands/ablate.ts'
 import { registerBench } from './commands/bench.ts'
+import { registerCollect } from './commands/collect.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
 import { registerEval } from './commands/eval.ts'
@@ -35,6 +36,7 @@ registerMonitor(program)
 registerReport(program)
 registerMetrics(program)
 registerTrajectories(program)
+registerCollect(program)
 registerEval(program)
 registerGenerate(program)
 registerServe(program)

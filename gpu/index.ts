@@ -15,7 +15,9 @@
  * - `ChatFormat`: the one surface the agent loop and learner use for tokens and templates, either
  *   `new TriadChatFormat(tok)` (the above) or `loadJinjaChatFormat(dir)` (a Hugging Face model's
  *   `tokenizer.json` through `@huggingface/tokenizers` and its Jinja `chat_template`).
- * - `createTransformer(config, {seed} | {weights})`, `disposeTransformer(model)`;
+ * - `createTransformer(config, {seed} | {weights}, lora?)`, `disposeTransformer(model)`; with `lora`
+ *   (`{rank, alpha, targets, dropout}`, `lora.ts`) the weights are frozen and `model.params` holds
+ *   the adapters alone; `withAdapters(base, adapters)` shares a base between adapter versions;
  *   `forward(model, tokens [batch, seqLen] int32)` gives logits `[batch, seqLen, vocabSize]`;
  *   `tokenLogprobs(model, tokens, targets)` gives `[batch, seqLen]` log p(target), differentiable.
  * - `generate(model, prompts: number[][], {maxNewTokens, temperature, top_p, stopTokens, seed})`
@@ -57,6 +59,7 @@ export * from './kl.ts'
 export * from './kv-cache.ts'
 export * from './last-logits.ts'
 export * from './left-pad.ts'
+export * from './lora.ts'
 export * from './lr-schedule.ts'
 export * from './micro-batch.ts'
 export * from './off-policy.ts'

@@ -7,6 +7,7 @@ import {
   type EvaluationSettings,
   type PipelineCheckpoint,
   type RunDir,
+  runSeeds,
   startEvalProcess,
 } from '../actors/index.ts'
 import { CheckpointFile } from '../gpu/index.ts'
@@ -25,7 +26,7 @@ export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings
     maxNewTokens: recipe.pipeline.maxNewTokens,
     temperature: recipe.pipeline.temperature,
     top_p: recipe.pipeline.top_p,
-    seed: recipe.seed + 4242,
+    seed: runSeeds(recipe.seed).heldOutEvaluation,
   }
 }
 

@@ -254,8 +254,9 @@ export const StepRewardSchema = z.strictObject({
   /** `m`: judgements of each step by the reward model (default 3). */
   m: int(1).default(3),
   /**
-   * Trust gate: a learner batch uses step rewards only when its judgements reach this balanced
-   * accuracy against the tasks' step labels; otherwise outcome rewards alone (default 0.6; 0: off).
+   * Trust gate: a learner batch uses step rewards only when the reward model's online balanced
+   * accuracy against the tasks' step labels (over its newest 256 labelled judgements) reaches this;
+   * otherwise outcome rewards alone (default 0.6; 0: off).
    */
   minAccuracy: probability().default(0.6),
   /**

@@ -1,3 +1,4 @@
+export * from './bounded-play.ts'
 export * from './crossed-mean.ts'
 export * from './errors.ts'
 export * from './evaluate.ts'

@@ -3,8 +3,8 @@ import { createWriteStream } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { childLogLine } from '../runtime/role-logger.ts'
-import { dieWithParent, OWN_PROCESS_GROUP } from './parent-death.ts'
 
 /**
  * The installed `triad` command: it registers tsx from this package itself, so the process starts

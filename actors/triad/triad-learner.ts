@@ -9,6 +9,7 @@ import {
 } from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from '../learner/index.ts'
+import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
 import { policyStepAdvantages } from './policy-step-reward.ts'
 import { RewardModel } from './reward-model.ts'
 import { buildRewardModelBatch, type JudgedStep, trainRewardModelStep } from './reward-training.ts'
@@ -21,9 +22,6 @@ import { switchMetrics, type TriadSwitches } from './triad-switches.ts'
  * (`step-reward.ts`, `consistency-reward.ts`, `reward-model-step.ts`); this only moves data between
  * the groups and it.
  */
-
-/** Seed offset of the reward model's initial weights (the rollout's reward actor uses the same). */
-export const REWARD_MODEL_SEED_OFFSET = 7
 
 /**
  * A sample's judgements as `policyStepAdvantages` takes them: `[turn_starts * m]`, cut to the
@@ -126,8 +124,12 @@ export function balancedStepAccuracy(metrics: Readonly<Record<string, number>>):
 }
 
 /**
- * Whether a batch may use its step rewards: the switch is on and the judgements reach the trust
- * gate's balanced accuracy (`stepReward.minAccuracy`; 0 always passes).
+ * Whether a batch may use its step rewards: the switch is on and the reward model's online balanced
+ * accuracy (`reward_model/online_balanced_accuracy`, `OnlineStepAccuracy`: pooled over the newest
+ * labelled judgements, this batch's included) reaches the trust gate (`stepReward.minAccuracy`; 0
+ * always passes). Not the batch's own balanced accuracy: a batch carries the judgements of the few
+ * groups the reward model judged (`judgeShare`), often with no labelled bad step (undefined) or a
+ * handful (a judge of 0.75 then measures anywhere from 0.5 to 1).
  */
 export function stepRewardsTrusted(
   switches: TriadSwitches,
@@ -135,8 +137,8 @@ export function stepRewardsTrusted(
 ): boolean {
   if (!switches.stepReward.enabled) return false
   if (switches.stepReward.minAccuracy <= 0) return true
-  const balanced = balancedStepAccuracy(metrics)
-  return balanced !== undefined && balanced >= switches.stepReward.minAccuracy
+  const pooled = metrics['reward_model/online_balanced_accuracy']
+  return pooled !== undefined && pooled >= switches.stepReward.minAccuracy
 }
 
 /** Every judged step of the groups, as the reward model's trainer takes them. */
@@ -209,7 +211,7 @@ export class RewardModelLearner {
     /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
     optimizer: AdamWConfig = {},
   ) {
-    this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
+    this.rm = new RewardModel({ config, tokenizer, seed: runSeeds(seed).rewardModel })
     this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
@@ -227,7 +229,7 @@ export class RewardModelLearner {
     const judged = judgedSteps(groups, this.switches.stepReward.m)
     if (judged.length === 0)
       return { metrics: { ...off, 'reward_model/updates': this.updates }, trained: false }
-    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, REWARD_MODEL_SEED_OFFSET + this.updates)
+    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, judgedStepsSeedOf(this.updates))
     const { batch, metrics } = buildRewardModelBatch(steps)
     metrics['reward_model/steps_judged'] = judged.length
     metrics['reward_model/steps_trained'] = steps.length

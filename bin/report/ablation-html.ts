@@ -1,5 +1,6 @@
 import type { AblationFile } from '../../recipes/index.ts'
-import { chartLibrary, escapeHtml, PALETTE } from './render-html.ts'
+import { PALETTE } from './dashboard.ts'
+import { chartLibrary, escapeHtml } from './render-html.ts'
 
 /** `0.412 ± 0.031`, or `-` for a missing value. */
 const pm = (v: number | null, se: number | null, signed = false) =>
