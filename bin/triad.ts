@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
+import { registerCollect } from './commands/collect.ts'
 import { registerDemo } from './commands/demo.ts'
 import { registerEnv } from './commands/env.ts'
 import { registerEval } from './commands/eval.ts'
@@ -33,6 +34,7 @@ registerMonitor(program)
 registerReport(program)
 registerMetrics(program)
 registerTrajectories(program)
+registerCollect(program)
 registerEval(program)
 registerGenerate(program)
 registerServe(program)

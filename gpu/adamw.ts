@@ -12,10 +12,19 @@ export interface AdamWConfig {
   /** Decoupled weight decay coefficient; default 0.01. */
   weightDecay?: number
   /** Clip the global gradient L2 norm to this; default 1.0 (DESIGN.md); `Infinity` for none. */
-  maxGradNorm?: number
+  gradClip?: number
   /** Whether a parameter is decayed; default every parameter of rank >= 2 (not norms). */
   decay?: (name: string, variable: tf.Variable) => boolean
 }
+
+/** The settings `AdamW` takes when its config leaves them out (DESIGN.md: global grad-norm clip 1.0). */
+export const ADAMW_DEFAULTS = Object.freeze({
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-8,
+  weightDecay: 0.01,
+  gradClip: 1,
+} as const)
 
 /** What one `AdamW.step` did. */
 export interface AdamWStepInfo {
@@ -39,7 +48,7 @@ export class AdamW {
   readonly beta2: number
   readonly eps: number
   readonly weightDecay: number
-  readonly maxGradNorm: number
+  readonly gradClip: number
   /** Steps taken. */
   stepCount = 0
   private readonly params: ReadonlyMap<string, tf.Variable>
@@ -49,11 +58,11 @@ export class AdamW {
 
   /** @param params the model's parameters by name (`model.params`). @throws ConfigError on bad settings. */
   constructor(params: ReadonlyMap<string, tf.Variable>, config: AdamWConfig = {}) {
-    this.beta1 = config.beta1 ?? 0.9
-    this.beta2 = config.beta2 ?? 0.95
-    this.eps = config.eps ?? 1e-8
-    this.weightDecay = config.weightDecay ?? 0.01
-    this.maxGradNorm = config.maxGradNorm ?? 1
+    this.beta1 = config.beta1 ?? ADAMW_DEFAULTS.beta1
+    this.beta2 = config.beta2 ?? ADAMW_DEFAULTS.beta2
+    this.eps = config.eps ?? ADAMW_DEFAULTS.eps
+    this.weightDecay = config.weightDecay ?? ADAMW_DEFAULTS.weightDecay
+    this.gradClip = config.gradClip ?? ADAMW_DEFAULTS.gradClip
     for (const [field, value] of [
       ['beta1', this.beta1],
       ['beta2', this.beta2],
@@ -61,7 +70,7 @@ export class AdamW {
       if (!(value >= 0 && value < 1)) throw new ConfigError(field, value, 'must be in [0, 1)')
     if (!(this.eps > 0)) throw new ConfigError('eps', this.eps, 'must be > 0')
     if (!(this.weightDecay >= 0)) throw new ConfigError('weightDecay', this.weightDecay, 'must be >= 0')
-    if (!(this.maxGradNorm > 0)) throw new ConfigError('maxGradNorm', this.maxGradNorm, 'must be > 0')
+    if (!(this.gradClip > 0)) throw new ConfigError('gradClip', this.gradClip, 'must be > 0')
     this.params = params
     const decay = config.decay ?? ((_name: string, variable: tf.Variable) => variable.rank >= 2)
     this.decayed = new Set(
@@ -93,7 +102,7 @@ export class AdamW {
     const gradNorm = (await normT.data())[0]!
     normT.dispose()
     if (!Number.isFinite(gradNorm)) throw new ConfigError('grads', gradNorm, 'gradient norm is not finite')
-    const clipScale = gradNorm > this.maxGradNorm ? this.maxGradNorm / (gradNorm + 1e-6) : 1 // g <- g * c / ||g||
+    const clipScale = gradNorm > this.gradClip ? this.gradClip / (gradNorm + 1e-6) : 1 // g <- g * c / ||g||
     this.stepCount++
     const t = this.stepCount
     const { beta1: b1, beta2: b2, eps } = this

@@ -12,17 +12,17 @@ import { checkBatch, type RlBatch } from './rl-batch.ts'
 /** The settings of the advantage pipeline (the fields of `RlStepConfig` it reads). */
 export interface BatchAdvantageConfig {
   /** Group advantage estimator (`grpo` or `grpo-no-std`). */
-  advantageEstimator: string
+  advantage: string
   /** Task advantage normalization over loss-masked tokens per task (AgentRL). */
-  taskNormalization: boolean
+  taskAdvantageNorm: boolean
   /** Overlong reward shaping on the trained-token count of each trajectory; off when absent. */
   overlong?: OverlongConfig
 }
 
 /** GRPO advantages with task normalization, no overlong shaping (as `RL_STEP_DEFAULTS`). */
 export const BATCH_ADVANTAGE_DEFAULTS: Readonly<BatchAdvantageConfig> = Object.freeze({
-  advantageEstimator: 'grpo',
-  taskNormalization: true,
+  advantage: 'grpo',
+  taskAdvantageNorm: true,
 })
 
 /**
@@ -37,7 +37,7 @@ export function computeBatchAdvantages(
   config: BatchAdvantageConfig = BATCH_ADVANTAGE_DEFAULTS,
 ): { advantages: tf.Tensor2D; penalty: Float32Array } {
   checkBatch(batch)
-  const estimator = getAdvantageEstimator(config.advantageEstimator)
+  const estimator = getAdvantageEstimator(config.advantage)
   return tf.tidy(() => {
     const mask = tf.tensor2d(batch.lossMask, [batch.batch, batch.seqLen])
     let rewards = tf.tensor1d(batch.rewards)
@@ -49,7 +49,7 @@ export function computeBatchAdvantages(
     let adv = batch.stepAdvantages
       ? (tf.tensor2d(batch.stepAdvantages, [batch.batch, batch.seqLen]).mul(mask) as tf.Tensor2D)
       : broadcastToTokens(estimator({ rewards, groupIds: batch.groupIds }), mask)
-    if (config.taskNormalization)
+    if (config.taskAdvantageNorm)
       adv = normalizeTaskAdvantages({ advantages: adv, mask, taskIds: batch.tasks })
     return { advantages: adv, penalty: penalty.dataSync() as Float32Array }
   })

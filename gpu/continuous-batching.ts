@@ -31,7 +31,7 @@ export interface BatchRequestOptions {
   /** Softmax temperature; 0 means greedy (argmax). Default 1. */
   temperature?: number
   /** Nucleus mass in (0, 1]. Default 1. */
-  topP?: number
+  top_p?: number
   /** Token ids that end the sequence (kept as its last token). */
   stopTokens?: readonly number[]
   /** Seed of this request's own random source; default 0. */
@@ -114,7 +114,7 @@ interface Waiting {
   prompt: Int32Array
   maxNewTokens: number
   temperature: number
-  topP: number
+  top_p: number
   stop: Set<number>
   rng: Rng
   onToken: BatchRequestOptions['onToken']
@@ -259,12 +259,12 @@ export class ContinuousBatcher {
       if (this.closed) return reject(new BatcherClosedError())
       const { contextLength, vocabSize } = this.current.model.config
       const temperature = options.temperature ?? 1
-      const topP = options.topP ?? 1
+      const top_p = options.top_p ?? 1
       if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 1)
         return reject(new ConfigError('maxNewTokens', options.maxNewTokens, 'must be a positive integer'))
       if (!(temperature >= 0) || !Number.isFinite(temperature))
         return reject(new ConfigError('temperature', temperature, 'must be >= 0'))
-      if (!(topP > 0 && topP <= 1)) return reject(new ConfigError('topP', topP, 'must be in (0, 1]'))
+      if (!(top_p > 0 && top_p <= 1)) return reject(new ConfigError('top_p', top_p, 'must be in (0, 1]'))
       if (prompt.length === 0) return reject(new ShapeError('prompt', 'at least one token', [0]))
       if (prompt.length >= contextLength)
         return reject(
@@ -278,7 +278,7 @@ export class ContinuousBatcher {
         prompt: Int32Array.from(prompt),
         maxNewTokens: options.maxNewTokens,
         temperature,
-        topP,
+        top_p,
         stop: new Set(options.stopTokens ?? []),
         rng: createRng(options.seed ?? 0),
         onToken: options.onToken,
@@ -577,7 +577,7 @@ export class ContinuousBatcher {
     rows.forEach((r, i) => {
       const q = r.request
       const row = logits.subarray(i * vocabSize, (i + 1) * vocabSize)
-      const [token, logprob] = pick(row, q.temperature, q.topP, q.rng)
+      const [token, logprob] = pick(row, q.temperature, q.top_p, q.rng)
       q.onToken?.(token, logprob, row)
       r.tokens.push(token)
       r.logprobs.push(logprob)

@@ -37,7 +37,7 @@ export class UnknownBackendError extends Error {
 /** A model, sampler, optimizer or trainer setting that is out of range or inconsistent. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
-  /** The offending field, for example `width` or `topP`. */
+  /** The offending field, for example `width` or `top_p`. */
   readonly field: string
   /** The value that was given. */
   readonly value: unknown

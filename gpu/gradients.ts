@@ -11,11 +11,22 @@ export interface LossAndGrads {
 
 /**
  * Evaluates `lossFn` (which must return a scalar built from the model's parameters) and its
- * gradients with respect to every parameter. Intermediate tensors are freed.
+ * gradients with respect to every parameter (`model.params`: the adapters alone under LoRA, whose
+ * frozen weights get none). A model with LoRA dropout drops its adapters' inputs during `lossFn`
+ * only, with masks seeded from the model's LoRA seed and a count of these calls. Intermediate
+ * tensors are freed.
  */
 export async function lossAndGrads(model: Transformer, lossFn: () => tf.Scalar): Promise<LossAndGrads> {
   const names = new Map([...model.params].map(([name, variable]) => [variable.name, name]))
-  const { value, grads } = tf.variableGrads(lossFn, [...model.params.values()])
+  const lora = model.lora
+  if (lora) lora.dropoutSeed = lora.seed + lora.draws++
+  let result: ReturnType<typeof tf.variableGrads>
+  try {
+    result = tf.variableGrads(lossFn, [...model.params.values()])
+  } finally {
+    if (lora) lora.dropoutSeed = undefined
+  }
+  const { value, grads } = result
   const loss = (await value.data())[0]!
   value.dispose()
   const byName: Record<string, tf.Tensor> = {}

@@ -5,21 +5,21 @@ import { assertMatrix, assertShape } from './shape.ts'
 
 /** Settings of the GRPO-TCR policy loss. */
 export interface GrpoTcrConfig {
-  /** Lower clip range: the ratio is clipped below at `1 - epsLow`. DemyAgent: 0.2. */
-  epsLow: number
-  /** Upper clip range (clip-higher, DAPO): the ratio is clipped above at `1 + epsHigh`. DemyAgent: 0.28. */
-  epsHigh: number
+  /** Lower clip range: the ratio is clipped below at `1 - eps_low`. DemyAgent: 0.2. */
+  eps_low: number
+  /** Upper clip range (clip-higher, DAPO): the ratio is clipped above at `1 + eps_high`. DemyAgent: 0.28. */
+  eps_high: number
   /** Dual-clip bound `c` (> 1): for `A < 0` the token loss is at most `c * |A|`. DemyAgent: 10. */
-  dualClip: number
+  c: number
   /** How token losses become one scalar; DemyAgent: `token-mean`. */
   aggregation: AggregationMode
 }
 
 /** DemyAgent's GRPO-TCR defaults (arXiv 2510.11701): token-mean, clip-higher 0.2 / 0.28, dual clip 10. */
 export const GRPO_TCR_DEFAULTS: Readonly<GrpoTcrConfig> = Object.freeze({
-  epsLow: 0.2,
-  epsHigh: 0.28,
-  dualClip: 10,
+  eps_low: 0.2,
+  eps_high: 0.28,
+  c: 10,
   aggregation: AggregationMode.TokenMean,
 })
 
@@ -48,8 +48,8 @@ export interface PolicyLossInput {
 /**
  * Metric keys of the policy loss, each a masked mean over the trained tokens:
  * - `policy/loss`: the aggregated policy-gradient loss;
- * - `policy/clip_frac_high`: share of tokens with `A > 0` and `r > 1 + epsHigh` (upper clip active, no gradient);
- * - `policy/clip_frac_low`: share of tokens with `A < 0` and `r < 1 - epsLow` (lower clip active, no gradient);
+ * - `policy/clip_frac_high`: share of tokens with `A > 0` and `r > 1 + eps_high` (upper clip active, no gradient);
+ * - `policy/clip_frac_low`: share of tokens with `A < 0` and `r < 1 - eps_low` (lower clip active, no gradient);
  * - `policy/dual_clip_frac`: share of tokens with `A < 0` and `r > c` (dual clip active, no gradient);
  * - `policy/approx_kl`: k3 estimate of KL(pi_behavior || pi_theta), `r - 1 - log r`;
  * - `policy/ratio_mean`: mean importance ratio `r`.
@@ -70,10 +70,10 @@ export interface LossResult<K extends string = string> {
   metrics: Record<K, tf.Scalar>
 }
 
-function checkConfig(c: GrpoTcrConfig): void {
-  if (!(c.epsLow >= 0 && c.epsLow < 1)) throw new ConfigError('epsLow', c.epsLow, 'must be in [0, 1)')
-  if (!(c.epsHigh >= 0)) throw new ConfigError('epsHigh', c.epsHigh, 'must be >= 0')
-  if (!(c.dualClip > 1)) throw new ConfigError('dualClip', c.dualClip, 'must be > 1')
+function checkConfig({ eps_low, eps_high, c }: GrpoTcrConfig): void {
+  if (!(eps_low >= 0 && eps_low < 1)) throw new ConfigError('eps_low', eps_low, 'must be in [0, 1)')
+  if (!(eps_high >= 0)) throw new ConfigError('eps_high', eps_high, 'must be >= 0')
+  if (!(c > 1)) throw new ConfigError('c', c, 'must be > 1')
 }
 
 function checkInput(input: PolicyLossInput): void {
@@ -93,7 +93,7 @@ function importanceRatio(input: PolicyLossInput): { logRatio: tf.Tensor2D; ratio
 /**
  * Per-token GRPO-TCR loss (PPO clip, Schulman et al. arXiv 1707.06347 eq. 7; clip-higher, DAPO
  * arXiv 2503.14476 eq. 10; dual clip, Ye et al. arXiv 1912.09729 eq. 5; DemyAgent arXiv 2510.11701):
- * `L = -min(r*A, clip(r, 1-epsLow, 1+epsHigh)*A)`, and for `A < 0` `L = min(L, c*|A|)`; times
+ * `L = -min(r*A, clip(r, 1-eps_low, 1+eps_high)*A)`, and for `A < 0` `L = min(L, c*|A|)`; times
  * `input.weights` when given. Masked-out tokens are not zeroed here; the aggregation applies the mask.
  * @returns `[batch, seqLen]` float32 per-token loss.
  * @throws ShapeError on shapes that differ; ConfigError on a bad config.
@@ -108,9 +108,9 @@ export function computeTokenLossGrpoTcr(
     const a = input.advantages
     const { ratio } = importanceRatio(input)
     const unclipped = a.mul(ratio).neg() // -r*A
-    const clipped = a.mul(ratio.clipByValue(1 - config.epsLow, 1 + config.epsHigh)).neg() // -clip(r, 1-eps_low, 1+eps_high)*A
+    const clipped = a.mul(ratio.clipByValue(1 - config.eps_low, 1 + config.eps_high)).neg() // -clip(r, 1-eps_low, 1+eps_high)*A
     const pg = unclipped.maximum(clipped) // -min(r*A, clip(r)*A)
-    const dual = pg.minimum(a.mul(-config.dualClip)) // min(L, -c*A) = min(L, c*|A|) for A < 0
+    const dual = pg.minimum(a.mul(-config.c)) // min(L, -c*A) = min(L, c*|A|) for A < 0
     const loss = tf.where(a.less(0), dual, pg) as tf.Tensor2D
     return input.weights ? (loss.mul(input.weights) as tf.Tensor2D) : loss // w_t * L_t
   })
@@ -138,9 +138,9 @@ export function computePolicyLossGrpoTcr(
     const { logRatio, ratio } = importanceRatio(input)
     return {
       [PolicyMetric.Loss]: loss.clone(),
-      [PolicyMetric.ClipFracHigh]: mean(a.greater(0).logicalAnd(ratio.greater(1 + config.epsHigh))),
-      [PolicyMetric.ClipFracLow]: mean(a.less(0).logicalAnd(ratio.less(1 - config.epsLow))),
-      [PolicyMetric.DualClipFrac]: mean(a.less(0).logicalAnd(ratio.greater(config.dualClip))),
+      [PolicyMetric.ClipFracHigh]: mean(a.greater(0).logicalAnd(ratio.greater(1 + config.eps_high))),
+      [PolicyMetric.ClipFracLow]: mean(a.less(0).logicalAnd(ratio.less(1 - config.eps_low))),
+      [PolicyMetric.DualClipFrac]: mean(a.less(0).logicalAnd(ratio.greater(config.c))),
       [PolicyMetric.ApproxKl]: mean(ratio.sub(1).sub(logRatio)), // k3 = r - 1 - log r
       [PolicyMetric.RatioMean]: mean(ratio),
     }

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs'
 import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { CheckpointFile, readCheckpointWeights } from './checkpoint.ts'
+import { CheckpointFile, readBaseWeights, readCheckpointWeights } from './checkpoint.ts'
 import { CheckpointError } from './errors.ts'
 import { type HfArchitecture, hfArchitectureOf, toHfConfig } from './hf-config.ts'
 import { HfFile, isHfModelDir, readHfModelWeights } from './hf-model.ts'
 import { toHfTensors } from './hf-tensors.ts'
 import { hfTokenizerConfigJson, hfTokenizerJson } from './hf-tokenizer-export.ts'
+import { mergeAdapters } from './lora.ts'
 import { encodeSafetensors, type NamedTensor, SafetensorsDtype } from './safetensors.ts'
 import { loadTokenizer } from './tokenizer-file.ts'
 import type { FullTransformerConfig } from './transformer.ts'
@@ -17,7 +18,10 @@ import type { FullTransformerConfig } from './transformer.ts'
  * with q/k/v biases, else Llama; triad's own models are Llama with tied embeddings), the weights
  * under HF tensor names in `model.safetensors` (or shards with `model.safetensors.index.json` above
  * `maxShardBytes`), `generation_config.json`, and the tokenizer files (triad's tokenizer in
- * `tokenizer.json` form, `hf-tokenizer-export.ts`; a Hugging Face source's own files copied).
+ * `tokenizer.json` form, `hf-tokenizer-export.ts`; a Hugging Face source's own files copied). A
+ * checkpoint of LoRA adapters is exported with them merged into its base's weights
+ * (`mergeAdapters`: `W + (alpha / rank) B A`), with its base's tokenizer files when the base is a
+ * Hugging Face directory.
  *
  * Everything is read and converted before anything is written, into a temporary directory renamed
  * to `OUT` at the end, so bad input leaves nothing behind.
@@ -40,15 +44,6 @@ export interface ExportHfOptions {
   dtype?: SafetensorsDtype
   /** Largest shard in bytes before splitting; default 2 GiB. */
   maxShardBytes?: number
-  /**
-   * Rewrites the weights (triad parameter names, `paramShapes`) before they are converted: the
-   * place where LoRA adapters are merged into their base weights (`W + (alpha / rank) B A`) once
-   * the model has adapters. Default: the weights as they are.
-   */
-  mergeAdapters?: (
-    weights: Record<string, Float32Array>,
-    config: FullTransformerConfig,
-  ) => Record<string, Float32Array>
 }
 
 /** What `exportHf` wrote. */
@@ -86,32 +81,48 @@ export async function exportHf(
   const copies: string[] = []
   let config: FullTransformerConfig
   let weights: Record<string, Float32Array>
-  let tokens: { bosTokenId?: number; eosTokenIds: number[]; padTokenId?: number }
-  let generation: Record<string, unknown>
-  if (await isHfModelDir(source)) {
-    const hf = await readHfModelWeights(source, { memoryLimitBytes: Number.POSITIVE_INFINITY })
-    config = hf.config
-    weights = hf.weights
+  let tokens: { bosTokenId?: number; eosTokenIds: number[]; padTokenId?: number } = { eosTokenIds: [] }
+  let generation: Record<string, unknown> = {}
+  const hfSource = async (dir: string) => {
+    const hf = await readHfModelWeights(dir, { memoryLimitBytes: Number.POSITIVE_INFINITY })
     tokens = { bosTokenId: hf.bosTokenId, eosTokenIds: hf.eosTokenIds, padTokenId: hf.padTokenId }
-    const genFile = path.join(source, HfFile.GenerationConfig)
+    const genFile = path.join(dir, HfFile.GenerationConfig)
     generation = existsSync(genFile)
       ? (JSON.parse(await readFile(genFile, 'utf8')) as Record<string, unknown>)
       : generationConfig(tokens)
-    for (const f of HF_TOKENIZER_FILES) if (existsSync(path.join(source, f))) copies.push(f)
+    for (const f of HF_TOKENIZER_FILES) if (existsSync(path.join(dir, f))) copies.push(path.join(dir, f))
+    return hf
+  }
+  if (await isHfModelDir(source)) {
+    const hf = await hfSource(source)
+    config = hf.config
+    weights = hf.weights
   } else {
     const ckpt = await readCheckpointWeights(source)
     config = ckpt.config
     weights = ckpt.weights
-    const tokenizer = await loadTokenizer(path.join(source, CheckpointFile.Tokenizer))
-    if (tokenizer.vocabSize !== config.vocabSize)
-      throw new CheckpointError(source, `tokenizer has ${tokenizer.vocabSize} ids, model ${config.vocabSize}`)
-    tokens = { eosTokenIds: [tokenizer.imEndId, tokenizer.eosId], padTokenId: tokenizer.padId }
-    generation = generationConfig(tokens)
-    files[HfFile.Tokenizer] = `${JSON.stringify(hfTokenizerJson(tokenizer))}\n`
-    files[HfFile.TokenizerConfig] =
-      `${JSON.stringify(hfTokenizerConfigJson(tokenizer, config.contextLength), null, 2)}\n`
+    if (ckpt.lora) {
+      // Adapters: merged into the base's weights; the tokenizer is the base's when it is a HF model.
+      const base = ckpt.base!
+      const baseWeights = await readBaseWeights(base, config, { memoryLimitBytes: Number.POSITIVE_INFINITY })
+      weights = mergeAdapters(baseWeights, ckpt.weights, config, ckpt.lora)
+      if (await isHfModelDir(base)) await hfSource(base)
+    }
+    if (!ckpt.lora || !(await isHfModelDir(ckpt.base!))) {
+      const tokenizerDir = existsSync(path.join(source, CheckpointFile.Tokenizer)) ? source : ckpt.base!
+      const tokenizer = await loadTokenizer(path.join(tokenizerDir, CheckpointFile.Tokenizer))
+      if (tokenizer.vocabSize !== config.vocabSize)
+        throw new CheckpointError(
+          source,
+          `tokenizer has ${tokenizer.vocabSize} ids, model ${config.vocabSize}`,
+        )
+      tokens = { eosTokenIds: [tokenizer.imEndId, tokenizer.eosId], padTokenId: tokenizer.padId }
+      generation = generationConfig(tokens)
+      files[HfFile.Tokenizer] = `${JSON.stringify(hfTokenizerJson(tokenizer))}\n`
+      files[HfFile.TokenizerConfig] =
+        `${JSON.stringify(hfTokenizerConfigJson(tokenizer, config.contextLength), null, 2)}\n`
+    }
   }
-  if (options.mergeAdapters) weights = options.mergeAdapters(weights, config)
   const architecture = hfArchitectureOf(config)
   files[HfFile.Config] =
     `${JSON.stringify(toHfConfig(config, tokens, { torchDtype: TORCH_DTYPE[dtype] }), null, 2)}\n`
@@ -123,7 +134,7 @@ export async function exportHf(
   await mkdir(tmp, { recursive: true })
   try {
     for (const [name, data] of Object.entries(files)) await writeFile(path.join(tmp, name), data)
-    for (const f of copies) await copyFile(path.join(source, f), path.join(tmp, f))
+    for (const f of copies) await copyFile(f, path.join(tmp, path.basename(f)))
     await rename(tmp, outDir)
   } catch (err) {
     await rm(tmp, { recursive: true, force: true })

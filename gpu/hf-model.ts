@@ -44,7 +44,7 @@ export interface HfGenerationConfig {
   padTokenId?: number
   doSample?: boolean
   temperature?: number
-  topP?: number
+  top_p?: number
   topK?: number
   maxNewTokens?: number
 }
@@ -97,7 +97,7 @@ export async function readHfGenerationConfig(dir: string): Promise<HfGenerationC
   set('padTokenId', num('pad_token_id'))
   set('doSample', typeof raw.do_sample === 'boolean' ? raw.do_sample : undefined)
   set('temperature', num('temperature'))
-  set('topP', num('top_p'))
+  set('top_p', num('top_p'))
   set('topK', num('top_k'))
   set('maxNewTokens', num('max_new_tokens'))
   return out

@@ -15,13 +15,15 @@
  * - `ChatFormat`: the one surface the agent loop and learner use for tokens and templates, either
  *   `new TriadChatFormat(tok)` (the above) or `loadJinjaChatFormat(dir)` (a Hugging Face model's
  *   `tokenizer.json` through `@huggingface/tokenizers` and its Jinja `chat_template`).
- * - `createTransformer(config, {seed} | {weights})`, `disposeTransformer(model)`;
+ * - `createTransformer(config, {seed} | {weights}, lora?)`, `disposeTransformer(model)`; with `lora`
+ *   (`{rank, alpha, targets, dropout}`, `lora.ts`) the weights are frozen and `model.params` holds
+ *   the adapters alone; `withAdapters(base, adapters)` shares a base between adapter versions;
  *   `forward(model, tokens [batch, seqLen] int32)` gives logits `[batch, seqLen, vocabSize]`;
  *   `tokenLogprobs(model, tokens, targets)` gives `[batch, seqLen]` log p(target), differentiable.
- * - `generate(model, prompts: number[][], {maxNewTokens, temperature, topP, stopTokens, seed})`
+ * - `generate(model, prompts: number[][], {maxNewTokens, temperature, top_p, stopTokens, seed})`
  *   gives per prompt `{tokens: Int32Array, logprobs: Float32Array, finishReason}` (KV cache,
  *   ragged prompts); `ContinuousBatcher` shares passes among concurrent requests.
- * - `new AdamW(model.params, {weightDecay, maxGradNorm})`, `.step(grads by name, lr)`;
+ * - `new AdamW(model.params, {weightDecay, gradClip})`, `.step(grads by name, lr)`;
  *   `lossAndGrads(model, lossFn)`; `warmupCosine({peakLr, warmupSteps, totalSteps})`.
  * - `makeBatches(renderedChats, ...)`, `sftStep(model, opt, batch, lr)`, `trainSft(...)` (loss
  *   curve records); `rlStep` for GRPO-TCR.
@@ -58,6 +60,7 @@ export * from './kl.ts'
 export * from './kv-cache.ts'
 export * from './last-logits.ts'
 export * from './left-pad.ts'
+export * from './lora.ts'
 export * from './lr-schedule.ts'
 export * from './micro-batch.ts'
 export * from './off-policy.ts'

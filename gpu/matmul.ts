@@ -35,3 +35,37 @@ const matmulOp = tf.customGrad(matmulGrad as unknown as Parameters<typeof tf.cus
 export function matmulT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   return matmul(a, tf.transpose(b))
 }
+
+/**
+ * `a @ b` (`[m, k] x [k, n] -> [m, n]`) with a gradient for `a` alone, `dA = dY @ B^T`: for a frozen
+ * weight `b` (the base of a LoRA model), whose gradient `A^T @ dY` would cost as much work as `dA`
+ * and a buffer of `b`'s size, only to be thrown away.
+ */
+export function matmulFrozen(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([])
+    return {
+      value: tf.matMul(x as tf.Tensor2D, b),
+      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, tf.transpose(b) as tf.Tensor2D), // dA = dY B^T
+    }
+  }) as unknown as Parameters<typeof tf.customGrad>[0])
+  return op(a) as tf.Tensor2D
+}
+
+/**
+ * `h @ w^T` (`[m, k] x [n, k]^T -> [m, n]`) with a gradient for `h` alone, `dH = dY @ w` (a plain
+ * product, no transpose): the output projection of a model whose head (or tied embedding) is
+ * frozen. The value takes the transpose flag for at most `flagRows` rows (decoding: the explicit
+ * transpose of a large head costs more than the product), else an explicit transpose.
+ */
+export function matmulTFrozen(h: tf.Tensor2D, w: tf.Tensor2D, flagRows: number): tf.Tensor2D {
+  const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([])
+    const value =
+      x.shape[0]! <= flagRows
+        ? tf.matMul(x as tf.Tensor2D, w, false, true)
+        : tf.matMul(x as tf.Tensor2D, tf.transpose(w) as tf.Tensor2D)
+    return { value, gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, w) } // dH = dY w
+  }) as unknown as Parameters<typeof tf.customGrad>[0])
+  return op(h) as tf.Tensor2D
+}

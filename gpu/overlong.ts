@@ -4,16 +4,16 @@ import { ConfigError, ShapeError } from './errors.ts'
 /** Settings of overlong reward shaping. */
 export interface OverlongConfig {
   /** `L_max`: the longest response, in tokens; beyond it the penalty is -1. */
-  maxLength: number
+  L_max: number
   /** `L_buf`: the soft buffer before `L_max`, in tokens, where the penalty grows linearly. */
-  bufferLength: number
+  L_buf: number
 }
 
 function checkConfig(config: OverlongConfig): void {
-  const { maxLength, bufferLength } = config
-  if (!(maxLength > 0)) throw new ConfigError('maxLength', maxLength, 'must be > 0')
-  if (!(bufferLength > 0 && bufferLength <= maxLength)) {
-    throw new ConfigError('bufferLength', bufferLength, `must be in (0, maxLength = ${maxLength}]`)
+  const { L_max, L_buf } = config
+  if (!(L_max > 0)) throw new ConfigError('L_max', L_max, 'must be > 0')
+  if (!(L_buf > 0 && L_buf <= L_max)) {
+    throw new ConfigError('L_buf', L_buf, `must be in (0, L_max = ${L_max}]`)
   }
 }
 
@@ -23,16 +23,16 @@ function checkConfig(config: OverlongConfig): void {
  * adds it to the outcome O that `R_j = O + lambda * mean_l S_jl` is built from).
  * @param length `|y|`, the response length in tokens (>= 0).
  * @returns the penalty in [-1, 0].
- * @throws ConfigError when `bufferLength` is not in (0, maxLength] or `length` is negative or not finite.
+ * @throws ConfigError when `L_buf` is not in (0, L_max] or `length` is negative or not finite.
  */
 export function overlongPenalty(length: number, config: OverlongConfig): number {
   checkConfig(config)
   if (!(length >= 0 && Number.isFinite(length)))
     throw new ConfigError('length', length, 'must be a finite number >= 0')
-  const { maxLength, bufferLength } = config
-  if (length > maxLength) return -1 // -1 beyond L_max
-  if (length <= maxLength - bufferLength) return 0 // 0 when |y| <= L_max - L_buf
-  return (maxLength - bufferLength - length) / bufferLength // ((L_max - L_buf) - |y|) / L_buf
+  const { L_max, L_buf } = config
+  if (length > L_max) return -1 // -1 beyond L_max
+  if (length <= L_max - L_buf) return 0 // 0 when |y| <= L_max - L_buf
+  return (L_max - L_buf - length) / L_buf // ((L_max - L_buf) - |y|) / L_buf
 }
 
 /**
@@ -41,21 +41,21 @@ export function overlongPenalty(length: number, config: OverlongConfig): number 
  * `-1` beyond `L_max`. The result is added to the outcome reward.
  * @param lengths `[batch]` response lengths `|y|` in tokens (int32 or float32).
  * @returns `[batch]` float32 penalties in [-1, 0].
- * @throws ConfigError when `bufferLength` is not in (0, maxLength];
+ * @throws ConfigError when `L_buf` is not in (0, L_max];
  *   ShapeError when `lengths` is not 1-D.
  */
 export function computeOverlongPenalty(lengths: tf.Tensor1D, config: OverlongConfig): tf.Tensor1D {
-  const { maxLength, bufferLength } = config
+  const { L_max, L_buf } = config
   checkConfig(config)
   if (lengths.rank !== 1) throw new ShapeError('lengths', '[batch]', lengths.shape)
   return tf.tidy(() => {
     const y = lengths.toFloat()
     const soft = tf
-      .scalar(maxLength - bufferLength)
+      .scalar(L_max - L_buf)
       .sub(y)
-      .div(bufferLength) // ((L_max - L_buf) - |y|) / L_buf
-    const inside = tf.where(y.lessEqual(maxLength - bufferLength), tf.zerosLike(y), soft) // 0 when |y| <= L_max - L_buf
-    return tf.where(y.greater(maxLength), tf.fill(y.shape, -1), inside) as tf.Tensor1D // -1 beyond L_max
+      .div(L_buf) // ((L_max - L_buf) - |y|) / L_buf
+    const inside = tf.where(y.lessEqual(L_max - L_buf), tf.zerosLike(y), soft) // 0 when |y| <= L_max - L_buf
+    return tf.where(y.greater(L_max), tf.fill(y.shape, -1), inside) as tf.Tensor1D // -1 beyond L_max
   })
 }
 

@@ -3,7 +3,7 @@ import { ConfigError } from './errors.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { leftPad, leftPaddedTensors, rowChunks } from './left-pad.ts'
 import { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
-import { hiddenStates, type Transformer } from './transformer.ts'
+import { hiddenStates, outputWeight, type Transformer } from './transformer.ts'
 
 /**
  * The reward model's consistency update (RLAnything, arXiv 2602.02488; DESIGN.md, Dynamic triad):
@@ -91,7 +91,7 @@ function lastLogSoftmax(
     attentionMask: t.attentionMask,
     lastOnly: true,
   })
-  let logits = tf.matMul(h, model.params.get('embed')! as tf.Tensor2D, false, true) // tied: h E^T
+  let logits = tf.matMul(h, outputWeight(model), false, true) // h W^T (W = E when tied)
   if (temperature !== 1) logits = logits.div(temperature)
   return tf.logSoftmax(logits) as tf.Tensor2D
 }

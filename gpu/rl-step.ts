@@ -23,7 +23,7 @@ export interface RlStepConfig extends BatchAdvantageConfig {
   /** Policy loss settings (clip range, dual clip, aggregation); DemyAgent GRPO-TCR defaults. */
   loss: GrpoTcrConfig
   /** KL-to-reference coefficient beta; 0 turns it off (the default, as DemyAgent). Needs a reference model. */
-  klCoef: number
+  beta: number
   /** KL estimator for the reference term (`k3` by default). */
   klEstimator: KlEstimatorName
   /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy`; default 0. */
@@ -56,9 +56,9 @@ export interface RlStepConfig extends BatchAdvantageConfig {
 /** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
 export const RL_STEP_DEFAULTS: Readonly<RlStepConfig> = Object.freeze({
   loss: GRPO_TCR_DEFAULTS,
-  advantageEstimator: 'grpo',
-  taskNormalization: true,
-  klCoef: 0,
+  advantage: 'grpo',
+  taskAdvantageNorm: true,
+  beta: 0,
   klEstimator: 'k3',
   entropyCoef: 0,
   temperature: 1,
@@ -72,7 +72,7 @@ export interface RlStepState {
   optimizer: RlOptimizer
   /** Learning rate of this step. */
   lr: number
-  /** Frozen reference policy for the KL term (needed when `klCoef > 0`). */
+  /** Frozen reference policy for the KL term (needed when `beta > 0`). */
   reference?: Transformer
   /** The learner's weight version before this step (staleness = version - token's weightVersion). */
   version: number
@@ -104,8 +104,8 @@ export type RlStepMetrics = Record<string, number>
 
 function checkConfig(c: RlStepConfig, state: RlStepState): void {
   if (!(c.temperature > 0)) throw new ConfigError('temperature', c.temperature, 'must be > 0')
-  if (!(c.klCoef >= 0)) throw new ConfigError('klCoef', c.klCoef, 'must be >= 0')
-  if (c.klCoef > 0 && !state.reference) throw new ConfigError('klCoef', c.klCoef, 'needs a reference model')
+  if (!(c.beta >= 0)) throw new ConfigError('beta', c.beta, 'must be >= 0')
+  if (c.beta > 0 && !state.reference) throw new ConfigError('beta', c.beta, 'needs a reference model')
   if (!Number.isFinite(c.entropyCoef)) throw new ConfigError('entropyCoef', c.entropyCoef, 'must be finite')
   if (c.offPolicy) {
     getOffPolicyCorrection(c.offPolicy.name)
@@ -140,7 +140,7 @@ function tokenStats(
  * One GRPO-TCR update (DemyAgent arXiv 2510.11701; task normalization AgentRL arXiv 2510.04206):
  * advantages from `computeBatchAdvantages`, `logp_theta` recomputed by `model` (teacher forcing),
  * the policy loss of `computePolicyLossGrpoTcr` against the recorded behavior log-probabilities,
- * `+ klCoef * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
+ * `+ beta * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
  * then one optimizer step (AdamW clips the global gradient norm). A non-finite gradient norm
  * skips the update (`optim/skipped` 1) instead of corrupting the weights.
  * @returns the step's metrics (see `RlStepMetrics`).
@@ -210,7 +210,7 @@ export async function rlStep(
       const mbAdvantages = part(advantages as tf.Tensor2D)
       // The reference's log-probabilities of this micro-batch (no gradient through them).
       const mbRef =
-        config.klCoef > 0 && state.reference
+        config.beta > 0 && state.reference
           ? tf.tidy(() => tokenStats(state.reference!, mbTokens, config.temperature).logp)
           : undefined
       // The proximal log-probabilities: the weights this step starts from (the optimizer steps only
@@ -244,7 +244,7 @@ export async function rlStep(
           keep('actor/entropy', meanEntropy)
           if (mbRef) {
             const klRef = aggregate(kl(logp, mbRef), mbMask)
-            total = total.add(klRef.mul(config.klCoef)) // L + beta * KL(pi_theta || pi_ref)
+            total = total.add(klRef.mul(config.beta)) // L + beta * KL(pi_theta || pi_ref)
             keep('actor/kl_ref', klRef)
           }
           return total as tf.Scalar

@@ -26,8 +26,8 @@ export interface SampleOptions {
   maxNewTokens: number
   /** Softmax temperature; 0 means greedy (argmax). Default 1. */
   temperature?: number
-  /** Nucleus sampling: keep the smallest set of tokens whose probability reaches `topP`. Default 1. */
-  topP?: number
+  /** Nucleus sampling: keep the smallest set of tokens whose probability reaches `top_p`. Default 1. */
+  top_p?: number
   /** Token ids that end a sequence (kept as its last token), for example `tokenizer.imEndId`. */
   stopTokens?: readonly number[]
   /** Seed of the sampling random source; default 0. Same seed, model and prompts: same tokens. */
@@ -56,7 +56,7 @@ export interface Generation {
  * distribution). Uses `rng.next()` once when temperature > 0. Shared by `generate` and the
  * continuous batcher so both define behavior log-probabilities identically.
  */
-export function pick(row: Float32Array, temperature: number, topP: number, rng: Rng): [number, number] {
+export function pick(row: Float32Array, temperature: number, top_p: number, rng: Rng): [number, number] {
   const v = row.length
   if (temperature === 0) {
     let best = 0
@@ -75,15 +75,15 @@ export function pick(row: Float32Array, temperature: number, topP: number, rng: 
   }
   let order: number[]
   let mass = total
-  if (topP < 1) {
-    // Nucleus (Holtzman et al. 2020, eq. 2): smallest prefix of the sorted tokens with sum >= topP.
+  if (top_p < 1) {
+    // Nucleus (Holtzman et al. 2020, eq. 2): smallest prefix of the sorted tokens with sum >= top_p.
     const sorted = Array.from({ length: v }, (_, i) => i).sort((a, b) => p[b]! - p[a]!)
     order = []
     mass = 0
     for (const i of sorted) {
       order.push(i)
       mass += p[i]!
-      if (mass >= topP * total) break
+      if (mass >= top_p * total) break
     }
   } else order = Array.from({ length: v }, (_, i) => i)
   let u = rng.next() * mass
@@ -112,12 +112,12 @@ export async function generate(
 ): Promise<Generation[]> {
   const { contextLength, vocabSize } = model.config
   const temperature = options.temperature ?? 1
-  const topP = options.topP ?? 1
+  const top_p = options.top_p ?? 1
   if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 1)
     throw new ConfigError('maxNewTokens', options.maxNewTokens, 'must be a positive integer')
   if (!(temperature >= 0) || !Number.isFinite(temperature))
     throw new ConfigError('temperature', temperature, 'must be >= 0')
-  if (!(topP > 0 && topP <= 1)) throw new ConfigError('topP', topP, 'must be in (0, 1]')
+  if (!(top_p > 0 && top_p <= 1)) throw new ConfigError('top_p', top_p, 'must be in (0, 1]')
   if (prompts.length === 0) return []
   const stop = new Set(options.stopTokens ?? [])
   const b = prompts.length
@@ -172,7 +172,7 @@ export async function generate(
         const [token, logprob] = pick(
           data.subarray(i * vocabSize, (i + 1) * vocabSize),
           temperature,
-          topP,
+          top_p,
           rng,
         )
         if (seq.done) continue

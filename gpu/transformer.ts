@@ -1,7 +1,17 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
 import type { KvCache } from './kv-cache.ts'
-import { matmul } from './matmul.ts'
+import {
+  adapterName,
+  adapterShapes,
+  type FullLoraConfig,
+  fullLoraConfig,
+  initAdapters,
+  type LoraConfig,
+  LoraTarget,
+  loraScale,
+} from './lora.ts'
+import { matmul, matmulFrozen, matmulTFrozen } from './matmul.ts'
 import { createRng } from './prng.ts'
 import './segment-sum-kernel.ts'
 
@@ -87,8 +97,16 @@ export type FullTransformerConfig = Required<TransformerConfig>
 /** A model: its config and its parameters as named tfjs variables. */
 export interface Transformer {
   readonly config: FullTransformerConfig
-  /** Parameters by name, in `paramShapes` order; float32. */
+  /**
+   * Trained parameters by name, float32: every weight (`paramShapes` order) under full
+   * fine-tuning; under LoRA the adapters alone (`adapterShapes` order). What the optimizer updates,
+   * `getWeights` returns, checkpoints hold and weight versions carry.
+   */
   readonly params: ReadonlyMap<string, tf.Variable>
+  /** Frozen weights by name (not trainable): every `paramShapes` weight under LoRA, else none. */
+  readonly frozen: ReadonlyMap<string, tf.Variable>
+  /** The adapters' settings and dropout state, when the model has LoRA adapters (`lora.ts`). */
+  readonly lora?: LoraState
   /** Rotary cosine table `[contextLength, headDim]` float32 (constant). */
   readonly ropeCos: tf.Tensor2D
   /** Rotary sine table `[contextLength, headDim]` float32, sign of the rotate-half folded in. */
@@ -96,6 +114,37 @@ export interface Transformer {
   /** Rotate-half permutation `[headDim, headDim]`: `x @ rotateHalf = [x2, x1]`. */
   readonly rotateHalf: tf.Tensor2D
 }
+
+/** The LoRA settings of a model with adapters, and the dropout state `lossAndGrads` drives. */
+export interface LoraState {
+  readonly config: FullLoraConfig
+  /** `alpha / rank`. */
+  readonly scale: number
+  /**
+   * Seed of the adapter-input dropout masks while a loss is differentiated (`lossAndGrads` sets
+   * it and clears it after); undefined: no dropout (sampling, evaluation, proximal passes).
+   */
+  dropoutSeed: number | undefined
+  /** Seeds handed out so far; the next `lossAndGrads` uses `seed + draws`. */
+  draws: number
+  /** Base of the dropout seeds. */
+  readonly seed: number
+  /**
+   * Where the frozen weights come from (a Hugging Face model directory or a triad checkpoint),
+   * recorded in a checkpoint of the adapters so that loading it finds them.
+   */
+  readonly base: string | undefined
+}
+
+/** A weight by name: trained (`params`) or frozen (`frozen`). @throws ShapeError when the model has none. */
+export function weightOf(model: Transformer, name: string): tf.Variable {
+  const w = model.params.get(name) ?? model.frozen.get(name)
+  if (!w) throw new ShapeError(name, 'a weight of this model', [])
+  return w
+}
+
+/** Models whose frozen weights and rotary tables belong to another model (`withAdapters`). */
+const borrowed = new WeakSet<Transformer>()
 
 /** Fills in the defaults and checks a config. @throws ConfigError on a bad size. */
 export function fullConfig(config: TransformerConfig): FullTransformerConfig {
@@ -301,43 +350,121 @@ function ropeTables(config: FullTransformerConfig): {
   return { cos, sin, rot }
 }
 
+/** Options of `createTransformer`. */
+export interface CreateTransformerOptions {
+  /** Seed of `initWeights` (and of `initAdapters` under LoRA); default 0. */
+  seed?: number
+  /** Initial weights by name (see `paramShapes`); default `initWeights(config, seed)`. */
+  weights?: Record<string, Float32Array>
+  /**
+   * LoRA adapters on the projections (`lora.ts`): the weights are then frozen and only the
+   * adapters are parameters. Default: none (full fine-tuning).
+   */
+  lora?: LoraConfig
+  /** Initial adapters by name (see `adapterShapes`); default `initAdapters(config, lora, seed)`. */
+  adapters?: Record<string, Float32Array>
+  /** Under LoRA: the directory the weights came from (`LoraState.base`). */
+  base?: string
+}
+
+/** Variables from plain arrays, checked against their shapes; frees what it made on an error. */
+function variablesOf(
+  shapes: [string, number[]][],
+  data: Readonly<Record<string, Float32Array>>,
+  trainable: boolean,
+): Map<string, tf.Variable> {
+  const out = new Map<string, tf.Variable>()
+  for (const [name, shape] of shapes) {
+    const values = data[name]
+    const size = shape.reduce((a, b) => a * b, 1)
+    if (!values || values.length !== size) {
+      for (const p of out.values()) p.dispose()
+      throw new ShapeError(name, `${size} float32 values for [${shape.join(', ')}]`, [values?.length ?? 0])
+    }
+    const initial = tf.tensor(values, shape, 'float32')
+    out.set(name, tf.variable(initial, trainable, undefined, 'float32'))
+    initial.dispose() // tf.variable copies its initial value: without this every model took twice its size
+  }
+  return out
+}
+
+function loraState(config: FullLoraConfig, seed: number, base: string | undefined): LoraState {
+  return { config, scale: loraScale(config), dropoutSeed: undefined, draws: 0, seed, base }
+}
+
 /**
- * A model from a config and a seed (or given weights).
- * @param weights optional initial weights by name (see `paramShapes`); default `initWeights(config, seed)`.
- * @throws ConfigError on a bad config; ShapeError when a given weight has the wrong size.
+ * A model from a config and a seed (or given weights), optionally with LoRA adapters.
+ * @throws ConfigError on a bad config or LoRA setting; ShapeError when a given weight or adapter
+ *   has the wrong size.
  */
 export function createTransformer(
   config: TransformerConfig,
-  options: { seed?: number; weights?: Record<string, Float32Array> } = {},
+  options: CreateTransformerOptions = {},
 ): Transformer {
   const full = fullConfig(config)
-  const weights = options.weights ?? initWeights(full, options.seed ?? 0)
-  const params = new Map<string, tf.Variable>()
-  for (const [name, shape] of paramShapes(full)) {
-    const data = weights[name]
-    const size = shape.reduce((a, b) => a * b, 1)
-    if (!data || data.length !== size) {
-      for (const p of params.values()) p.dispose()
-      throw new ShapeError(name, `${size} float32 values for [${shape.join(', ')}]`, [data?.length ?? 0])
+  const lora = options.lora ? fullLoraConfig(options.lora) : undefined
+  const seed = options.seed ?? 0
+  const weights = options.weights ?? initWeights(full, seed)
+  const adapters = lora ? (options.adapters ?? initAdapters(full, lora, seed)) : undefined
+  const base = variablesOf(paramShapes(full), weights, !lora)
+  let params = base
+  if (lora && adapters) {
+    try {
+      params = variablesOf(adapterShapes(full, lora), adapters, true)
+    } catch (err) {
+      for (const p of base.values()) p.dispose()
+      throw err
     }
-    const initial = tf.tensor(data, shape, 'float32')
-    params.set(name, tf.variable(initial, true, undefined, 'float32'))
-    initial.dispose() // tf.variable copies its initial value: without this every model took twice its size
   }
   const hd = full.headDim
   const { cos, sin, rot } = ropeTables(full)
   return {
     config: full,
     params,
+    frozen: lora ? base : new Map(),
+    ...(lora ? { lora: loraState(lora, seed, options.base) } : {}),
     ropeCos: tf.tensor2d(cos, [full.contextLength, hd]),
     ropeSin: tf.tensor2d(sin, [full.contextLength, hd]),
     rotateHalf: tf.tensor2d(rot, [hd, hd]),
   }
 }
 
+/**
+ * A model that uses `base`'s weights, frozen and shared (not copied), with its own LoRA adapters:
+ * how a policy engine takes a new adapter version without a second copy of the base. Freeing it
+ * (`disposeTransformer`) frees the adapters alone; `base` must outlive it.
+ * @param base a model without adapters (its parameters become the frozen weights) or with them
+ *   (its frozen weights are shared, its adapters not).
+ * @param lora default `base.lora.config`.
+ * @param options.seed dropout seed base, options.base the weights' directory (default `base`'s).
+ * @throws ConfigError without LoRA settings or on a bad one; ShapeError on a misshapen adapter.
+ */
+export function withAdapters(
+  base: Transformer,
+  adapters: Record<string, Float32Array>,
+  lora: LoraConfig | undefined = base.lora?.config,
+  options: { seed?: number; base?: string } = {},
+): Transformer {
+  if (!lora) throw new ConfigError('lora', lora, 'withAdapters needs LoRA settings')
+  const full = fullLoraConfig(lora)
+  const model: Transformer = {
+    config: base.config,
+    params: variablesOf(adapterShapes(base.config, full), adapters, true),
+    frozen: base.lora ? base.frozen : base.params,
+    lora: loraState(full, options.seed ?? base.lora?.seed ?? 0, options.base ?? base.lora?.base),
+    ropeCos: base.ropeCos,
+    ropeSin: base.ropeSin,
+    rotateHalf: base.rotateHalf,
+  }
+  borrowed.add(model)
+  return model
+}
+
 /** Frees every tensor of a model. */
 export function disposeTransformer(model: Transformer): void {
   for (const p of model.params.values()) p.dispose()
+  if (borrowed.has(model)) return
+  for (const p of model.frozen.values()) p.dispose()
   model.ropeCos.dispose()
   model.ropeSin.dispose()
   model.rotateHalf.dispose()
@@ -467,15 +594,27 @@ function attention(
 
 function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContext): tf.Tensor2D {
   const { heads: h, kvHeads: kv, headDim: hd, normEps, mlpHidden: f } = model.config
-  const p = (name: string) => model.params.get(`layers.${i}.${name}`)!
+  const p = (name: string) => weightOf(model, `layers.${i}.${name}`)
+  // x W; a frozen W (LoRA) gets no gradient of its own
+  const wx = (input: tf.Tensor2D, name: string) =>
+    model.frozen.has(`layers.${i}.${name}`)
+      ? matmulFrozen(input, p(name) as tf.Tensor2D)
+      : matmul(input, p(name) as tf.Tensor2D)
   const n = x.shape[0]
   const { batch: b, steps: t } = ctx
+  const lora = (target: LoraTarget, input: tf.Tensor2D, y: tf.Tensor2D) =>
+    withLora(model, i, target, input, y)
 
   // Attention: x + W_o softmax(q k^T / sqrt(hd) + mask) v
   const a = rmsNorm(x, p('attn_norm'), normEps)
-  let qkv = matmul(a, p('qkv') as tf.Tensor2D)
+  let qkv = wx(a, 'qkv')
   if (model.config.qkvBias) qkv = tf.add(qkv, p('qkv_bias')) as tf.Tensor2D // Qwen2: x W + b
-  const [q2, k2, v2] = tf.split(qkv, [h * hd, kv * hd, kv * hd], 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
+  let [q2, k2, v2] = tf.split(qkv, [h * hd, kv * hd, kv * hd], 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]
+  if (model.lora) {
+    q2 = lora(LoraTarget.Query, a, q2)
+    k2 = lora(LoraTarget.Key, a, k2)
+    v2 = lora(LoraTarget.Value, a, v2)
+  }
   let q3 = tf.reshape(q2, [n, h, hd]) as tf.Tensor3D
   let k3 = tf.reshape(k2, [n, kv, hd]) as tf.Tensor3D
   if (model.config.qkNorm) {
@@ -489,14 +628,57 @@ function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContex
   const [k, v] = ctx.cache ? ctx.cache.append(i, kNew, vNew) : [kNew, vNew]
   const attn = attention(toHeads(q, b, t, h, hd), k, v, ctx.mask, h, ctx.attention) // [b*h, t, hd]
   const merged = tf.reshape(tf.transpose(tf.reshape(attn, [b, h, t, hd]), [0, 2, 1, 3]), [n, h * hd])
-  const x1 = tf.add(x, matmul(merged as tf.Tensor2D, p('attn_out') as tf.Tensor2D)) as tf.Tensor2D
+  const attnIn = merged as tf.Tensor2D
+  const o = lora(LoraTarget.Output, attnIn, wx(attnIn, 'attn_out'))
+  const x1 = tf.add(x, o) as tf.Tensor2D
 
   // Gated MLP: x + W_down (silu(x W_gate) * x W_up)   (Shazeer 2020, eq. 6)
   const m = rmsNorm(x1, p('mlp_norm'), normEps)
-  const gu = matmul(m, p('gate_up') as tf.Tensor2D)
-  const [gate, up] = tf.split(gu, [f, f], 1)
-  const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) // silu(g) * u
-  return tf.add(x1, matmul(hidden as tf.Tensor2D, p('down') as tf.Tensor2D)) as tf.Tensor2D
+  const gu = wx(m, 'gate_up')
+  let [gate, up] = tf.split(gu, [f, f], 1) as [tf.Tensor2D, tf.Tensor2D]
+  if (model.lora) {
+    gate = lora(LoraTarget.Gate, m, gate)
+    up = lora(LoraTarget.Up, m, up)
+  }
+  const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D // silu(g) * u
+  return tf.add(x1, lora(LoraTarget.Down, hidden, wx(hidden, 'down'))) as tf.Tensor2D
+}
+
+/** Position of each target in the dropout seed of a layer. */
+const TARGET_INDEX: Readonly<Record<LoraTarget, number>> = {
+  q_proj: 0,
+  k_proj: 1,
+  v_proj: 2,
+  o_proj: 3,
+  gate_proj: 4,
+  up_proj: 5,
+  down_proj: 6,
+}
+
+/**
+ * A projection's output `y = x W` plus its adapter's update when `target` has one:
+ * `y + (alpha / rank) (dropout(x) A) B` (Hu et al. 2021, eq. 3, in triad's `x W` orientation; the
+ * dropout on the adapter's input as in PEFT, only while `lossAndGrads` takes gradients).
+ * @param x `[n, in]`; `y` `[n, out]`; returns `[n, out]`.
+ */
+function withLora(model: Transformer, layer: number, target: LoraTarget, x: tf.Tensor2D, y: tf.Tensor2D) {
+  const lora = model.lora
+  if (!lora) return y
+  const a = model.params.get(adapterName(layer, target, 'a'))
+  if (!a) return y
+  const b = model.params.get(adapterName(layer, target, 'b'))! as tf.Tensor2D
+  const p = lora.config.dropout
+  const input =
+    lora.dropoutSeed !== undefined && p > 0
+      ? (tf.dropout(
+          x,
+          p,
+          undefined,
+          lora.dropoutSeed * 131 + layer * 7 + TARGET_INDEX[target],
+        ) as tf.Tensor2D)
+      : x
+  const update = matmul(matmul(input, a as tf.Tensor2D), b) // (x A) B, [n, out]
+  return tf.add(y, tf.mul(update, lora.scale)) as tf.Tensor2D // x W + (alpha / r) x A B
 }
 
 /** Options of `forward`. */
@@ -576,12 +758,12 @@ export function hiddenStates(
     cache,
     attention: options.attention ?? AttentionMode.Auto,
   }
-  let x = embedLookup(model.params.get('embed')!, flatIds)
+  let x = embedLookup(weightOf(model, 'embed'), flatIds)
   for (let i = 0; i < model.config.layers; i++) x = block(model, i, x, ctx)
   if (cache) cache.advance(t)
   if (options.lastOnly)
     x = tf.reshape(tf.slice(tf.reshape(x, [b, t, width]), [0, t - 1, 0], [b, 1, width]), [b, width])
-  return rmsNorm(x, model.params.get('final_norm')!, normEps)
+  return rmsNorm(x, weightOf(model, 'final_norm'), normEps)
 }
 
 /**
@@ -663,14 +845,17 @@ const LARGE_HEAD_VALUES = 2 ** 24
  */
 function projectOut(model: Transformer, h: tf.Tensor2D): tf.Tensor2D {
   const w = outputWeight(model)
-  if (w.size >= LARGE_HEAD_VALUES && h.shape[0] <= 8) return tf.matMul(h, w, false, true)
+  const flagRows = w.size >= LARGE_HEAD_VALUES ? 8 : 0
+  // a frozen head (LoRA): no [width, vocab] gradient and transpose in the backward pass
+  if (model.frozen.has(model.config.tiedEmbeddings ? 'embed' : 'lm_head'))
+    return matmulTFrozen(h, w, flagRows)
+  if (h.shape[0] <= flagRows) return tf.matMul(h, w, false, true)
   return matmul(h, tf.transpose(w))
 }
 
 /** The output projection `[vocabSize, width]`: `lm_head` when untied, else the embedding. */
 export function outputWeight(model: Transformer): tf.Tensor2D {
-  return (model.params.get(model.config.tiedEmbeddings ? 'embed' : 'lm_head') ??
-    model.params.get('embed')!) as tf.Tensor2D
+  return weightOf(model, model.config.tiedEmbeddings ? 'embed' : 'lm_head') as tf.Tensor2D
 }
 
 /**

@@ -17,7 +17,10 @@ const AssistantStepSchema = z.object({
   tool_calls: z.array(ToolCallSchema).optional(),
 })
 
-/** One step to judge: the task, the conversation before the step, and the step itself. */
+/**
+ * One step to judge: the task, the conversation before the step, the step itself, and what the
+ * environment answered it.
+ */
 export const JudgeStepSchema = z.object({
   /** Task name, for example `calc`. */
   task: z.string().min(1),
@@ -25,6 +28,11 @@ export const JudgeStepSchema = z.object({
   history: z.array(ChatMessageSchema),
   /** The assistant step being judged. */
   step: AssistantStepSchema,
+  /**
+   * The tool messages that answered the step (its observation: a value, an error, `blocked`,
+   * `wrong`); judged with the step when present. Absent: the step is judged before its effect.
+   */
+  result: z.array(ChatMessageSchema).optional(),
 })
 export type JudgeStep = z.infer<typeof JudgeStepSchema>
 

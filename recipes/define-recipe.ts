@@ -4,6 +4,8 @@ import {
   DEFAULT_L_BUF,
   DEFAULT_L_MAX,
   type ParsedRecipe,
+  RENAMED_FIELDS,
+  RETIRED_FIELDS,
   type RecipeInput,
   RecipeSchema,
 } from './recipe-schema.ts'
@@ -109,11 +111,14 @@ export function issuesFromZod(error: z.ZodError, schema: z.ZodType = RecipeSchem
     switch (issue.code) {
       case 'unrecognized_keys': {
         const valid = fieldsAt(schema, issue.path)
-        for (const key of issue.keys)
+        for (const key of issue.keys) {
+          const at = formatPath([...issue.path, key])
+          const retired = schema === RecipeSchema ? RETIRED_FIELDS[at.replace(/\[\d+\]/g, '[]')] : undefined
           out.push({
-            path: formatPath([...issue.path, key]),
-            message: `unknown field${valid.length ? `; valid fields: ${valid.join(', ')}` : ''}`,
+            path: at,
+            message: retired ?? `unknown field${valid.length ? `; valid fields: ${valid.join(', ')}` : ''}`,
           })
+        }
         break
       }
       case 'too_small':
@@ -194,12 +199,6 @@ function crossFieldIssues(r: ParsedRecipe): CrossFieldIssue[] {
       add(`tasks[${i}].difficulty.start`, `must be <= difficulty.max (${d.max})`, [
         `tasks[${i}].difficulty.max`,
       ])
-    if (r.evaluation.instancesPerTask > t.evalSize)
-      add(
-        `tasks[${i}].evalSize`,
-        `must be >= evaluation.instancesPerTask (${r.evaluation.instancesPerTask}): the eval split is too small`,
-        ['evaluation.instancesPerTask'],
-      )
   })
 
   const m = r.model
@@ -402,13 +401,48 @@ export function isRecipe(value: unknown): value is Recipe {
   return typeof value === 'object' && value !== null && made.has(value)
 }
 
-/** A stored recipe (`recipe.json`, a recipe value) without its `derived` block, which is recomputed. */
+/**
+ * A stored recipe (`recipe.json`, a recipe value) without its `derived` block, which is recomputed,
+ * and with the fields an older triad wrote under another name (`RENAMED_FIELDS`) under the new one.
+ */
 function storedSettings(value: unknown): unknown {
-  if (value && typeof value === 'object' && !Array.isArray(value) && 'derived' in value) {
-    const { derived: _derived, ...settings } = value as Record<string, unknown>
-    return settings
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return value
+  const { derived: _derived, ...settings } = value as Record<string, unknown>
+  return withRenamedFields(settings)
+}
+
+/** `settings` (copied where changed) with each field of `RENAMED_FIELDS` moved to its new path. */
+function withRenamedFields(settings: Record<string, unknown>): Record<string, unknown> {
+  let out = settings
+  for (const [from, to] of Object.entries(RENAMED_FIELDS)) {
+    const fromKeys = from.split('.')
+    const parent = fromKeys.slice(0, -1).reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], out)
+    const last = fromKeys.at(-1)!
+    if (!parent || typeof parent !== 'object' || !(last in parent)) continue
+    const { [last]: moved, ...rest } = parent as Record<string, unknown>
+    out = copyPlain(out) as Record<string, unknown>
+    setAt(out, fromKeys.slice(0, -1), rest)
+    const toKeys = to.split('.')
+    const target = toKeys.slice(0, -1).reduce<Record<string, unknown>>((o, k) => {
+      o[k] = o[k] && typeof o[k] === 'object' ? o[k] : {}
+      return o[k] as Record<string, unknown>
+    }, out)
+    target[toKeys.at(-1)!] = moved
   }
-  return value
+  return out
+}
+
+/** Sets the value at `keys` of a plain object (the root when `keys` is empty: its fields replaced). */
+function setAt(root: Record<string, unknown>, keys: readonly string[], value: Record<string, unknown>): void {
+  if (keys.length === 0) {
+    for (const k of Object.keys(root)) delete root[k]
+    Object.assign(root, value)
+    return
+  }
+  const parent = keys
+    .slice(0, -1)
+    .reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, root)
+  parent[keys.at(-1)!] = value
 }
 
 /** `checkRecipe` of a stored recipe (`recipe.json`): its `derived` block is dropped and recomputed. */

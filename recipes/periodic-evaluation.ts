@@ -13,7 +13,7 @@ import type { ResolvedRecipe } from './task-catalog.ts'
 /**
  * The held-out evaluation settings of a run, the same for every evaluation of it (periodic and
  * final, so their numbers compare): each task at its starting level, `evaluation.k` samples of
- * `evaluation.instancesPerTask` instances, the rollout's turn length and temperature, and one seed.
+ * `evaluation.instancesPerTask` instances, the rollout's turn length, temperature and top-p, and one seed.
  */
 export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings, 'onProgress'> {
   return {
@@ -22,6 +22,7 @@ export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings
     instances: recipe.evaluation.instancesPerTask,
     maxNewTokens: recipe.pipeline.maxNewTokens,
     temperature: recipe.pipeline.temperature,
+    top_p: recipe.pipeline.top_p,
     seed: recipe.seed + 4242,
   }
 }

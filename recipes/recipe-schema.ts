@@ -48,8 +48,6 @@ export const TaskSchema = z.strictObject({
   weight: positive().default(1),
   /** Difficulty levels (see `DifficultySchema`). */
   difficulty: DifficultySchema.prefault({}),
-  /** Number of held-out instances (seeds) in the task's eval split (default 64). */
-  evalSize: int(1).default(64),
 })
 
 /** The policy model (a decoder-only transformer; DESIGN.md "Policy model"). */
@@ -189,13 +187,17 @@ export const RlSchema = z.strictObject({
   overlong: OverlongSchema.prefault({}),
   /** KL to the reference policy (`beta` 0 = off, estimator `k3`). */
   kl: KlSchema.prefault({}),
-  /** Entropy bonus coefficient (default 0). */
-  entropy: z.number().min(0).default(0),
-  /** AdamW learning rate (default 1e-4). */
+  /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy` (default 0). */
+  entropyCoef: z.number().min(0).default(0),
+  /**
+   * AdamW learning rate (default 1e-4). `lr`, `weightDecay` and `gradClip` set the policy's AdamW
+   * and the reward model's in its consistency training (the cold starts keep their own `lr` and
+   * AdamW's defaults, weight decay 0.01 and clip 1.0).
+   */
   lr: positive().default(1e-4),
-  /** AdamW decoupled weight decay (default 0.01). */
+  /** AdamW decoupled weight decay (Loshchilov & Hutter 2019; default 0.01). */
   weightDecay: z.number().min(0).default(0.01),
-  /** Global gradient-norm clip (default 1.0). */
+  /** Global gradient-norm clip: gradients are scaled to at most this L2 norm (default 1.0). */
   gradClip: positive().default(1.0),
   /** Task advantage normalization after the group normalization (AgentRL; default on). */
   taskAdvantageNorm: z.boolean().default(true),
@@ -252,8 +254,9 @@ export const StepRewardSchema = z.strictObject({
   /** `m`: judgements of each step by the reward model (default 3). */
   m: int(1).default(3),
   /**
-   * Trust gate: a learner batch uses step rewards only when its judgements reach this balanced
-   * accuracy against the tasks' step labels; otherwise outcome rewards alone (default 0.6; 0: off).
+   * Trust gate: a learner batch uses step rewards only when the reward model's online balanced
+   * accuracy against the tasks' step labels (over its newest 256 labelled judgements) reaches this;
+   * otherwise outcome rewards alone (default 0.6; 0: off).
    */
   minAccuracy: probability().default(0.6),
   /**
@@ -323,7 +326,10 @@ export const EvaluationSchema = z.strictObject({
   every: int(0).default(25),
   /** `k`: samples per instance for avg@k and pass@k (default 8). */
   k: int(1).default(8),
-  /** Held-out instances per task at each evaluation; at most each task's `evalSize` (default 16). */
+  /**
+   * Held-out instances per task at each evaluation: indices 0..n-1 of the task's eval split (the
+   * instances whose key hashes into the held-out share; the run checks the task makes them; default 16).
+   */
   instancesPerTask: int(1).default(16),
 })
 
@@ -373,3 +379,38 @@ export const RecipeSchema = z.strictObject({
 export type RecipeInput = z.input<typeof RecipeSchema>
 /** A parsed recipe with every default filled in (derived sizes not yet added). */
 export type ParsedRecipe = z.output<typeof RecipeSchema>
+
+/**
+ * Recipe fields that were renamed, old path to new (`[]` for any list index). A recipe that uses
+ * an old one gets an error naming the new one; a stored `recipe.json` of an older run is read with
+ * the new names (`storedSettings` in `define-recipe.ts`), so such a run still resumes.
+ */
+export const RENAMED_FIELDS: Readonly<Record<string, string>> = Object.freeze({
+  'rl.entropy': 'rl.entropyCoef',
+})
+
+/**
+ * Fields a recipe may not spell so, by path (`[]` for any list index), with what to write instead:
+ * the renamed fields (`RENAMED_FIELDS`), other spellings of a field's concept that the code or the
+ * literature uses (`rl.eps_high` for `rl.eps_high`), and fields that were removed. `checkRecipe`
+ * reports such a field with this line instead of "unknown field".
+ */
+export const RETIRED_FIELDS: Readonly<Record<string, string>> = Object.freeze({
+  ...Object.fromEntries(Object.entries(RENAMED_FIELDS).map(([from, to]) => [from, `renamed to ${to}`])),
+  ...Object.fromEntries(
+    Object.entries({
+      'rl.epsLow': 'rl.eps_low',
+      'rl.epsHigh': 'rl.eps_high',
+      'rl.dualClip': 'rl.c',
+      'rl.klCoef': 'rl.kl.beta',
+      'rl.kl.klCoef': 'rl.kl.beta',
+      'rl.maxGradNorm': 'rl.gradClip',
+      'rl.overlong.maxLength': 'rl.overlong.L_max',
+      'rl.overlong.bufferLength': 'rl.overlong.L_buf',
+      'pipeline.topP': 'pipeline.top_p',
+      'pipeline.minGroups': 'pipeline.minBatchGroups',
+    }).map(([other, field]) => [other, `the recipe spells it ${field}`]),
+  ),
+  'tasks[].evalSize':
+    'removed: it changed nothing (the eval split is made by content, and evaluation.instancesPerTask says how many held-out instances are played)',
+})

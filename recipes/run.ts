@@ -81,6 +81,18 @@ export function inProcessLine(why: 'asked' | 'no-nats-server', offPath?: string)
   return `nats-server not found on PATH${found}: ${what}; install nats-server (apt-get install nats-server) to spread roles over processes and machines`
 }
 
+/** Learner steps of a run whose budget gives only a time limit: in effect none. */
+export const UNBOUNDED_STEPS = 1_000_000
+
+/**
+ * The run's stop conditions from `budget`: the learner steps (`budget.maxSteps`, else
+ * `UNBOUNDED_STEPS`) and the wall-clock limit in ms (`budget.maxMinutes`; absent: none).
+ */
+export function runBudgetOf(recipe: Pick<ResolvedRecipe, 'budget'>): { maxSteps: number; maxMs?: number } {
+  const { maxSteps, maxMinutes } = recipe.budget
+  return { maxSteps: maxSteps ?? UNBOUNDED_STEPS, ...(maxMinutes ? { maxMs: maxMinutes * 60_000 } : {}) }
+}
+
 /**
  * Runs a recipe end to end in `runDir`: a learner (cold-start SFT, then GRPO-TCR) and a rollout
  * side (environments, fresh and stale engines, agent loops); every metric goes to `metrics.jsonl`.
@@ -103,7 +115,7 @@ export async function startRun(
   options: StartRunOptions,
 ): Promise<RunSummary> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
-  const maxSteps = recipe.budget.maxSteps ?? 1_000_000
+  const { maxSteps, maxMs: budgetMs } = runBudgetOf(recipe)
   const config = nodeConfigOf(recipe, dir, maxSteps)
   let server: NatsServer | undefined
   let serverSupervision: NatsServerSupervision | undefined
@@ -167,7 +179,6 @@ export async function startRun(
     ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e))
     : startInProcess(transport as InProcessTransport, config, dir, log)
 
-  const budgetMs = recipe.budget.maxMinutes ? recipe.budget.maxMinutes * 60_000 : undefined
   let timer: NodeJS.Timeout | undefined
   const outOfTime = new Promise<'time'>((resolve) => {
     if (budgetMs) timer = setTimeout(() => resolve('time'), budgetMs)

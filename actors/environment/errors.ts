@@ -110,10 +110,13 @@ export class PolicyEndpointError extends Error {
   override name = 'PolicyEndpointError'
   readonly url: string
   readonly status: number | undefined
-  constructor(url: string, message: string, status?: number, cause?: unknown) {
-    super(`${url}: ${message}`, { cause })
+  /** What answered, or why nothing did (the message without the URL). */
+  readonly detail: string
+  constructor(url: string, detail: string, status?: number, cause?: unknown) {
+    super(`${url}: ${detail}`, { cause })
     this.url = url
     this.status = status
+    this.detail = detail
   }
 }
 
@@ -149,5 +152,23 @@ export class SandboxCheckError extends ProtocolError {
     this.task = task
     this.where = where
     this.detail = detail
+  }
+}
+
+/**
+ * An OpenAI-compatible policy endpoint failed the start check of `triad collect` and `triad eval
+ * --policy` (`checkPolicyEndpoint`): one line naming the URL, the model and what answered.
+ */
+export class PolicyEndpointCheckError extends Error {
+  override name = 'PolicyEndpointCheckError'
+  readonly url: string
+  readonly model: string
+  constructor(url: string, model: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      `policy endpoint ${url} (model '${model}') failed the start check (one chat completion with the task's tools): ${detail}`,
+      { cause: options?.cause },
+    )
+    this.url = url
+    this.model = model
   }
 }

@@ -1,3 +1,4 @@
+import { describeError, oneLine } from './error-text.ts'
 import { SandboxCheckError } from './errors.ts'
 import type { TaskRegistry } from './registry.ts'
 import type { AnyTask } from './task.ts'
@@ -8,30 +9,6 @@ const CHECK_PROGRAM = 'print(6 * 7)'
 const CHECK_STDOUT = '42'
 /** Wall-clock limit of the check program, s. */
 const CHECK_TIMEOUT_S = 10
-/** Most characters of what answered that the error line quotes. */
-const DETAIL_CHARS = 300
-
-/** `text` on one line (newlines and runs of blanks as one space), cut to `DETAIL_CHARS`. */
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > DETAIL_CHARS ? `${flat.slice(0, DETAIL_CHARS)}...` : flat
-}
-
-/**
- * An error's message with the messages of its causes that it does not already contain, in
- * parentheses (fetch says only `fetch failed`; its cause says `bad port` or `connect ECONNREFUSED`).
- */
-function describeError(err: unknown): string {
-  let text = err instanceof Error ? err.message : String(err)
-  let cause = err instanceof Error ? err.cause : undefined
-  for (let depth = 0; cause !== undefined && depth < 4; depth++) {
-    const m = cause instanceof Error ? cause.message : String(cause)
-    if (m && !text.includes(m)) text += ` (${m})`
-    cause = cause instanceof Error ? cause.cause : undefined
-  }
-  return text
-}
-
 /**
  * The start check of every task that declares a code sandbox (`Task.sandbox`): a real program
  * (`print(6 * 7)`) through a runner opened as the task's episodes open theirs (the HTTP sandbox of

@@ -1,5 +1,6 @@
 import { avgAtK, ContinuousBatcher, passAtKOver, type Tokenizer, type Transformer } from '../../gpu/index.ts'
-import { getTask, playEpisode } from '../environment/index.ts'
+import { getTask, type Policy, playEpisode } from '../environment/index.ts'
+import { playBounded } from './bounded-play.ts'
 import { ModelPolicy } from './model-policy.ts'
 
 /** What to evaluate. */
@@ -13,7 +14,7 @@ export interface EvaluationSettings {
   maxNewTokens: number
   /** Sampling temperature (1: the policy's own distribution, as in training). */
   temperature: number
-  topP?: number
+  top_p?: number
   /** Most sequences decoded together. */
   maxBatch?: number
   seed: number
@@ -41,6 +42,9 @@ export interface EvaluationRow {
   turns: number
 }
 
+/** The policy that plays sample `sample` of held-out instance `index` of `task`. */
+export type EvalPolicyFor = (task: string, index: number, sample: number) => Policy
+
 /**
  * avg@k and pass@k on the held-out split: k sampled episodes of each of `instances` eval
  * instances per task, all played at once through one continuous batcher. `tokenizer` must be the
@@ -52,60 +56,87 @@ export async function evaluatePolicy(
   settings: EvaluationSettings,
 ): Promise<EvaluationRow[]> {
   const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })
-  const total = settings.tasks.length * settings.instances * settings.k
-  let done = 0
   try {
-    const rows: EvaluationRow[] = []
-    const perTask = await Promise.all(
-      settings.tasks.map(async (entry) => {
-        const task = getTask(entry.name)
-        const difficulty = entry.difficulty ?? task.difficulty.default
-        const episodes = await Promise.all(
-          Array.from({ length: settings.instances }, (_, index) =>
-            Promise.all(
-              Array.from({ length: settings.k }, async (_, sample) => {
-                const policy = new ModelPolicy(batcher, tokenizer, model.config.contextLength, {
-                  maxNewTokens: settings.maxNewTokens,
-                  temperature: settings.temperature,
-                  topP: settings.topP ?? 1,
-                  seed: settings.seed + index * 1_009 + sample * 7_919,
-                })
-                const t = await playEpisode(task, { index, difficulty, split: 'eval' }, policy)
-                settings.onProgress?.(++done, total)
-                return {
-                  success: (t.metrics.success ?? (t.reward > 0 ? 1 : 0)) > 0,
-                  reward: t.reward,
-                  turns: t.stepGood.length,
-                }
-              }),
-            ),
-          ),
-        )
-        return { task: entry.name, difficulty, episodes }
-      }),
+    return await evaluateEpisodes(
+      settings,
+      (_task, index, sample) =>
+        new ModelPolicy(batcher, tokenizer, model.config.contextLength, {
+          maxNewTokens: settings.maxNewTokens,
+          temperature: settings.temperature,
+          top_p: settings.top_p ?? 1,
+          seed: settings.seed + index * 1_009 + sample * 7_919,
+        }),
+      Infinity,
     )
-    for (const { task, difficulty, episodes } of perTask) {
-      const avg = avgAtK(episodes.map((samples) => samples.map((s) => s.success)))
-      const pass = passAtKOver(
-        episodes.map((samples) => ({ n: samples.length, c: samples.filter((s) => s.success).length })),
-        settings.k,
-      )
-      const flat = episodes.flat()
-      rows.push({
-        task,
-        difficulty,
-        n: settings.instances,
-        k: settings.k,
-        avg_at_k: avg.mean,
-        avg_at_k_se: avg.stderr,
-        pass_at_k: pass.mean,
-        pass_at_k_se: pass.stderr,
-        reward: flat.reduce((a, s) => a + s.reward, 0) / flat.length,
-        turns: flat.reduce((a, s) => a + s.turns, 0) / flat.length,
-      })
-    }
-    return rows
   } finally {
     await batcher.close?.()
   }
+}
+
+/**
+ * avg@k and pass@k of any policy on the held-out split (`evaluatePolicy` for a model; `triad eval
+ * --policy openai:URL` for a served one): k episodes of each of `settings.instances` eval
+ * instances (indices 0..n-1) per task, at most `concurrency` at once. Only `tasks`, `k`,
+ * `instances` and `onProgress` of `settings` are read here; sampling is the policy's.
+ * @throws the first error of an episode (`PolicyEndpointError` of an endpoint that failed mid-way).
+ */
+export async function evaluateEpisodes(
+  settings: Pick<EvaluationSettings, 'tasks' | 'k' | 'instances' | 'onProgress'>,
+  policyFor: EvalPolicyFor,
+  concurrency: number,
+): Promise<EvaluationRow[]> {
+  const total = settings.tasks.length * settings.instances * settings.k
+  let done = 0
+  const jobs = settings.tasks.flatMap((entry) => {
+    const task = getTask(entry.name)
+    const difficulty = entry.difficulty ?? task.difficulty.default
+    return Array.from({ length: settings.instances * settings.k }, (_, j) => ({
+      task,
+      difficulty,
+      index: Math.floor(j / settings.k),
+      sample: j % settings.k,
+    }))
+  })
+  const outcomes = await playBounded(jobs, concurrency, async (job) => {
+    const t = await playEpisode(
+      job.task,
+      { index: job.index, difficulty: job.difficulty, split: 'eval' },
+      policyFor(job.task.name, job.index, job.sample),
+    )
+    settings.onProgress?.(++done, total)
+    return {
+      success: (t.metrics.success ?? (t.reward > 0 ? 1 : 0)) > 0,
+      reward: t.reward,
+      turns: t.stepGood.length,
+    }
+  })
+  const rows: EvaluationRow[] = []
+  let at = 0
+  for (const entry of settings.tasks) {
+    const difficulty = entry.difficulty ?? getTask(entry.name).difficulty.default
+    const episodes = Array.from({ length: settings.instances }, () => {
+      const samples = outcomes.slice(at, at + settings.k)
+      at += settings.k
+      return samples
+    })
+    const avg = avgAtK(episodes.map((samples) => samples.map((s) => s.success)))
+    const pass = passAtKOver(
+      episodes.map((samples) => ({ n: samples.length, c: samples.filter((s) => s.success).length })),
+      settings.k,
+    )
+    const flat = episodes.flat()
+    rows.push({
+      task: entry.name,
+      difficulty,
+      n: settings.instances,
+      k: settings.k,
+      avg_at_k: avg.mean,
+      avg_at_k_se: avg.stderr,
+      pass_at_k: pass.mean,
+      pass_at_k_se: pass.stderr,
+      reward: flat.reduce((a, s) => a + s.reward, 0) / flat.length,
+      turns: flat.reduce((a, s) => a + s.turns, 0) / flat.length,
+    })
+  }
+  return rows
 }

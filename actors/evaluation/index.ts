@@ -1,2 +1,3 @@
+export * from './bounded-play.ts'
 export * from './evaluate.ts'
 export * from './model-policy.ts'

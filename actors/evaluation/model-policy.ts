@@ -6,7 +6,7 @@ import type { Policy } from '../environment/index.ts'
 export interface ModelPolicySettings {
   maxNewTokens: number
   temperature: number
-  topP: number
+  top_p: number
   /** Seed of this policy's samples (each turn adds its index). */
   seed: number
 }
@@ -42,7 +42,7 @@ export class ModelPolicy implements Policy {
     const out = await this.batcher.submit(prompt, {
       maxNewTokens: Math.min(this.settings.maxNewTokens, room),
       temperature: this.settings.temperature,
-      topP: this.settings.topP,
+      top_p: this.settings.top_p,
       stopTokens: [...this.chat.stopTokens],
       seed: (this.settings.seed * 997 + this.turn++) | 0,
     })

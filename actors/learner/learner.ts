@@ -21,6 +21,7 @@ import {
   setWeights,
   type Tokenizer,
   type Transformer,
+  withAdapters,
 } from '../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from './batch.ts'
@@ -105,7 +106,8 @@ export class Learner {
   readonly model: Transformer
   readonly reference: Transformer | undefined
   readonly config: RlStepConfig
-  private readonly optimizer: AdamW
+  /** The policy's AdamW (its settings from `LearnerOptions.optimizer`). */
+  readonly optimizer: AdamW
   private readonly tokenizer: Tokenizer
   private readonly schedule: LrSchedule
   private readonly options: LearnerOptions
@@ -124,9 +126,13 @@ export class Learner {
 
   /** Builds a learner (copying the reference weights when `reference` is `copy`). */
   static async create(options: LearnerOptions): Promise<Learner> {
+    const model = options.model
+    // Under LoRA the copy shares the frozen base and copies only the adapters.
     const reference =
       options.reference === 'copy'
-        ? createTransformer(options.model.config, { weights: await getWeights(options.model) })
+        ? model.lora
+          ? withAdapters(model, await getWeights(model))
+          : createTransformer(model.config, { weights: await getWeights(model) })
         : options.reference
     return new Learner(options, reference)
   }
@@ -178,7 +184,8 @@ export class Learner {
   }
 
   /**
-   * Writes model (`model.safetensors`, `config.json`, `tokenizer.json`), optimizer moments and the
+   * Writes model (`model.safetensors`, `config.json`, `tokenizer.json`; under LoRA the adapters
+   * alone, `gpu/checkpoint.ts`), optimizer moments (of the adapters alone under LoRA) and the
    * version to `dir` (default `<checkpointDir>/step-<version>`); `learner.json` goes last.
    * The directory becomes `lastCheckpoint`.
    * @throws LearnerCheckpointError when no directory is known or writing fails.
@@ -232,6 +239,12 @@ export class Learner {
         throw new LearnerCheckpointError(
           dir,
           `model config ${JSON.stringify(read.config)} differs from the learner's ${JSON.stringify(this.model.config)}`,
+        )
+      }
+      if (JSON.stringify(read.lora) !== JSON.stringify(this.model.lora?.config)) {
+        throw new LearnerCheckpointError(
+          dir,
+          `LoRA settings ${JSON.stringify(read.lora ?? 'none')} differ from the learner's ${JSON.stringify(this.model.lora?.config ?? 'none')}`,
         )
       }
       weights = read.weights

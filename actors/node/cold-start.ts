@@ -78,7 +78,7 @@ export function sftEpisodes(episodes: readonly ExpertEpisode[]): { kept: ExpertE
 
 /**
  * The cold-start SFT's conversations: the scripted experts' episodes (`played`, or played now:
- * `sft.episodesPerTask` per task) unless `sft.experts` is false, then every row of `sft.datasets`
+ * `sft.expertTrajectoriesPerTask` per task) unless `sft.experts` is false, then every row of `sft.datasets`
  * in order (`readSftDatasets`), all rendered alike by `expertExamples`.
  * @throws SftDatasetError at the first bad dataset row (before anything is trained).
  */
@@ -88,7 +88,9 @@ export async function sftTrainingEpisodes(
 ): Promise<{ episodes: ExpertEpisode[]; fromDatasets: number }> {
   const fromDatasets = await readSftDatasets(config.sft.datasets ?? [])
   const experts =
-    config.sft.experts === false ? [] : (played ?? (await playExperts(config, config.sft.episodesPerTask)))
+    config.sft.experts === false
+      ? []
+      : (played ?? (await playExperts(config, config.sft.expertTrajectoriesPerTask)))
   return { episodes: [...experts, ...fromDatasets], fromDatasets: fromDatasets.length }
 }
 
@@ -121,7 +123,7 @@ export function expertExamples(
 
 /**
  * Fewest expert episodes per task the run's byte-pair merges are learned from (more when the SFT
- * plays more); the SFT trains on `sft.episodesPerTask` of them (`firstEpisodesPerTask`).
+ * plays more); the SFT trains on `sft.expertTrajectoriesPerTask` of them (`firstEpisodesPerTask`).
  */
 export const TOKENIZER_CORPUS_PER_TASK = 64
 

@@ -1,6 +1,6 @@
-import type { RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
+import type { AdamWConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
-import type { TaskMixEntry } from '../rollout/rollout.ts'
+import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
 import type { TriadSwitches } from '../triad/index.ts'
 import type { SftDataset } from './sft-dataset.ts'
 
@@ -8,7 +8,7 @@ import type { SftDataset } from './sft-dataset.ts'
 export interface NodeTriadConfig extends TriadSwitches {
   /**
    * Learner steps between difficulty decisions: the env adapter measures a task's accuracy over
-   * windows of `adaptEvery * minGroups * groupSize` episodes (one task level per task).
+   * windows of `adaptEvery * minBatchGroups * groupSize` episodes (one task level per task).
    */
   adaptEvery: number
   /** Accuracy at or above which a task gets harder. */
@@ -32,9 +32,9 @@ export interface RewardModelSftConfig {
   /** Most optimizer steps. */
   steps: number
   /** Expert episodes per task whose steps are the training data. */
-  episodesPerTask: number
+  expertTrajectoriesPerTask: number
   /** Expert episodes per task (other seeds) whose steps measure accuracy before and after. */
-  heldOutEpisodesPerTask: number
+  heldOutTrajectoriesPerTask: number
   /** Per-step probability of an expert mistake (bad steps to learn from). */
   errorRate: number
   /** Share of expert episodes that end solved (the others end with a bad answer step). */
@@ -46,6 +46,9 @@ export interface RewardModelSftConfig {
   /** Initial weights: a copy of the policy's (`policy`), or the reward model's seed ones (`seed`). */
   init: 'policy' | 'seed'
 }
+
+/** The AdamW settings a recipe gives (`rl.weightDecay`, `rl.gradClip`); the moments' betas keep their defaults. */
+export type PolicyOptimizerConfig = Required<Pick<AdamWConfig, 'weightDecay' | 'gradClip'>>
 
 /**
  * What every node of a run needs to know, resolved from the recipe by `triad run` and written to
@@ -69,7 +72,7 @@ export interface NodeConfig {
   sft: {
     enabled: boolean
     /** Expert episodes per task: the SFT data (the tokenizer may learn from more, see `learner-node.ts`). */
-    episodesPerTask: number
+    expertTrajectoriesPerTask: number
     /** Per-step probability of an expert mistake it then recovers from. */
     errorRate: number
     /** Share of expert episodes that end solved. */
@@ -90,9 +93,15 @@ export interface NodeConfig {
   rl: {
     /** G: samples per task instance. */
     groupSize: number
+    /** AdamW learning rate of the policy, and of the reward model's consistency training. */
     lr: number
-    /** GRPO-TCR settings (defaults: DemyAgent). */
-    step: Partial<RlStepConfig>
+    /**
+     * AdamW settings of the policy (decoupled weight decay, global grad-norm clip), and of the
+     * reward model's consistency training: the `Learner`'s and the `RewardModelLearner`'s optimizer.
+     */
+    optimizer: PolicyOptimizerConfig
+    /** GRPO-TCR settings, every one given (the recipe's, or `RL_STEP_DEFAULTS`). */
+    step: RlStepConfig
   }
   pipeline: {
     mode: 'async' | 'sync'
@@ -107,9 +116,9 @@ export interface NodeConfig {
     /** Groups more than this many versions behind are dropped. */
     stalenessBound: number
     /** Least groups per learner step (async); exactly this many in sync mode. */
-    minGroups: number
+    minBatchGroups: number
     /** Most groups per learner step (async). */
-    maxGroups: number
+    maxBatchGroups: number
     /** Buffer bound of the trajectory stream, groups. */
     bufferGroups: number
     /** Agent loops in flight. */
@@ -117,7 +126,7 @@ export interface NodeConfig {
     maxTurns: number
     maxNewTokens: number
     temperature: number
-    topP: number
+    top_p: number
     checkpointEvery: number
     /** Step checkpoints kept; older ones are deleted (never `sft/` nor the latest). Absent: all. */
     keepCheckpoints?: number
@@ -128,4 +137,44 @@ export interface NodeConfig {
   maxSteps: number
   /** Dynamic triad switches; absent: every part off (outcome-reward GRPO on fixed tasks). */
   triad?: NodeTriadConfig
+}
+
+/** Attempts of an episode whose environment session failed before it counts as failed. */
+export const ROLLOUT_ATTEMPTS = 3
+
+/**
+ * The rollout driver's settings of a run: the task mix, G, the agent loops in flight, and each
+ * episode's turn and token limits and sampling (temperature, top-p) from `pipeline`.
+ * @param judged whether a step judge annotates episodes (the share comes from `triad.stepReward.judgeShare`).
+ */
+export function rolloutSettingsOf(config: NodeConfig, judged: boolean): RolloutSettings {
+  const p = config.pipeline
+  return {
+    tasks: config.tasks,
+    groupSize: config.rl.groupSize,
+    concurrency: p.concurrency,
+    attempts: ROLLOUT_ATTEMPTS,
+    seed: config.seed + 101,
+    ...(judged ? { annotateShare: config.triad?.stepReward.judgeShare ?? 1 } : {}),
+    episode: {
+      maxTurns: p.maxTurns,
+      maxNewTokens: p.maxNewTokens,
+      contextLength: config.model.contextLength,
+      temperature: p.temperature,
+      top_p: p.top_p,
+    },
+  }
+}
+
+/**
+ * What the learner node builds its `Learner` with (`LearnerOptions`) besides the model, tokenizer, version and KL
+ * reference: the learning rate, the GRPO-TCR step settings and the AdamW settings (the
+ * `RewardModelLearner` takes the same `optimizer`).
+ */
+export function learnerSettingsOf(config: NodeConfig): {
+  lr: number
+  rl: RlStepConfig
+  optimizer: PolicyOptimizerConfig
+} {
+  return { lr: config.rl.lr, rl: config.rl.step, optimizer: config.rl.optimizer }
 }

@@ -56,7 +56,7 @@ import {
   sftTrainingEpisodes,
   TOKENIZER_CORPUS_PER_TASK,
 } from './cold-start.ts'
-import type { NodeConfig } from './config.ts'
+import { learnerSettingsOf, type NodeConfig } from './config.ts'
 import { exposeLearner, type LearnerNodeStatus, learnerState } from './learner-status.ts'
 import { reportMetrics } from './report-metrics.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
@@ -195,11 +195,12 @@ async function startLearnerLoop(
 ): Promise<{ done: Promise<void> }> {
   const backend = await chooseBackend({ backend: config.backend, log })
   // The stream holds the buffer plus what the learner holds unacknowledged until its next
-  // checkpoint (up to checkpointEvery steps of maxGroups each); a smaller bound would deadlock.
+  // checkpoint (up to checkpointEvery steps of maxBatchGroups each); a smaller bound would deadlock.
   const p0 = config.pipeline
   await ensureTrajectoryStream(transport, {
     run: config.run,
-    maxGroups: p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minGroups : p0.maxGroups),
+    maxGroups:
+      p0.bufferGroups + p0.checkpointEvery * (p0.mode === 'sync' ? p0.minBatchGroups : p0.maxBatchGroups),
     ackWaitMs: LEARNER_ACK_WAIT_MS,
   })
   const checkpointDir = join(config.runDir, 'checkpoints')
@@ -208,13 +209,14 @@ async function startLearnerLoop(
   // directory for resumes and published to the object store for the other nodes.
   const tokenizerFile = join(config.runDir, 'tokenizer.json')
   let tokenizer: Tokenizer
-  // The SFT data when the tokenizer is learned here: the first `sft.episodesPerTask` of each task
+  // The SFT data when the tokenizer is learned here: the first `sft.expertTrajectoriesPerTask` of each task
   // of its corpus (which has at least TOKENIZER_CORPUS_PER_TASK per task).
   let experts: ExpertEpisode[] | undefined
   if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
   else {
     const merges = config.tokenizerMerges ?? 0
-    const sftCount = config.sft.enabled && config.sft.experts !== false ? config.sft.episodesPerTask : 0
+    const sftCount =
+      config.sft.enabled && config.sft.experts !== false ? config.sft.expertTrajectoriesPerTask : 0
     const count = Math.max(sftCount, merges > 0 ? TOKENIZER_CORPUS_PER_TASK : 0)
     const corpus = count > 0 ? await playExperts(config, count) : []
     experts = firstEpisodesPerTask(corpus, count, sftCount)
@@ -231,13 +233,11 @@ async function startLearnerLoop(
   // cold-start SFT wrote checkpoints/sft (read before it, it would be the seeded random init).
   let reference: ReturnType<typeof createTransformer> | undefined
   const newLearner = async (model: ReturnType<typeof createTransformer>) => {
-    if ((config.rl.step.klCoef ?? 0) > 0)
-      reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
+    if ((config.rl.step.beta ?? 0) > 0) reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
     return Learner.create({
       model,
       tokenizer,
-      lr: config.rl.lr,
-      rl: config.rl.step,
+      ...learnerSettingsOf(config),
       version: 0,
       ...(reference ? { reference } : {}),
     })
@@ -246,7 +246,15 @@ async function startLearnerLoop(
   const triad = config.triad
   const maxTokens = config.model.contextLength + 1
   const rmLearner = triad?.trainRewardModel
-    ? new RewardModelLearner(modelConfig, tokenizer, config.seed, config.rl.lr, triad, triad.rewardModelBatch)
+    ? new RewardModelLearner(
+        modelConfig,
+        tokenizer,
+        config.seed,
+        config.rl.lr,
+        triad,
+        triad.rewardModelBatch,
+        learnerSettingsOf(config).optimizer,
+      )
     : undefined
   let restored = false
   const resumed: { learner?: Learner } = {}
@@ -400,8 +408,8 @@ async function startLearnerLoop(
     core,
     consumer,
     {
-      minGroups: p.minGroups,
-      maxGroups: sync ? p.minGroups : p.maxGroups,
+      minBatchGroups: p.minBatchGroups,
+      maxBatchGroups: sync ? p.minBatchGroups : p.maxBatchGroups,
       stalenessBound: p.stalenessBound,
       checkpointEvery: p.checkpointEvery,
       keepCheckpoints: p.keepCheckpoints,

@@ -22,7 +22,7 @@ import type { Child, ChildContext } from '../runtime/supervision-tree.ts'
 import { envelope, type Transport } from '../runtime/transport.ts'
 import type { StepJudge } from '../triad/index.ts'
 import { stepJudgeAnnotator, switchMetrics } from '../triad/index.ts'
-import type { NodeConfig } from './config.ts'
+import { type NodeConfig, rolloutSettingsOf } from './config.ts'
 import { reportMetrics } from './report-metrics.ts'
 
 /** How often the rollout side publishes its metrics, ms. */
@@ -74,7 +74,7 @@ interface RolloutActorState {
  * metrics every `METRICS_INTERVAL_MS` and once more when it stops.
  *
  * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
- * brake). Synchronous mode (the baseline): generate `minGroups` groups, then wait for the next
+ * brake). Synchronous mode (the baseline): generate `minBatchGroups` groups, then wait for the next
  * weight version before the next batch; the child's `done` resolves at `maxSteps`.
  */
 export async function startRolloutActor(
@@ -105,21 +105,7 @@ export async function startRolloutActor(
       tokenizer,
       ...(judge ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) } : {}),
     },
-    {
-      tasks: config.tasks,
-      groupSize: config.rl.groupSize,
-      concurrency: p.concurrency,
-      attempts: 3,
-      seed: config.seed + 101,
-      ...(judge ? { annotateShare: triad?.stepReward.judgeShare ?? 1 } : {}),
-      episode: {
-        maxTurns: p.maxTurns,
-        maxNewTokens: p.maxNewTokens,
-        contextLength: config.model.contextLength,
-        temperature: p.temperature,
-        topP: p.topP,
-      },
-    },
+    rolloutSettingsOf(config, judge !== undefined),
     async (group) => {
       await publisher.publish(group)
       if (adapter) {
@@ -162,7 +148,7 @@ export async function startRolloutActor(
     }
     while (!state.stopping && weights.version() < config.maxSteps) {
       const at = weights.version()
-      await driver.runBatch(p.minGroups)
+      await driver.runBatch(p.minBatchGroups)
       await Promise.race([weights.untilVersion(at + 1), stopped])
       // The next batch must come from the new weights: wait for the fresh engines to load them.
       await Promise.race([

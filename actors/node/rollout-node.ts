@@ -150,7 +150,7 @@ export function rolloutTree(
                 switches: triad,
                 adapter: {
                   tasks: triad.levels,
-                  window: Math.max(1, triad.adaptEvery * p.minGroups * config.rl.groupSize),
+                  window: Math.max(1, triad.adaptEvery * p.minBatchGroups * config.rl.groupSize),
                   raiseAt: triad.adaptHigh,
                   lowerAt: triad.adaptLow,
                   granularity: 'task',

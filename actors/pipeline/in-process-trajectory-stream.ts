@@ -258,22 +258,22 @@ export class InProcessTrajectoryConsumer implements TrajectoryConsumer {
   }
 
   async take(
-    minGroups: number,
-    maxGroups: number,
+    minBatchGroups: number,
+    maxBatchGroups: number,
     waitMs: Millis,
     signal?: AbortSignal,
   ): Promise<TakenGroup[]> {
     const out: TakenGroup[] = []
     const deadline = this.clock.now() + waitMs
     for (;;) {
-      for (const m of this.buffer.deliver(maxGroups - out.length)) {
+      for (const m of this.buffer.deliver(maxBatchGroups - out.length)) {
         // A copy: the delivery never shares arrays with the stored bytes.
         if (addDelivered(out, { seq: m.seq, deliveries: m.deliveries, data: m.data.slice() }) === 'invalid') {
           this.invalid++
           this.buffer.remove(m.seq)
         }
       }
-      if (out.length >= minGroups || this.clock.now() >= deadline || signal?.aborted) return out
+      if (out.length >= minBatchGroups || this.clock.now() >= deadline || signal?.aborted) return out
       // Wait for a publish, or for the first held group to come back at its ack deadline.
       const due = this.buffer.nextDue()
       await waitFor(

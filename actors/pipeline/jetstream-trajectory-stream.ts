@@ -181,8 +181,8 @@ export class JetStreamTrajectoryConsumer implements TrajectoryConsumer {
   }
 
   async take(
-    minGroups: number,
-    maxGroups: number,
+    minBatchGroups: number,
+    maxBatchGroups: number,
     waitMs: Millis,
     signal?: AbortSignal,
   ): Promise<TakenGroup[]> {
@@ -203,11 +203,11 @@ export class JetStreamTrajectoryConsumer implements TrajectoryConsumer {
       }
     }
     // Ask for just the missing minimum, so the fetch returns as soon as it is there.
-    while (out.length < minGroups && this.clock.now() < deadline && !signal?.aborted)
-      await pull(minGroups - out.length, Math.min(2_000, deadline - this.clock.now()))
+    while (out.length < minBatchGroups && this.clock.now() < deadline && !signal?.aborted)
+      await pull(minBatchGroups - out.length, Math.min(2_000, deadline - this.clock.now()))
     if (signal?.aborted) return out
-    const extra = out.length < maxGroups ? await this.pending() : 0
-    if (extra > 0) await pull(Math.min(extra, maxGroups - out.length), 1_000)
+    const extra = out.length < maxBatchGroups ? await this.pending() : 0
+    if (extra > 0) await pull(Math.min(extra, maxBatchGroups - out.length), 1_000)
     return out
   }
 

@@ -33,9 +33,9 @@ export interface LearnerCore {
 /** Settings of the learner loop (AgentRL's asynchronous pipeline, or the synchronous baseline). */
 export interface LearnerLoopSettings {
   /** Least groups per step: the learner waits until this many are ready. */
-  minGroups: number
+  minBatchGroups: number
   /** Most groups per step (everything ready up to this). */
-  maxGroups: number
+  maxBatchGroups: number
   /** Groups whose oldest token is more than this many versions behind are dropped and counted. */
   stalenessBound: number
   /** Checkpoint (and acknowledge the groups used since the last one) every this many steps. */
@@ -93,7 +93,7 @@ export function oldestVersion(group: TrajectoryGroupPayload): number {
 }
 
 /**
- * The learner's loop: take every ready group once at least `minGroups` are ready, drop those
+ * The learner's loop: take every ready group once at least `minBatchGroups` are ready, drop those
  * staler than the bound, step, publish the new weights, and acknowledge the groups only after a
  * checkpoint holds the step that used them. A learner restarted from that checkpoint therefore
  * sees again exactly the groups whose effect it lost; groups acknowledged are never used twice
@@ -162,10 +162,10 @@ export class LearnerLoop {
     // (sized for `checkpointEvery` steps), the stream would hand out nothing more, and with no
     // step there would be no checkpoint to release them: the run would stall.
     if (this.unfinished) await this.finishStep()
-    const want = this.settings.minGroups - this.ready.length
+    const want = this.settings.minBatchGroups - this.ready.length
     const taken = await this.consumer.take(
       Math.max(1, want),
-      Math.max(1, this.settings.maxGroups - this.ready.length),
+      Math.max(1, this.settings.maxBatchGroups - this.ready.length),
       this.settings.waitMs,
       this.halt.signal,
     )
@@ -202,7 +202,7 @@ export class LearnerLoop {
       })
     }
     // Fewer than the minimum ready (the wait timed out): keep them and wait for more.
-    if (use.length < this.settings.minGroups) {
+    if (use.length < this.settings.minBatchGroups) {
       this.ready.push(...use)
       return false
     }

@@ -85,12 +85,17 @@ export interface TrajectoryConsumer {
   /** Groups in the stream not yet delivered. */
   pending(): Promise<number>
   /**
-   * Waits until at least `minGroups` groups are ready (or `waitMs` passes), then returns every
-   * ready group up to `maxGroups`. Returns fewer than `minGroups` only at the deadline, or at once
+   * Waits until at least `minBatchGroups` groups are ready (or `waitMs` passes), then returns every
+   * ready group up to `maxBatchGroups`. Returns fewer than `minBatchGroups` only at the deadline, or at once
    * when `signal` aborts (a stopping learner): then with the groups taken so far, which stay
    * unacknowledged like any other.
    */
-  take(minGroups: number, maxGroups: number, waitMs: Millis, signal?: AbortSignal): Promise<TakenGroup[]>
+  take(
+    minBatchGroups: number,
+    maxBatchGroups: number,
+    waitMs: Millis,
+    signal?: AbortSignal,
+  ): Promise<TakenGroup[]>
   /** Restarts the ack deadline of groups held across several steps. */
   keepAlive(groups: readonly TakenGroup[]): void
   /** Acknowledges groups: they leave the stream for good. */

@@ -7,10 +7,14 @@ import {
   createTransformer,
   disposeTransformer,
   fullConfig,
+  fullLoraConfig,
+  initAdapters,
+  type LoraConfig,
   type Rng,
   ShapeError,
   type Transformer,
   type TransformerConfig,
+  withAdapters,
 } from '../../gpu/index.ts'
 import {
   type Envelope,
@@ -77,6 +81,14 @@ export interface PolicyEngineOptions {
   modelConfig: TransformerConfig
   /** Initial weights (version 0 until an announcement is taken); default `initWeights(modelConfig, seed)`. */
   weights?: WeightMap
+  /**
+   * LoRA: the frozen base every version shares (a model without adapters, `modelConfig` its
+   * config) and the adapters' settings. Announced versions then carry the adapters alone (a small
+   * object instead of the whole model), each run as `withAdapters(base, adapters)`; `weights` are
+   * initial adapters (default `initAdapters`, whose zero B leaves the base's output unchanged).
+   * The engine never frees the base.
+   */
+  lora?: { base: Transformer; config: LoraConfig }
   /**
    * Seed of the default initial weights, and (mixed with `id`) of the sampling seeds drawn for
    * requests that carry none, so repeated prompts and different engines get different samples;
@@ -190,8 +202,15 @@ export async function startPolicyEngine(
     for (const w of ready) w.resolve()
   }
 
+  const lora = options.lora
   const makeModel = (weights: WeightMap | undefined) =>
-    createTransformer(options.modelConfig, weights ? { weights } : { seed: options.seed ?? 0 })
+    lora
+      ? withAdapters(
+          lora.base,
+          weights ?? initAdapters(lora.base.config, fullLoraConfig(lora.config), options.seed ?? 0),
+          lora.config,
+        )
+      : createTransformer(options.modelConfig, weights ? { weights } : { seed: options.seed ?? 0 })
 
   /** Whether this engine takes `version` now. */
   const takes = (state: EngineState, version: number) =>
@@ -278,7 +297,7 @@ export async function startPolicyEngine(
         const g = await state.batcher.submit(p.prompt, {
           maxNewTokens: p.max_new_tokens,
           temperature: p.temperature,
-          topP: p.top_p,
+          top_p: p.top_p,
           stopTokens: p.stop_tokens,
           seed: p.seed ?? state.seeds.int(2 ** 31),
         })

@@ -22,7 +22,7 @@ export interface EpisodeSettings {
   /** The model's context length, tokens; the episode ends with `context_limit` when full. */
   contextLength: number
   temperature: number
-  topP: number
+  top_p: number
   /**
    * How tool schemas are rendered for the policy (`compact` for small models); triad's own
    * template only (a `chat` format renders tools its own way).
@@ -114,7 +114,7 @@ export async function runEpisode(
             prompt: b.ids(),
             max_new_tokens: Math.min(settings.maxNewTokens, room),
             temperature: settings.temperature,
-            top_p: settings.topP,
+            top_p: settings.top_p,
             stop_tokens: [...chat.stopTokens],
             seed: (seed * 1_000 + turns) | 0,
           },

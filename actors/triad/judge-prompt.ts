@@ -9,10 +9,14 @@ import { JudgePromptTooLongError } from './errors.ts'
  * <|im_start|>system\nJudge the last step of this <task> episode: + good, - bad.<|im_end|>\n
  * ...the episode's messages before the step (its system, user, assistant and tool turns)...
  * <|im_start|>assistant\n<the step><|im_end|>\n
+ * ...the tool messages that answered the step (`JudgeStep.result`), when present...
  * <|im_start|>assistant\n
  * ```
  *
- * (the second assistant turn is the judge's). The system line is `judgeSystem(task)` by default; small
+ * (the last assistant turn is the judge's). The environment's step labels (`step_good`) say whether
+ * a step's calls did what the task needed (a useful value, a query holding the answer, a move
+ * towards the goal), which its answer shows (`error: ...`, `blocked`, `wrong`) and its text alone
+ * does not: a judge that sees only the step must simulate the tool. The system line is `judgeSystem(task)` by default; small
  * models get a shorter one through `JudgePromptOptions.system` (every token costs on two CPU cores).
  *
  * The reward model answers with one token: `+` (byte 0x2B) means the step is good (`S = +1`), `-`
@@ -47,7 +51,8 @@ function judgeMessages(
   history: readonly ChatMessage[],
   options: JudgePromptOptions,
 ): ChatMessage[] {
-  return [{ role: 'system', content: (options.system ?? judgeSystem)(step.task) }, ...history, step.step]
+  const system: ChatMessage = { role: 'system', content: (options.system ?? judgeSystem)(step.task) }
+  return [system, ...history, step.step, ...(step.result ?? [])]
 }
 
 /**
@@ -80,14 +85,18 @@ export function renderJudgePrompt(
 
 /**
  * The steps of an episode to judge: one `JudgeStep` per assistant message, with every message
- * before it as its history.
+ * before it as its history and the tool messages right after it (up to the next assistant
+ * message) as its result.
  * @param messages the whole conversation (first messages, then assistant and tool turns).
  * @returns `[turns]` steps in order.
  */
 export function episodeJudgeSteps(task: string, messages: readonly ChatMessage[]): JudgeStep[] {
   const out: JudgeStep[] = []
   messages.forEach((m, i) => {
-    if (m.role === 'assistant') out.push({ task, history: messages.slice(0, i), step: m })
+    if (m.role !== 'assistant') return
+    let end = i + 1
+    while (end < messages.length && messages[end]!.role === 'tool') end++
+    out.push({ task, history: messages.slice(0, i), step: m, result: messages.slice(i + 1, end) })
   })
   return out
 }

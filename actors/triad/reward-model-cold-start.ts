@@ -123,8 +123,11 @@ export async function rewardModelColdStart(
   const start = performance.now()
   const threads = config.sft?.threads ?? 1
   const expert = { errorRate: sft.errorRate, successRate: sft.successRate }
-  const train = await playLabelledSteps(config, sft.episodesPerTask, { ...expert, seedBase: TRAIN_SEED_BASE })
-  const heldOut = await playLabelledSteps(config, sft.heldOutEpisodesPerTask, {
+  const train = await playLabelledSteps(config, sft.expertTrajectoriesPerTask, {
+    ...expert,
+    seedBase: TRAIN_SEED_BASE,
+  })
+  const heldOut = await playLabelledSteps(config, sft.heldOutTrajectoriesPerTask, {
     ...expert,
     seedBase: HELD_OUT_SEED_BASE,
   })

@@ -1,5 +1,6 @@
 import {
   AdamW,
+  type AdamWConfig,
   createRng,
   type OverlongConfig,
   type RlBatch,
@@ -125,8 +126,12 @@ export function balancedStepAccuracy(metrics: Readonly<Record<string, number>>):
 }
 
 /**
- * Whether a batch may use its step rewards: the switch is on and the judgements reach the trust
- * gate's balanced accuracy (`stepReward.minAccuracy`; 0 always passes).
+ * Whether a batch may use its step rewards: the switch is on and the reward model's online balanced
+ * accuracy (`reward_model/online_balanced_accuracy`, `OnlineStepAccuracy`: pooled over the newest
+ * labelled judgements, this batch's included) reaches the trust gate (`stepReward.minAccuracy`; 0
+ * always passes). Not the batch's own balanced accuracy: a batch carries the judgements of the few
+ * groups the reward model judged (`judgeShare`), often with no labelled bad step (undefined) or a
+ * handful (a judge of 0.75 then measures anywhere from 0.5 to 1).
  */
 export function stepRewardsTrusted(
   switches: TriadSwitches,
@@ -134,8 +139,8 @@ export function stepRewardsTrusted(
 ): boolean {
   if (!switches.stepReward.enabled) return false
   if (switches.stepReward.minAccuracy <= 0) return true
-  const balanced = balancedStepAccuracy(metrics)
-  return balanced !== undefined && balanced >= switches.stepReward.minAccuracy
+  const pooled = metrics['reward_model/online_balanced_accuracy']
+  return pooled !== undefined && pooled >= switches.stepReward.minAccuracy
 }
 
 /** Every judged step of the groups, as the reward model's trainer takes them. */
@@ -205,9 +210,11 @@ export class RewardModelLearner {
     private readonly switches: TriadSwitches,
     /** Most judged steps one update trains on (default 64). */
     private readonly maxStepsPerUpdate = 64,
+    /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
+    optimizer: AdamWConfig = {},
   ) {
     this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
-    this.optimizer = new AdamW(this.rm.model.params)
+    this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
   /**

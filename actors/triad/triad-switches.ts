@@ -17,9 +17,10 @@ export interface TriadSwitches {
     /** Judgements per step. */
     m: number
     /**
-     * Trust gate: a batch uses the step rewards only when the judgements it carries reach this
-     * balanced accuracy against the tasks' own step labels (`step_good/<j>`: mean of the recall on
-     * good and on bad steps, both present); otherwise its advantages come from outcomes alone. A
+     * Trust gate: a batch uses the step rewards only when the reward model's online balanced
+     * accuracy (its newest labelled judgements pooled, `OnlineStepAccuracy`) against the tasks' own
+     * step labels (`step_good/<j>`: mean of the recall on good and on bad steps, both present)
+     * reaches this; otherwise its advantages come from outcomes alone. A
      * judge that is not yet better than chance (a fresh reward model) would only add noise: in a
      * group whose outcomes are all equal the z-scored step rewards are pure judge noise. 0 turns
      * the gate off.

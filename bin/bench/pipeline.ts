@@ -17,6 +17,7 @@ import {
   startNatsServer,
   startNodeProcesses,
 } from '../../actors/index.ts'
+import { RL_STEP_DEFAULTS } from '../../gpu/index.ts'
 import { MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 
 type Line = { role: string; step: number; values: Record<string, number> }
@@ -33,14 +34,19 @@ function configFor(mode: 'async' | 'sync', run: string, runDir: string): NodeCon
     ],
     sft: {
       enabled: false,
-      episodesPerTask: 0,
+      expertTrajectoriesPerTask: 0,
       errorRate: 0,
       successRate: 1,
       epochs: 1,
       lr: 1e-3,
       batchTokens: 4096,
     },
-    rl: { groupSize: 4, lr: 1e-4, step: {} },
+    rl: {
+      groupSize: 4,
+      lr: 1e-4,
+      optimizer: { weightDecay: 0.01, gradClip: 1 },
+      step: { ...RL_STEP_DEFAULTS },
+    },
     pipeline: {
       mode,
       freshEngines: 1,
@@ -48,14 +54,14 @@ function configFor(mode: 'async' | 'sync', run: string, runDir: string): NodeCon
       rho: 0,
       staleEvery: 1,
       stalenessBound: 8,
-      minGroups: 4,
-      maxGroups: 8,
+      minBatchGroups: 4,
+      maxBatchGroups: 8,
       bufferGroups: 16,
       concurrency: 16,
       maxTurns: 4,
       maxNewTokens: 64,
       temperature: 1,
-      topP: 1,
+      top_p: 1,
       checkpointEvery: 1,
     },
     maxSteps: 1_000_000,

@@ -118,7 +118,7 @@ export async function run(options: { quick?: boolean }) {
   const rlMs = await timeIt(reps, () =>
     rlStep({ model: rm.model, optimizer, lr: 1e-4, version: 0 }, rl, {
       ...RL_STEP_DEFAULTS,
-      taskNormalization: false,
+      taskAdvantageNorm: false,
     }),
   )
   optimizer.dispose()

@@ -85,7 +85,7 @@ export async function run(options: { quick?: boolean }) {
   const rlKlMs = await time(() =>
     rlStep({ model: policy, optimizer, reference, lr: 1e-4, version: 0 }, rl, {
       ...RL_STEP_DEFAULTS,
-      klCoef: 0.01,
+      beta: 0.01,
     }),
   )
   disposeTransformer(policy)

@@ -12,7 +12,9 @@ import {
   isTaskFilePath,
   loadTaskFile,
   lookupTask,
+  ModelPolicy,
   OpenAIPolicy,
+  type Policy,
   playEpisode,
   playExpert,
   startEnvController,
@@ -22,6 +24,7 @@ import {
   taskRegistry,
   tasks,
 } from '../../actors/index.ts'
+import { ContinuousBatcher, chooseBackend, disposeTransformer } from '../../gpu/index.ts'
 import {
   EnvCancelAll,
   EnvDrain,
@@ -31,7 +34,9 @@ import {
   type PayloadOf,
   Subjects,
 } from '../../protocols/index.ts'
+import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
+import { loadModelDir } from '../model-dir.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 import type { RoleContext, RoleHandle } from './worker.ts'
 import { runWorker } from './worker.ts'
@@ -139,6 +144,13 @@ export interface TryOptions {
   policy: string
   model: string
   seed: number
+  /** model:DIR: most tokens per turn. */
+  maxNewTokens: number
+  /** model:DIR: sampling temperature (0: greedy). */
+  temperature: number
+  /** model:DIR: cap on the context allocated (default the model's). */
+  contextLength?: number
+  backend?: string
   /** Absent: the task's default level. */
   difficulty?: number
   split: string
@@ -162,8 +174,39 @@ export function tryDifficulty(task: AnyTask, difficulty: number | undefined): nu
 }
 
 /**
+ * The policy of `--policy model:DIR`: the model of a triad checkpoint, a checkpoint of LoRA adapters,
+ * a Hugging Face directory or a run directory's newest checkpoint (`loadModelDir`), sampling through
+ * a continuous batcher with the model's own chat template and tool-call format.
+ * @returns the policy and what frees it.
+ */
+async function modelPolicy(
+  path: string,
+  o: TryOptions,
+): Promise<{ policy: Policy; close: () => Promise<void> }> {
+  const log = (line: string) => process.stderr.write(`${line}\n`)
+  const dir = resolveCheckpointPath(path, { what: 'a model directory', doing: 'playing', todo: 'play' }, log)
+  await chooseBackend({ backend: o.backend, log })
+  const { model, format } = await loadModelDir(dir, o.contextLength)
+  const batcher = new ContinuousBatcher(model, { maxBatch: 1 })
+  const policy = new ModelPolicy(batcher, format, model.config.contextLength, {
+    maxNewTokens: o.maxNewTokens,
+    temperature: o.temperature,
+    top_p: 1,
+    seed: o.seed,
+  })
+  return {
+    policy,
+    close: async () => {
+      await batcher.close()
+      disposeTransformer(model)
+    },
+  }
+}
+
+/**
  * `triad env try`: plays one episode of a built-in task, or of the task of a file (a path, or a
- * name ending in `.ts`/`.js`), with the expert or an OpenAI-compatible endpoint and prints it.
+ * name ending in `.ts`/`.js`), with the expert, an OpenAI-compatible endpoint or a model directory
+ * (`model:DIR`), and prints it.
  */
 async function tryTask(name: string, o: TryOptions): Promise<void> {
   let task: AnyTask
@@ -185,6 +228,7 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
     split: o.split as 'train' | 'eval',
   }
   let t: Trajectory
+  let close: (() => Promise<void>) | undefined
   try {
     if (policy === 'expert')
       t = await playExpert(task, request, {
@@ -202,11 +246,16 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
           apiKey: process.env.OPENAI_API_KEY,
         }),
       )
-    else throw new UsageError(`unknown policy '${policy}'; use expert or openai:URL`)
+    else if (policy.startsWith('model:')) {
+      const m = await modelPolicy(policy.slice('model:'.length), o)
+      close = m.close
+      t = await playEpisode(task, request, m.policy)
+    } else throw new UsageError(`unknown policy '${policy}'; use expert, openai:URL or model:DIR`)
   } catch (e) {
     if (e instanceof CliError) throw e
     throw new CliError((e as Error).message, { cause: e })
   } finally {
+    await close?.()
     await (task as { pool?: () => { shutdown(): Promise<void> } }).pool?.().shutdown()
     await (task as { close?: () => Promise<void> }).close?.()
   }
@@ -251,9 +300,21 @@ export function registerEnv(program: Command): void {
       '<task>',
       `task name (${Object.keys(tasks).join(', ')}), or a task file (mytasks/echo.ts: its exported task)`,
     )
-    .option('--policy <policy>', 'expert | openai:URL (an OpenAI-compatible endpoint)', 'expert')
+    .option(
+      '--policy <policy>',
+      'expert | openai:URL (an OpenAI-compatible endpoint) | model:DIR (a triad checkpoint, Hugging Face directory or run directory)',
+      'expert',
+    )
     .option('--model <name>', 'model name for an OpenAI-compatible endpoint', 'default')
-    .option('--seed <n>', 'instance seed', integerOption({ min: 0 }), 0)
+    .option('--seed <n>', 'instance seed (and model:DIR sampling seed)', integerOption({ min: 0 }), 0)
+    .option('--max-new-tokens <n>', 'model:DIR: most tokens per turn', integerOption({ min: 1 }), 256)
+    .option('--temperature <t>', 'model:DIR: sampling temperature (0: greedy)', numberOption({ min: 0 }), 1)
+    .option(
+      '--context-length <n>',
+      "model:DIR: cap on the context allocated (default the model's)",
+      integerOption({ min: 2 }),
+    )
+    .option('--backend <name>', 'model:DIR: tensor backend (default: the best available)')
     .option('--difficulty <d>', "difficulty level (the task's default when absent)", integerOption())
     .option('--split <split>', 'train | eval', 'train')
     .option('--error-rate <p>', 'expert: mistakes per step', numberOption({ min: 0, max: 1 }), 0.2)

@@ -3,12 +3,18 @@ import { join, sep } from 'node:path'
 import Table from 'cli-table3'
 import type { Command } from 'commander'
 import {
-  type AnyTask,
+  checkPolicyEndpoint,
   checkSandboxesOf,
+  type EvaluationRow,
   evalResultFile,
+  evaluateEpisodes,
   evaluatePolicy,
   getTask,
+  OpenAIPolicy,
+  type OpenAIPolicyOptions,
   openRunDir,
+  PolicyEndpointError,
+  type RunDir,
   RunFileExistsError,
   runDirPaths,
   writeEvalResult,
@@ -18,6 +24,8 @@ import { checkToken } from '../../protocols/index.ts'
 import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
+import { openAIPolicyUrl } from '../policy-option.ts'
+import { checkLevel, parseTasks, type TaskLevel } from '../task-list.ts'
 
 /**
  * Options of `triad eval` (numbers already parsed and bounded by commander). `tasks`, `k`,
@@ -49,8 +57,19 @@ export interface EvalOptions {
   title?: string
   /** Tensor backend to force (default: the best available). */
   backend?: string
+  /** `openai:URL`: evaluate the model behind an OpenAI-compatible endpoint instead of a checkpoint. */
+  policy?: string
+  /** With `policy`: the model name sent to the endpoint. */
+  model?: string
+  /** With `policy`: episodes played at once. */
+  concurrency?: number
+  /** With `policy`: deadline of one request, ms. */
+  timeoutMs?: number
   json?: boolean
 }
+
+/** Most new tokens per turn of a served model when `--max-new-tokens` is not given. */
+export const SERVED_MAX_NEW_TOKENS = 1024
 
 /**
  * The run directory of `--run`: `<runsDir>/<run>` for a run id; a value with a path separator
@@ -73,12 +92,6 @@ export const EVAL_DEFAULTS = { tasks: 'calc,sql,maze', k: 8, instances: 16, maxN
 /** The settings of `triad eval` that a run directory's recipe can fill in. */
 type RunEvalSetting = keyof typeof EVAL_DEFAULTS
 
-/** A task of an evaluation and its level (undefined: the task's default level). */
-interface EvalTask {
-  name: string
-  difficulty: number | undefined
-}
-
 /**
  * The checkpoint directory `triad eval` evaluates for its argument: a checkpoint directory (it
  * holds `config.json`) as it is; a run directory (it holds `recipe.json`) stands for its newest
@@ -88,46 +101,6 @@ interface EvalTask {
  */
 export function resolveEvalCheckpoint(path: string, log: (line: string) => void = () => {}): string {
   return resolveCheckpointPath(path, { what: 'a checkpoint', doing: 'evaluating', todo: 'evaluate' }, log)
-}
-
-/**
- * A task level checked against the task's levels.
- * @throws UsageError naming where the level came from (`--tasks calc:9`, `--difficulty`).
- */
-function checkLevel(task: AnyTask, level: number, where: string): number {
-  const { min, max } = task.difficulty
-  if (level < min || level > max)
-    throw new UsageError(
-      `${where}: difficulty ${level} is invalid: task '${task.name}' has levels ${min}..${max}`,
-    )
-  return level
-}
-
-/**
- * `--tasks` parsed and checked: each entry `name` or `name:level`; an entry without a level gets
- * `difficulty` (undefined: the task's default level).
- * @throws CliError for an unknown task (listing the valid ones), a level that is not an integer,
- *   and a level outside the task's levels.
- */
-function parseTasks(list: string, difficulty: number | undefined): EvalTask[] {
-  return list.split(',').map((entry) => {
-    const [name = '', level] = entry.trim().split(':')
-    let task: AnyTask
-    try {
-      task = getTask(name)
-    } catch (err) {
-      throw new UsageError((err as Error).message, { cause: err })
-    }
-    if (level !== undefined) {
-      if (!/^\d+$/.test(level))
-        throw new UsageError(
-          `--tasks ${entry.trim()}: the level after ':' must be an integer, got '${level}'`,
-        )
-      return { name, difficulty: checkLevel(task, Number(level), `--tasks ${entry.trim()}`) }
-    }
-    if (difficulty === undefined) return { name, difficulty: undefined }
-    return { name, difficulty: checkLevel(task, difficulty, `--difficulty ${difficulty}`) }
-  })
 }
 
 /**
@@ -144,7 +117,7 @@ async function runEvalSettings(
   given: Record<RunEvalSetting, unknown>,
   difficulty: number | undefined,
   log: (line: string) => void,
-): Promise<{ tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number }> {
+): Promise<{ tasks?: TaskLevel[]; k?: number; instances?: number; maxNewTokens?: number }> {
   const missing = (Object.keys(given) as RunEvalSetting[]).filter((s) => given[s] === undefined)
   if (missing.length === 0) return {}
   const file = runDirPaths(path).recipeFile
@@ -166,7 +139,7 @@ async function runEvalSettings(
     if (err instanceof RecipeError) throw new CliError(`${err.message}\n${without}`, { cause: err })
     throw err
   }
-  const out: { tasks?: EvalTask[]; k?: number; instances?: number; maxNewTokens?: number } = {}
+  const out: { tasks?: TaskLevel[]; k?: number; instances?: number; maxNewTokens?: number } = {}
   const said: string[] = []
   if (given.tasks === undefined) {
     out.tasks = settings.tasks.map((t) => ({
@@ -202,12 +175,25 @@ async function runEvalSettings(
  * which stands for its latest checkpoint and evaluates as the run does: the tasks, k, instances
  * and turn length not given come from its `recipe.json` (`runEvalSettings`). With `--run`, the
  * table also goes to the run's `eval/<name>.json` (the periodic evaluation of `triad run` uses this).
+ * With `--policy openai:URL` and no checkpoint, the model behind that endpoint (`runServedEval`).
  * @throws CliError for a checkpoint that cannot be loaded, an unknown task or a bad level, a run
  *   directory whose `recipe.json` is not a valid recipe (when a setting is read from it), and,
  *   before anything is evaluated, for a `--name` whose `eval/<name>.json` exists already and for
  *   a task's code sandbox that fails its start check (`checkSandboxesOf`).
  */
-export async function runEval(path: string, o: EvalOptions): Promise<void> {
+export async function runEval(path: string | undefined, o: EvalOptions): Promise<void> {
+  if (o.policy !== undefined) return runServedEval(path, o)
+  if (path === undefined)
+    throw new UsageError(
+      'give a checkpoint or run directory to evaluate, or --policy openai:URL for a served model',
+    )
+  for (const [given, option] of [
+    [o.model, '--model'],
+    [o.concurrency, '--concurrency'],
+    [o.timeoutMs, '--timeout-ms'],
+  ] as const)
+    if (given !== undefined)
+      throw new UsageError(`${option} is a setting of --policy openai:URL: give --policy too`)
   const explicitTasks = o.tasks === undefined ? undefined : parseTasks(o.tasks, o.difficulty)
   if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
     throw new UsageError('--name, --step and --title describe the file written with --run: give --run too')
@@ -225,19 +211,7 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
   const k = o.k ?? fromRun.k ?? EVAL_DEFAULTS.k
   const instances = o.instances ?? fromRun.instances ?? EVAL_DEFAULTS.instances
   const maxNewTokens = o.maxNewTokens ?? fromRun.maxNewTokens ?? EVAL_DEFAULTS.maxNewTokens
-  const run = o.run
-    ? (
-        await openRunDir(runDirOf(o.run, o.runsDir)).catch((err: Error) => {
-          throw new CliError(err.message, { cause: err })
-        })
-      ).dir
-    : undefined
-  // Before the evaluation, which takes minutes: results are never overwritten.
-  const name = o.name ?? `eval-${Date.now()}`
-  if (run && o.name !== undefined && existsSync(evalResultFile(run, name)))
-    throw new CliError(
-      `--name ${name}: ${evalResultFile(run, name)} already exists; triad never overwrites a run's files (pick another --name)`,
-    )
+  const { run, name } = await evalTarget(o)
   // The tasks' code sandbox before the evaluation: a dead one would only turn episodes into task_error.
   await checkSandboxesOf(tasks.map((t) => t.name)).catch((err: Error) => {
     throw new CliError(err.message, { cause: err })
@@ -258,15 +232,45 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     maxNewTokens,
     temperature: o.temperature,
     seed: o.seed,
-    onProgress: (done, total) => {
-      if (process.stderr.isTTY) process.stderr.write(`\reval ${done}/${total} episodes`)
-    },
+    onProgress: progressLine,
   })
   if (process.stderr.isTTY) process.stderr.write('\n')
+  await reportEval(rows, {
+    run,
+    name,
+    title: o.title ?? `triad eval ${checkpoint}`,
+    source: { checkpoint },
+    step,
+    k,
+    instances,
+    json: o.json,
+  })
+}
+
+/** Where an evaluation's rows go: the run's `eval/<name>.json` (with `run`) and stdout. */
+interface EvalReport {
+  run: RunDir | undefined
+  name: string
+  title: string
+  /** What was evaluated: `{ checkpoint }`, or `{ policy, model }` for a served model. */
+  source: { checkpoint: string } | { policy: string; model: string }
+  step: number | undefined
+  k: number
+  instances: number
+  json: boolean | undefined
+}
+
+/**
+ * Writes the rows into the run's `eval/<name>.json` when there is a run, then prints them: as
+ * JSON with `json`, else as a table with standard errors.
+ * @throws CliError when the eval file was written meanwhile by another process.
+ */
+async function reportEval(rows: EvaluationRow[], r: EvalReport): Promise<void> {
+  const { run, name, step, k, instances } = r
   if (run) {
     const file = await writeEvalResult(run, name, {
-      title: o.title ?? `triad eval ${checkpoint}`,
-      checkpoint,
+      title: r.title,
+      ...('checkpoint' in r.source ? { checkpoint: r.source.checkpoint } : {}),
       ...(step === undefined ? {} : { step }),
       k,
       time: Date.now(),
@@ -278,25 +282,112 @@ export async function runEval(path: string, o: EvalOptions): Promise<void> {
     })
     process.stderr.write(`written to ${file}\n`)
   }
-  if (o.json) {
-    process.stdout.write(`${JSON.stringify({ checkpoint, k, instances, rows }, null, 2)}\n`)
+  if (r.json) {
+    process.stdout.write(`${JSON.stringify({ ...r.source, k, instances, rows }, null, 2)}\n`)
     return
   }
   const table = new Table({
     head: ['task', 'difficulty', 'n', `avg@${k}`, `pass@${k}`, 'reward', 'turns'],
     style: { head: [], border: [], compact: true },
   })
-  for (const r of rows)
+  for (const row of rows)
     table.push([
-      r.task,
-      r.difficulty,
-      r.n,
-      `${r.avg_at_k.toFixed(3)} ± ${r.avg_at_k_se.toFixed(3)}`,
-      `${r.pass_at_k.toFixed(3)} ± ${r.pass_at_k_se.toFixed(3)}`,
-      r.reward.toFixed(3),
-      r.turns.toFixed(1),
+      row.task,
+      row.difficulty,
+      row.n,
+      `${row.avg_at_k.toFixed(3)} ± ${row.avg_at_k_se.toFixed(3)}`,
+      `${row.pass_at_k.toFixed(3)} ± ${row.pass_at_k_se.toFixed(3)}`,
+      row.reward.toFixed(3),
+      row.turns.toFixed(1),
     ])
   process.stdout.write(`${table.toString()}\n`)
+}
+
+/**
+ * The run directory of `--run` opened, and the eval file's name checked not to exist yet (results
+ * are never overwritten; checked before the evaluation, which takes minutes).
+ * @throws CliError for a run that cannot be opened or a `--name` whose file exists.
+ */
+async function evalTarget(o: EvalOptions): Promise<{ run: RunDir | undefined; name: string }> {
+  const run = o.run
+    ? (
+        await openRunDir(runDirOf(o.run, o.runsDir)).catch((err: Error) => {
+          throw new CliError(err.message, { cause: err })
+        })
+      ).dir
+    : undefined
+  const name = o.name ?? `eval-${Date.now()}`
+  if (run && o.name !== undefined && existsSync(evalResultFile(run, name)))
+    throw new CliError(
+      `--name ${name}: ${evalResultFile(run, name)} already exists; triad never overwrites a run's files (pick another --name)`,
+    )
+  return { run, name }
+}
+
+/**
+ * `triad eval --policy openai:URL --model NAME`: avg@k and pass@k of a model behind an
+ * OpenAI-compatible endpoint on the held-out split, the same instances and statistics as for a
+ * checkpoint; sample j of instance i sends seed `seed + 1009 i + 7919 j`. The endpoint (one chat
+ * completion with the first task's tools) and the tasks' code sandbox are checked first.
+ * @throws UsageError with a checkpoint argument too or with `--backend`; CliError for an endpoint
+ *   or sandbox that fails its start check, and for an endpoint that fails during the evaluation.
+ */
+async function runServedEval(path: string | undefined, o: EvalOptions): Promise<void> {
+  const url = openAIPolicyUrl(o.policy!)
+  if (path !== undefined)
+    throw new UsageError(`give a checkpoint (${path}) or --policy ${o.policy}, not both`)
+  if (o.backend !== undefined)
+    throw new UsageError('--backend sets the tensor backend of a checkpoint; a served model has none')
+  if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
+    throw new UsageError('--name, --step and --title describe the file written with --run: give --run too')
+  const tasks = parseTasks(o.tasks ?? EVAL_DEFAULTS.tasks, o.difficulty)
+  const k = o.k ?? EVAL_DEFAULTS.k
+  const instances = o.instances ?? EVAL_DEFAULTS.instances
+  const model = o.model ?? 'default'
+  const target = await evalTarget(o)
+  const policy: OpenAIPolicyOptions = {
+    url,
+    model,
+    apiKey: process.env.OPENAI_API_KEY,
+    temperature: o.temperature,
+    maxTokens: o.maxNewTokens ?? SERVED_MAX_NEW_TOKENS,
+    ...(o.timeoutMs === undefined ? {} : { timeoutMs: o.timeoutMs }),
+  }
+  await checkPolicyEndpoint(policy, getTask(tasks[0]!.name).tools).catch((err: Error) => {
+    throw new CliError(err.message, { cause: err })
+  })
+  await checkSandboxesOf(tasks.map((t) => t.name)).catch((err: Error) => {
+    throw new CliError(err.message, { cause: err })
+  })
+  let rows: EvaluationRow[]
+  try {
+    rows = await evaluateEpisodes(
+      { tasks, k, instances, onProgress: progressLine },
+      (_task, index, sample) =>
+        new OpenAIPolicy({ ...policy, seed: o.seed + index * 1_009 + sample * 7_919 }),
+      o.concurrency ?? 8,
+    )
+  } catch (err) {
+    if (err instanceof PolicyEndpointError)
+      throw new CliError(`${err.message} (during the evaluation)`, { cause: err })
+    throw err
+  } finally {
+    if (process.stderr.isTTY) process.stderr.write('\n')
+  }
+  await reportEval(rows, {
+    ...target,
+    title: o.title ?? `triad eval ${o.policy} (model ${model})`,
+    source: { policy: o.policy!, model },
+    step: o.step,
+    k,
+    instances,
+    json: o.json,
+  })
+}
+
+/** `eval done/total episodes` on a terminal, over itself. */
+function progressLine(done: number, total: number): void {
+  if (process.stderr.isTTY) process.stderr.write(`\reval ${done}/${total} episodes`)
 }
 
 export function registerEval(program: Command): void {
@@ -304,7 +395,7 @@ export function registerEval(program: Command): void {
     .command('eval')
     .description('avg@k and pass@k per task on the held-out split, with standard errors')
     .argument(
-      '<checkpoint>',
+      '[checkpoint]',
       "a checkpoint directory (model.safetensors, config.json, tokenizer.json), or a run directory for its latest checkpoint, evaluated with the run's settings",
     )
     .option(
@@ -339,6 +430,21 @@ export function registerEval(program: Command): void {
     .option('--step <n>', 'with --run: the learner step of the evaluated weights', integerOption({ min: 0 }))
     .option('--title <title>', 'with --run: the heading of the table')
     .option('--backend <name>', 'tensor backend to force (wasm, cpu, tensorflow...)')
+    .option(
+      '--policy <openai:URL>',
+      'evaluate the model behind an OpenAI-compatible endpoint instead of a checkpoint (OPENAI_API_KEY is sent when set)',
+    )
+    .option('--model <name>', 'with --policy: the model name sent to the endpoint (default "default")')
+    .option(
+      '--concurrency <n>',
+      'with --policy: episodes played at once (default 8)',
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--timeout-ms <ms>',
+      'with --policy: deadline of one request (default 60000)',
+      integerOption({ min: 1 }),
+    )
     .option('--json', 'print JSON')
-    .action(async (path: string, o: EvalOptions) => runEval(path, o))
+    .action(async (path: string | undefined, o: EvalOptions) => runEval(path, o))
 }

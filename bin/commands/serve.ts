@@ -1,22 +1,8 @@
 import type { Command } from 'commander'
-import {
-  type ChatFormat,
-  CheckpointError,
-  ConfigError,
-  chooseBackend,
-  disposeTransformer,
-  isHfModelDir,
-  loadCheckpoint,
-  loadHfModel,
-  loadJinjaChatFormat,
-  ModelTooLargeError,
-  TemplateError,
-  type Transformer,
-  TriadChatFormat,
-  UnsupportedArchitectureError,
-} from '../../gpu/index.ts'
+import { chooseBackend, disposeTransformer } from '../../gpu/index.ts'
 import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError } from '../errors.ts'
+import { loadModelDir } from '../model-dir.ts'
 import { integerOption } from '../numeric-option.ts'
 import { buildChatServer } from '../serve/chat-server.ts'
 
@@ -45,49 +31,6 @@ export function resolveServedCheckpoint(path: string, log: (line: string) => voi
 }
 
 /**
- * The model and chat format of a directory: a Hugging Face directory (`config.json` with
- * `architectures`) with its tokenizer's Jinja chat template, else a triad checkpoint with triad's
- * ChatML format.
- * @throws CliError (one line) when the model, its tokenizer or its template cannot be loaded.
- */
-async function loadServedModel(
-  dir: string,
-  contextLength: number | undefined,
-): Promise<{ model: Transformer; format: ChatFormat }> {
-  try {
-    if (await isHfModelDir(dir)) {
-      const hf = await loadHfModel(dir, { contextLength })
-      let format: ChatFormat
-      try {
-        format = loadJinjaChatFormat(dir)
-      } catch (err) {
-        disposeTransformer(hf.model)
-        throw err
-      }
-      if (format.vocabSize > hf.model.config.vocabSize) {
-        disposeTransformer(hf.model)
-        throw new CliError(
-          `cannot load model: ${dir}: the tokenizer has ${format.vocabSize} ids, the model's vocabulary ${hf.model.config.vocabSize}`,
-        )
-      }
-      return { model: hf.model, format }
-    }
-    const ckpt = await loadCheckpoint(dir)
-    return { model: ckpt.model, format: new TriadChatFormat(ckpt.tokenizer) }
-  } catch (err) {
-    if (
-      err instanceof CheckpointError ||
-      err instanceof UnsupportedArchitectureError ||
-      err instanceof ModelTooLargeError ||
-      err instanceof ConfigError ||
-      err instanceof TemplateError
-    )
-      throw new CliError(`cannot load model: ${err.message}`, { cause: err })
-    throw err
-  }
-}
-
-/**
  * `triad serve MODEL`: an OpenAI-compatible server (`/v1/models`, `/v1/chat/completions`, see
  * `buildChatServer`) for a triad checkpoint or a Hugging Face directory, until SIGINT or SIGTERM. Prints
  * `serving MODEL_NAME at http://HOST:PORT/v1` on stdout once it listens.
@@ -97,7 +40,7 @@ export async function serveCommand(modelPath: string, o: ServeOptions): Promise<
   const log = (line: string) => process.stderr.write(`${line}\n`)
   const dir = resolveServedCheckpoint(modelPath, log)
   await chooseBackend({ backend: o.backend, log })
-  const { model, format } = await loadServedModel(dir, o.contextLength)
+  const { model, format } = await loadModelDir(dir, o.contextLength)
   const name = o.servedModelName ?? modelPath
   const server = buildChatServer({
     model,

@@ -37,14 +37,7 @@ function builtInTools(task: string): ToolSchema[] | undefined {
  */
 export async function runTrajectories(path: string, o: TrajectoriesOptions): Promise<number> {
   if (!o.out) throw new UsageError('--out FILE is required (FILE.jsonl or FILE.parquet)')
-  const format = o.format ?? formatOfPath(o.out)
-  const formats = Object.values(TrajectoryFileFormat) as string[]
-  if (!format || !formats.includes(format))
-    throw new UsageError(
-      o.format
-        ? `--format must be one of ${formats.join(', ')} (got '${o.format}')`
-        : `--out ${o.out}: cannot tell the format from the extension; name the file .jsonl or .parquet, or give --format`,
-    )
+  const format = outFileFormat(o.out, o.format)
   const { dir } = await openRunDir(path).catch((err: unknown) => {
     if (err instanceof NotARunDirError) throw new CliError(err.message, { cause: err })
     throw err
@@ -68,7 +61,7 @@ export async function runTrajectories(path: string, o: TrajectoriesOptions): Pro
       `${logFile}: its last record was cut short (the learner stopped while writing it); left out\n`,
     )
   const rows = trajectoryRows(dir.id, log.records, builtInTools)
-  writeTrajectoryFile(o.out, format as TrajectoryFileFormat, rows)
+  writeTrajectoryFile(o.out, format, rows)
   const steps = log.records.map((r) => r.step)
   process.stderr.write(
     `wrote ${rows.length} episodes of ${log.records.length} groups${steps.length ? ` (learner steps ${Math.min(...steps)}-${Math.max(...steps)})` : ''} to ${o.out}\n`,

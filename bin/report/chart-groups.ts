@@ -10,8 +10,11 @@ export interface Chart {
   x: number[]
   /** What x counts when it is not the learner step (`SFT step`); absent: the learner step. */
   xLabel?: string
-  /** Series by label (task name, `high`/`low`, ...): `[points]`, `null` where the series has no value. */
-  series: { label: string; key: string; y: (number | null)[] }[]
+  /**
+   * Series by label (task name, `high`/`low`, ...): `[points]`, `null` where the series has no
+   * value; `se` `[points]` the standard error of each value where known (evaluations).
+   */
+  series: { label: string; key: string; y: (number | null)[]; se?: (number | null)[] }[]
 }
 
 /** Charts of one area (the first segment of the keys: `rollout`, `learner`, ...). */

@@ -1,5 +1,5 @@
 import type { EvalResult } from '../../actors/index.ts'
-import { AREA_ORDER, type Chart, type ChartSection } from './chart-groups.ts'
+import type { Chart } from './chart-groups.ts'
 
 /**
  * The learner step a row of an evaluation file measured: its `checkpoint` column when it names one
@@ -17,13 +17,15 @@ export function evalRowStep(row: EvalResult['rows'][number], file: EvalResult): 
 
 /**
  * Charts of the held-out evaluations over learner steps: `eval/avg@<k>` and `eval/pass@<k>`, one
- * series per task (rows of one task at one step, several difficulties or files, are averaged).
- * Rows come from every evaluation file (the periodic `step-<n>.json` and the final table, whose
- * SFT row is step 0). A value of `k` with fewer than two evaluated steps gives no chart.
+ * series per task (rows of one task at one step, several difficulties or files, are averaged),
+ * with the standard error of each value (`avg_at_k_se`, `pass_at_k_se`; of an average of m rows,
+ * sqrt(sum se^2) / m; null when a row has none). Rows come from every evaluation file (the
+ * periodic `step-<n>.json` and the final table, whose SFT row is step 0). A value of `k` with
+ * fewer than `minSteps` evaluated steps gives no chart.
  */
-export function evalCharts(evals: readonly { result: EvalResult }[]): Chart[] {
-  // k -> metric -> task -> step -> [sum, count]
-  const acc = new Map<number, Map<string, Map<string, Map<number, [number, number]>>>>()
+export function evalCharts(evals: readonly { result: EvalResult }[], minSteps = 2): Chart[] {
+  // k -> metric -> task -> step -> [sum, count, sum of squared standard errors, rows with one]
+  const acc = new Map<number, Map<string, Map<string, Map<number, [number, number, number, number]>>>>()
   for (const { result } of evals)
     for (const row of result.rows) {
       const step = evalRowStep(row, result)
@@ -36,11 +38,16 @@ export function evalCharts(evals: readonly { result: EvalResult }[]): Chart[] {
         acc.set(k, byMetric)
         const byTask = byMetric.get(metric) ?? new Map()
         byMetric.set(metric, byTask)
-        const bySteps = byTask.get(row.task) ?? new Map<number, [number, number]>()
+        const bySteps = byTask.get(row.task) ?? new Map<number, [number, number, number, number]>()
         byTask.set(row.task, bySteps)
-        const cell = bySteps.get(step) ?? [0, 0]
+        const cell = bySteps.get(step) ?? [0, 0, 0, 0]
         cell[0] += v
         cell[1] += 1
+        const se = row[`${metric}_at_k_se`]
+        if (typeof se === 'number' && Number.isFinite(se)) {
+          cell[2] += se * se
+          cell[3] += 1
+        }
         bySteps.set(step, cell)
       }
     }
@@ -51,7 +58,7 @@ export function evalCharts(evals: readonly { result: EvalResult }[]): Chart[] {
       if (!byTask) continue
       const steps = new Set<number>()
       for (const bySteps of byTask.values()) for (const s of bySteps.keys()) steps.add(s)
-      if (steps.size < 2) continue
+      if (steps.size < minSteps) continue
       const x = [...steps].sort((a, b) => a - b)
       charts.push({
         title: `eval/${metric}@${k}`,
@@ -63,26 +70,13 @@ export function evalCharts(evals: readonly { result: EvalResult }[]): Chart[] {
             const cell = byTask.get(task)!.get(s)
             return cell ? cell[0] / cell[1] : null
           }),
+          // The standard error of a mean of m independent rows: sqrt(sum se_i^2) / m.
+          se: x.map((s) => {
+            const cell = byTask.get(task)!.get(s)
+            return cell && cell[3] === cell[1] ? Math.sqrt(cell[2]) / cell[1] : null
+          }),
         })),
       })
     }
   return charts
-}
-
-/** `sections` with the evaluation charts added to the `eval` area (made, in its place, when missing). */
-export function withEvalCharts(sections: readonly ChartSection[], charts: readonly Chart[]): ChartSection[] {
-  if (charts.length === 0) return [...sections]
-  const out = sections.map((s) => ({ area: s.area, charts: [...s.charts] }))
-  const existing = out.find((s) => s.area === 'eval')
-  if (existing) {
-    existing.charts.push(...charts)
-    return out
-  }
-  const rank = (a: string) => {
-    const i = AREA_ORDER.indexOf(a)
-    return i < 0 ? AREA_ORDER.length : i
-  }
-  const at = out.findIndex((s) => rank(s.area) > rank('eval'))
-  out.splice(at < 0 ? out.length : at, 0, { area: 'eval', charts: [...charts] })
-  return out
 }

@@ -94,7 +94,7 @@ export interface ChatRequest {
   /** 0 is greedy. Default 1. */
   temperature: number
   /** Nucleus mass in (0, 1]. Default 1. */
-  topP: number
+  top_p: number
   /** Most tokens per choice (`max_completion_tokens`, else `max_tokens`); undefined: up to the context end. */
   maxTokens: number | undefined
   /** Sampling seed of choice 0 (choice i uses `seed + i`); undefined: the server draws one. */
@@ -177,7 +177,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     messages,
     tools,
     temperature: q.temperature ?? 1,
-    topP: q.top_p ?? 1,
+    top_p: q.top_p ?? 1,
     maxTokens: q.max_completion_tokens ?? q.max_tokens ?? undefined,
     seed: q.seed ?? undefined,
     n: q.n ?? 1,

@@ -191,7 +191,7 @@ export function buildChatServer(o: ChatServerOptions): ChatServer {
       .submit(prompt, {
         maxNewTokens: Math.min(q.maxTokens ?? room, room),
         temperature: q.temperature,
-        topP: q.topP,
+        top_p: q.top_p,
         seed,
         stopTokens: format.stopTokens,
         onToken: (token, _lp, logits) => {

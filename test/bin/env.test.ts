@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import {
   connectNats,
@@ -10,7 +13,17 @@ import {
 } from '../../actors/index.ts'
 import { formatEnvWorkers, tryDifficulty } from '../../bin/commands/env.ts'
 import { CliError } from '../../bin/errors.ts'
+import {
+  chooseBackend,
+  disposeTransformer,
+  fullLoraConfig,
+  initAdapters,
+  loadHfModel,
+  saveCheckpoint,
+  withAdapters,
+} from '../../gpu/index.ts'
 import { suiteNatsServer } from '../support/suite-nats-server.ts'
+import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 describe('bin/env', () => {
@@ -55,6 +68,90 @@ describe('bin/env', () => {
     const t = JSON.parse(r.stdout) as { task: string; difficulty: number }
     assert.equal(t.task, 'calc')
     assert.equal(t.difficulty, 3)
+  })
+
+  it('env try - model:DIR plays an episode with a Hugging Face model, and with LoRA adapters on it', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'triad-env-try-'))
+    try {
+      const hf = join(root, 'qwen3-tiny')
+      await writeTinyQwen3(hf)
+      const args = ['--max-new-tokens', '6', '--context-length', '1024', '--backend', 'wasm', '--json']
+      const r = await runTriad(['env', 'try', 'calc', '--policy', `model:${hf}`, ...args])
+      assert.equal(r.code, 0, r.stderr)
+      const t = JSON.parse(r.stdout) as { task: string; messages: { role: string }[]; status: string }
+      assert.equal(t.task, 'calc')
+      assert.ok(t.messages.some((m) => m.role === 'assistant'))
+      // the same with adapters: a checkpoint of them names its base
+      await chooseBackend({ backend: 'wasm', log: () => {} })
+      const base = await loadHfModel(hf, { contextLength: 1024 })
+      const adapted = withAdapters(
+        base.model,
+        initAdapters(base.config, fullLoraConfig({ rank: 2 }), 1),
+        { rank: 2 },
+        { base: hf },
+      )
+      const ckpt = join(root, 'adapters')
+      await saveCheckpoint(ckpt, adapted, {})
+      disposeTransformer(adapted)
+      disposeTransformer(base.model)
+      const l = await runTriad(['env', 'try', 'calc', '--policy', `model:${ckpt}`, ...args])
+      assert.equal(l.code, 0, l.stderr)
+      // zero B: the base model's own episode
+      assert.deepEqual(JSON.parse(l.stdout).messages, t.messages)
+      const bad = await runTriad(['env', 'try', 'calc', '--policy', `model:${join(root, 'none')}`])
+      assert.equal(bad.code, 1)
+      assert.match(
+        bad.stderr,
+        /^triad: .*none is neither a model directory \(no config.json\) nor a run directory/,
+      )
+      assert.equal(bad.stderr.trim().split('\n').length, 1)
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
+  })
+
+  it('env try - model:DIR whose tokenizer has no chat template, or too large for the wasm heap: one line, exit 1', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'triad-env-try-bad-'))
+    try {
+      const noTemplate = join(root, 'no-template')
+      await writeTinyQwen3(noTemplate)
+      const cfgFile = join(noTemplate, 'tokenizer_config.json')
+      const { chat_template: _, ...cfg } = JSON.parse(await readFile(cfgFile, 'utf8'))
+      await writeFile(cfgFile, JSON.stringify(cfg))
+      const a = await runTriad(['env', 'try', 'calc', '--policy', `model:${noTemplate}`, '--backend', 'wasm'])
+      // the backend line, then the error in one line
+      assert.equal(a.code, 1)
+      assert.deepEqual(a.stderr.trim().split('\n').slice(0, 1), ['triad: tensor backend wasm (forced)'])
+      assert.equal(a.stderr.trim().split('\n').length, 2, a.stderr)
+      assert.match(
+        a.stderr.trim().split('\n')[1]!,
+        /^triad: cannot load model: .*tokenizer_config\.json: has no chat_template/,
+      )
+      const large = join(root, 'large')
+      await writeTinyQwen3(large)
+      const file = join(large, 'config.json')
+      // Qwen3-8B's shape; the directory has no such weights, and none are read
+      const c = JSON.parse(await readFile(file, 'utf8'))
+      Object.assign(c, {
+        hidden_size: 4096,
+        num_hidden_layers: 36,
+        num_attention_heads: 32,
+        num_key_value_heads: 8,
+        head_dim: 128,
+        intermediate_size: 12288,
+        tie_word_embeddings: false,
+      })
+      await writeFile(file, JSON.stringify(c))
+      const b = await runTriad(['env', 'try', 'calc', '--policy', `model:${large}`, '--backend', 'wasm'])
+      assert.equal(b.code, 1)
+      assert.equal(b.stderr.trim().split('\n').length, 2, b.stderr)
+      assert.match(
+        b.stderr.trim().split('\n')[1]!,
+        /^triad: cannot load model: .*needs [\d.]+ GiB as float32 .* the wasm backend's limit of 4\.00 GiB/,
+      )
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
   })
 
   it('env try - a task file that does not exist is reported on one line, naming it', async () => {

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { describe, it } from 'node:test'
-import { createRunDir } from '../../actors/index.ts'
+import { after, before, describe, it } from 'node:test'
+import { createRunDir, getTask } from '../../actors/index.ts'
+import { closedPort, fakeEndpoint } from '../support/bad-endpoint.ts'
+import { type ServedCheckpoint, serveTinyCheckpoint } from '../support/served-checkpoint.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 import { runTriad } from '../support/triad-process.ts'
 
@@ -302,5 +304,106 @@ describe('bin/eval - into a run directory', () => {
         ['maze', 1, 1],
       ],
     )
+  })
+})
+
+describe('bin/eval - a served model (--policy openai:URL)', () => {
+  let served: ServedCheckpoint
+  before(async () => {
+    served = await serveTinyCheckpoint('mine')
+  })
+  after(async () => {
+    await served?.stop()
+  })
+
+  it('eval --policy - scores the model behind triad serve on the held-out split; the same seed gives the same table; --run writes it', async () => {
+    const run = await createRunDir({
+      runsDir: mkdtempSync(join(tmpdir(), 'triad-evalpol-')),
+      name: 'p',
+      recipe: {},
+    })
+    const args = [
+      'eval',
+      '--policy',
+      `openai:${served.base}`,
+      '--model',
+      'mine',
+      '--tasks',
+      'calc,sql:1',
+      '--k',
+      '2',
+      '--instances',
+      '2',
+      '--max-new-tokens',
+      '8',
+      '--json',
+    ]
+    const r = await runTriad([...args, '--run', run.path, '--name', 'served', '--step', '3'])
+    assert.equal(r.code, 0, r.stderr)
+    const out = JSON.parse(r.stdout) as EvalJson & { policy: string; model: string }
+    assert.equal(out.policy, `openai:${served.base}`)
+    assert.equal(out.model, 'mine')
+    assert.deepEqual(
+      out.rows.map((x) => [x.task, x.difficulty, x.n, x.k]),
+      [
+        ['calc', getTask('calc').difficulty.default, 2, 2],
+        ['sql', 1, 2, 2],
+      ],
+    )
+    const again = await runTriad(args)
+    assert.equal(again.code, 0, again.stderr)
+    assert.deepEqual(JSON.parse(again.stdout).rows, out.rows)
+    const file = JSON.parse(readFileSync(join(run.evalDir, 'served.json'), 'utf8'))
+    assert.equal(file.title, `triad eval openai:${served.base} (model mine)`)
+    assert.equal(file.step, 3)
+    assert.equal(file.k, 2)
+    assert.deepEqual(file.rows, out.rows)
+    assert.equal(file.checkpoint, undefined)
+  })
+
+  it('eval --policy - an endpoint that does not answer, or answers garbage, fails at the start with one line naming the URL', async () => {
+    const base = `http://127.0.0.1:${await closedPort()}/v1`
+    const down = await runTriad(['eval', '--policy', `openai:${base}`, '--model', 'm', '--tasks', 'calc'])
+    assert.equal(down.code, 1)
+    assert.match(
+      down.stderr,
+      new RegExp(
+        `^triad: policy endpoint ${base}/chat/completions \\(model 'm'\\) failed the start check .*ECONNREFUSED.*\\n$`,
+      ),
+    )
+    const e = await fakeEndpoint((_n, res) => res.writeHead(200).end('not json at all'))
+    try {
+      const bad = await runTriad(['eval', '--policy', `openai:${e.base}`, '--model', 'm', '--tasks', 'calc'])
+      assert.equal(bad.code, 1)
+      assert.match(
+        bad.stderr,
+        /failed the start check .*: HTTP 200 with a reply that is not JSON: not json at all\n$/,
+      )
+      assert.equal(e.requests(), 1)
+    } finally {
+      await e.close()
+    }
+  })
+
+  it('eval --policy - usage errors exit 2: with a checkpoint too, with --backend; --model or --concurrency without --policy', async () => {
+    const cases: [string[], RegExp][] = [
+      [
+        ['/some/ckpt', '--policy', 'openai:http://127.0.0.1:9/v1'],
+        /give a checkpoint \(\/some\/ckpt\) or --policy .*, not both/,
+      ],
+      [
+        ['--policy', 'openai:http://127.0.0.1:9/v1', '--backend', 'wasm'],
+        /--backend sets the tensor backend of a checkpoint/,
+      ],
+      [['/some/ckpt', '--model', 'x'], /--model is a setting of --policy openai:URL/],
+      [['/some/ckpt', '--concurrency', '2'], /--concurrency is a setting of --policy openai:URL/],
+      [[], /give a checkpoint or run directory to evaluate, or --policy openai:URL/],
+      [['--policy', 'vllm'], /--policy vllm: use openai:URL/],
+    ]
+    for (const [args, message] of cases) {
+      const r = await runTriad(['eval', ...args])
+      assert.equal(r.code, 2, args.join(' '))
+      assert.match(r.stderr, message)
+    }
   })
 })

@@ -5,11 +5,16 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
+  chooseBackend,
   createTransformer,
   disposeTransformer,
+  fullLoraConfig,
+  initAdapters,
+  loadHfModel,
   saveCheckpoint,
   Tokenizer,
   TriadChatFormat,
+  withAdapters,
 } from '../../gpu/index.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { referenceLogits } from '../support/hf-reference-forward.ts'
@@ -187,6 +192,98 @@ describe('bin/generate and bin/export', () => {
       noHf.stderr.trim(),
       'triad: give the output directory with --hf OUT (the only export format)',
     )
+  })
+
+  it('export --hf - each kind of bad input is one line naming the file and writes nothing', async () => {
+    const cases: [string, (dir: string) => Promise<string>, RegExp][] = [
+      [
+        'missing shard',
+        async (dir) => {
+          await writeHfCheckpoint(dir, spec, { shards: 2 })
+          await rm(path.join(dir, 'model-00002-of-00002.safetensors'))
+          return dir
+        },
+        /model-00002-of-00002\.safetensors: shard listed in model\.safetensors\.index\.json is missing$/,
+      ],
+      [
+        'wrong shape',
+        async (dir) => {
+          await writeHfCheckpoint(dir, spec)
+          const file = path.join(dir, 'config.json')
+          await writeFile(
+            file,
+            JSON.stringify({ ...JSON.parse(await readFile(file, 'utf8')), intermediate_size: 32 }),
+          )
+          return dir
+        },
+        /model\.safetensors: tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[24, 16\], expected \[32, 16\]$/,
+      ],
+      [
+        'unreadable dtype',
+        async (dir) => {
+          await writeHfCheckpoint(dir, spec)
+          const file = path.join(dir, 'model.safetensors')
+          const bytes = await readFile(file)
+          bytes.write('"dtype":"I16" ', bytes.indexOf('"dtype":"BF16"'))
+          await writeFile(file, bytes)
+          return dir
+        },
+        /: tensor \S+: unsupported dtype I16 \(F32, F16, BF16\)$/,
+      ],
+      [
+        'misshapen adapter',
+        async (dir) => {
+          const base = `${dir}-base`
+          await writeHfCheckpoint(base, spec)
+          const hf = await loadHfModel(base)
+          const lora = fullLoraConfig({ rank: 2, targets: ['q_proj'] })
+          const adapted = withAdapters(hf.model, initAdapters(hf.config, lora, 0), lora, { base })
+          await saveCheckpoint(dir, adapted, {})
+          disposeTransformer(adapted)
+          disposeTransformer(hf.model)
+          const file = path.join(dir, 'config.json')
+          const c = JSON.parse(await readFile(file, 'utf8'))
+          c.lora.rank = 3 // the stored adapters have rank 2
+          await writeFile(file, JSON.stringify(c))
+          return dir
+        },
+        /adapter_model\.safetensors: adapter="base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight": has shape \[2, 16\], expected \[3, 16\]$/,
+      ],
+      [
+        'unknown LoRA target',
+        async (dir) => {
+          const base = `${dir}-base`
+          await writeHfCheckpoint(base, spec)
+          const hf = await loadHfModel(base)
+          const adapted = withAdapters(
+            hf.model,
+            initAdapters(hf.config, fullLoraConfig({ rank: 2 }), 0),
+            { rank: 2 },
+            { base },
+          )
+          await saveCheckpoint(dir, adapted, {})
+          disposeTransformer(adapted)
+          disposeTransformer(hf.model)
+          const file = path.join(dir, 'config.json')
+          const c = JSON.parse(await readFile(file, 'utf8'))
+          c.lora.targets = ['q_proj', 'qkv_proj']
+          await writeFile(file, JSON.stringify(c))
+          return dir
+        },
+        /config\.json: lora\.targets="qkv_proj": is not a projection; valid targets: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj$/,
+      ],
+    ]
+    await chooseBackend({ backend: 'wasm', log: () => {} })
+    for (const [name, make, message] of cases) {
+      const dir = await make(path.join(root, `bad-${name.replaceAll(' ', '-')}`))
+      const out = path.join(root, `bad-${name.replaceAll(' ', '-')}-out`)
+      const r = await runTriad(['export', dir, '--hf', out])
+      assert.equal(r.code, 1, name)
+      assert.equal(r.stderr.trim().split('\n').length, 1, `${name}: ${r.stderr}`)
+      assert.match(r.stderr.trim(), /^triad: cannot export: /, name)
+      assert.match(r.stderr.trim(), message, name)
+      assert.equal(existsSync(out), false, `${name}: nothing written`)
+    }
   })
 
   it('generate --prompt and --messages: text through the tokenizer, chat messages through the template; an exported directory decodes the same text', async () => {

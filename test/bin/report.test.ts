@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { type EvalResult, formatMetricsLine, writeEvalResult } from '../../actors/index.ts'
 import { buildReport } from '../../bin/commands/report.ts'
 import { buildChartSections, latestPerTask, placeKeys, taskNames } from '../../bin/report/chart-groups.ts'
-import { evalCharts, withEvalCharts } from '../../bin/report/eval-charts.ts'
-import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
+import { evalCharts } from '../../bin/report/eval-charts.ts'
+import { chromiumMissing, dumpDom, screenshot } from '../support/headless-chromium.ts'
 import {
   makeSyntheticRun,
   SYNTHETIC_TASK_FAMILIES,
@@ -17,6 +17,27 @@ import {
 import { startTriad } from '../support/triad-process.ts'
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-report-'))
+
+/** A synthetic run evaluated at steps 10, 20 and 30 with standard errors. */
+async function evaluatedRun(runsDir: string, name = 'synthetic') {
+  const dir = await makeSyntheticRun(runsDir, 30, name)
+  for (const step of [10, 20])
+    await writeEvalResult(dir, `step-${String(step).padStart(6, '0')}`, {
+      step,
+      k: 8,
+      rows: ['calc', 'sql', 'maze'].map((task) => ({
+        task,
+        difficulty: 1,
+        n: 32,
+        k: 8,
+        avg_at_k: step / 100,
+        avg_at_k_se: 0.04,
+        pass_at_k: step / 50,
+        pass_at_k_se: 0.05,
+      })),
+    })
+  return dir
+}
 const attr = (dom: string, name: string) => new RegExp(`<body[^>]*\\b${name}="(\\d+)"`).exec(dom)?.[1]
 
 describe('bin/report', () => {
@@ -210,7 +231,7 @@ describe('bin/report', () => {
     const dom = await dumpDom(file, 60_000, [1280, 800])
     assert.equal(attr(dom, 'data-charts-drawn'), attr(dom, 'data-charts-total'))
     assert.equal(attr(dom, 'data-page-overflow'), '0', 'nothing is wider than a 1280 px window')
-    const ticks = /data-y-ticks="([^"]*)"[^>]*><figcaption>rollout\/generated_tokens<\/figcaption>/.exec(
+    const ticks = /data-y-ticks="([^"]*)"[^>]*><figcaption[^>]*>rollout\/generated_tokens<\/figcaption>/.exec(
       dom,
     )?.[1]
     assert.equal(ticks, '0 1M 2M 3M')
@@ -244,15 +265,16 @@ describe('bin/report', () => {
     const dir = await makeSyntheticRun(tmp(), 5)
     appendFileSync(dir.metricsFile, `${syntheticSftMetrics(20, 20).map(formatMetricsLine).join('\n')}\n`)
     const report = await buildReport(dir.path)
-    assert.equal(report.charts, 12)
+    // 3 SFT charts and the synthetic run's 8 (runtime/restarts is constant: listed, not drawn)
+    assert.equal(report.charts, 11)
     const missing = chromiumMissing()
     if (missing) return t.skip(missing)
     const file = join(dir.path, 'report.html')
     writeFileSync(file, report.html)
     const dom = await dumpDom(file)
-    assert.equal(attr(dom, 'data-charts-drawn'), '12')
-    // The x series of the SFT loss chart (its legend, inside its figure) is the SFT step.
-    assert.match(dom, /<figcaption>sft\/loss<\/figcaption>(?:(?!<\/figure>).)*>SFT step</s)
+    assert.equal(attr(dom, 'data-charts-drawn'), '11')
+    // The x axis of the SFT loss chart is the SFT step.
+    assert.match(/<figure([^>]*)><figcaption[^>]*>sft\/loss</.exec(dom)?.[1] ?? '', /data-x="SFT step"/)
   })
 
   it('buildReport - charts every metric family of a run and its evaluation tables, self-contained', async () => {
@@ -261,9 +283,12 @@ describe('bin/report', () => {
     const report = await buildReport(dir.path)
     assert.equal(report.lines, 120)
     assert.equal(report.evals, 1)
-    // rollout/reward, rollout/success, learner/clip_frac_*, loss/total, pipeline/staleness_*,
-    // engine/tokens_per_s, env/difficulty, reward/step_accuracy, runtime/restarts
-    assert.equal(report.charts, 9)
+    // eval/avg@8 and eval/pass@8 (one evaluated step: points with error bars), rollout/reward,
+    // rollout/success, loss/total, env/difficulty, pipeline/staleness_*, engine/tokens_per_s,
+    // learner/clip_frac_*, reward/step_accuracy; runtime/restarts is constant: listed, not drawn
+    assert.equal(report.charts, 10)
+    assert.equal(report.constants, 1)
+    assert.match(report.html, /<td class="key">runtime\/restarts<\/td><td class="num">1<\/td>/)
     assert.match(report.html, /Content-Security-Policy" content="default-src 'none'/)
     assert.doesNotMatch(
       report.html,
@@ -331,49 +356,20 @@ describe('bin/report', () => {
     )
     // One evaluated step: no chart.
     assert.deepEqual(evalCharts(results.slice(3)), [])
-    // The charts go into the eval area, after rollout and before the rest.
-    const sections = withEvalCharts(
-      [
-        { area: 'rollout', charts: [] },
-        { area: 'learner', charts: [] },
-      ],
-      charts,
-    )
-    assert.deepEqual(
-      sections.map((s) => [s.area, s.charts.length]),
-      [
-        ['rollout', 0],
-        ['eval', 2],
-        ['learner', 0],
-      ],
-    )
   })
 
   it('buildReport - with evaluations at several steps, avg@k and pass@k over steps are charted and drawn', async (t) => {
-    const dir = await makeSyntheticRun(tmp())
-    for (const step of [10, 20])
-      await writeEvalResult(dir, `step-${String(step).padStart(6, '0')}`, {
-        step,
-        k: 8,
-        rows: ['calc', 'sql', 'maze'].map((task) => ({
-          task,
-          difficulty: 1,
-          n: 32,
-          k: 8,
-          avg_at_k: step / 100,
-          pass_at_k: step / 50,
-        })),
-      })
+    const dir = await evaluatedRun(tmp())
     const report = await buildReport(dir.path)
     assert.equal(report.evals, 3)
-    assert.equal(report.charts, 11)
+    assert.equal(report.charts, 10)
     assert.match(report.html, /<figcaption>eval\/avg@8<\/figcaption>/)
     const missing = chromiumMissing()
     if (missing) return t.skip(missing)
     const file = join(dir.path, 'report.html')
     writeFileSync(file, report.html)
     const dom = await dumpDom(file)
-    assert.equal(attr(dom, 'data-charts-drawn'), '11', 'every chart has pixels of its series colours')
+    assert.equal(attr(dom, 'data-charts-drawn'), '10', 'every chart has pixels of its series colours')
   })
 
   it('buildReport - the charts draw in headless Chromium', async (t) => {
@@ -383,9 +379,9 @@ describe('bin/report', () => {
     const file = join(dir.path, 'report.html')
     writeFileSync(file, (await buildReport(dir.path)).html)
     const dom = await dumpDom(file)
-    assert.equal(attr(dom, 'data-charts-total'), '9')
-    assert.equal(attr(dom, 'data-charts-checked'), '9')
-    assert.equal(attr(dom, 'data-charts-drawn'), '9', 'every chart has pixels of its series colours')
+    assert.equal(attr(dom, 'data-charts-total'), '10')
+    assert.equal(attr(dom, 'data-charts-checked'), '10')
+    assert.equal(attr(dom, 'data-charts-drawn'), '10', 'every chart has pixels of its series colours')
     assert.match(dom, /held-out avg@8 and pass@8/)
   })
 
@@ -402,7 +398,7 @@ describe('bin/report', () => {
       html.slice(0, start) + html.slice(html.indexOf('</script>', start) + '</script>'.length),
     )
     const dom = await dumpDom(file)
-    assert.equal(attr(dom, 'data-charts-total'), '9')
+    assert.equal(attr(dom, 'data-charts-total'), '10')
     assert.equal(attr(dom, 'data-charts-drawn'), '0')
     assert.match(dom, /data-error="ReferenceError: uPlot is not defined"/)
   })
@@ -413,7 +409,7 @@ describe('bin/report', () => {
     const ok = startTriad(['report', dir.path, '--out', out])
     const line = await ok.waitForLine((j) => 'report' in j, 60_000)
     assert.equal(line.report, out)
-    assert.equal(line.charts, 9)
+    assert.equal(line.charts, 10)
     assert.equal((await ok.exited).code, 0)
     assert.match(readFileSync(out, 'utf8'), /^<!doctype html>/)
 
@@ -421,5 +417,155 @@ describe('bin/report', () => {
     const bad = startTriad(['report', notRun])
     assert.equal((await bad.exited).code, 1)
     assert.equal(bad.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
+  })
+})
+
+/** The page's data: the dashboard sections as the script draws them. */
+type PageData = {
+  sections: {
+    id: string
+    folded: boolean
+    charts: {
+      id: string
+      title: string
+      smooth?: boolean
+      series: {
+        label: string
+        colour: string
+        dash: number[]
+        y: (number | null)[]
+        se?: (number | null)[]
+      }[]
+    }[]
+  }[]
+}
+const pageData = (html: string): PageData =>
+  JSON.parse(/<script type="application\/json" id="triad-data">(.*?)<\/script>/s.exec(html)![1]!)
+
+/** TensorBoard's debiased exponential moving average, as the page smooths. */
+function ema(y: readonly (number | null)[], w: number): (number | null)[] {
+  let last = 0
+  let n = 0
+  return y.map((v) => {
+    if (v === null) return null
+    last = last * w + (1 - w) * v
+    n++
+    return w === 0 ? v : last / (1 - w ** n)
+  })
+}
+
+describe('bin/report - the dashboard', () => {
+  it('buildReport - panels first in order, then namespaces folded; one colour per task in every chart; error bars from the standard errors', async () => {
+    const dir = await evaluatedRun(tmp())
+    const report = await buildReport(dir.path)
+    const data = pageData(report.html)
+    assert.deepEqual(
+      data.sections.map((s) => [s.id, s.folded, s.charts.map((c) => c.title)]),
+      [
+        ['evaluation', false, ['eval/avg@8', 'eval/pass@8']],
+        ['training', false, ['rollout/reward', 'rollout/success']],
+        ['policy', false, ['loss/total']],
+        ['difficulty', false, ['env/difficulty']],
+        ['throughput', false, ['pipeline/staleness_*', 'engine/tokens_per_s']],
+        ['ns-learner', true, ['learner/clip_frac_*']],
+        ['ns-reward', true, ['reward/step_accuracy']],
+        ['ns-runtime', true, []],
+      ],
+    )
+    // Tasks sorted (calc, maze, sql) take the first palette colours, in every chart.
+    const colours = new Map<string, Set<string>>()
+    for (const c of data.sections.flatMap((s) => s.charts))
+      for (const s of c.series) colours.set(s.label, (colours.get(s.label) ?? new Set()).add(s.colour))
+    assert.deepEqual([...colours.get('calc')!], ['#1f77b4'])
+    assert.deepEqual([...colours.get('maze')!], ['#d62728'])
+    assert.deepEqual([...colours.get('sql')!], ['#2ca02c'])
+    // A series that is not a task's never has a task's colour.
+    for (const [label, set] of colours)
+      if (!['calc', 'maze', 'sql'].includes(label))
+        for (const c of set) assert.ok(!['#1f77b4', '#d62728', '#2ca02c'].includes(c), `${label}: ${c}`)
+    const avg = data.sections[0]!.charts[0]!
+    assert.deepEqual(
+      avg.series.map((s) => [s.label, s.y, s.se]),
+      ['calc', 'maze', 'sql'].map((t) => [t, [0.1, 0.2, 0.5], [0.04, 0.04, 0.03]]),
+    )
+    assert.ok(data.sections[1]!.charts.every((c) => c.smooth === true))
+    assert.ok(data.sections.slice(2).every((s) => s.charts.every((c) => c.smooth === undefined)))
+    // The legend says which colour is which task.
+    assert.match(report.html, /<span class="key" data-task="calc" data-colour="#1f77b4">/)
+    assert.match(report.html, /<details class="namespace" id="ns-runtime"><summary><b>runtime<\/b>/)
+  })
+
+  it('buildReport - in headless Chromium: every chart drawn, error bars drawn, the smoothing control smooths the training charts; a screenshot', async (t) => {
+    const missing = chromiumMissing()
+    if (missing) return t.skip(missing)
+    const dir = await evaluatedRun(tmp())
+    const report = await buildReport(dir.path)
+    const file = join(dir.path, 'report.html')
+    writeFileSync(file, report.html)
+    const png = join(dir.path, 'report.png')
+    await screenshot(file, png, [1300, 2200])
+    assert.ok(statSync(png).size > 50_000, 'a screenshot with charts on it')
+    const data = pageData(report.html)
+    const success = data.sections[1]!.charts.find((c) => c.title === 'rollout/success')!
+    for (const w of [0, 0.9]) {
+      const dom = await dumpDom(file, 60_000, [1300, 900], `#smoothing=${w}`)
+      assert.equal(attr(dom, 'data-charts-drawn'), '10')
+      assert.equal(attr(dom, 'data-charts-total'), '10')
+      assert.equal(/<body[^>]*data-smoothing="([^"]+)"/.exec(dom)?.[1], String(w))
+      const figureOf = (id: string) =>
+        new RegExp(`<figure class="chart" id="${id}"([^>]*)>`).exec(dom)?.[1] ?? ''
+      // 3 tasks at 3 evaluated steps, each value with its error bar
+      assert.match(figureOf(data.sections[0]!.charts[0]!.id), /data-error-bars="9"/)
+      assert.match(figureOf(data.sections[0]!.charts[1]!.id), /data-error-bars="9"/)
+      const last = success.series.map((s) => String(Number(ema(s.y, w).at(-1)!.toFixed(6)))).join(' ')
+      assert.match(figureOf(success.id), new RegExp(`data-last="${last}"`))
+      if (w === 0.9)
+        assert.notEqual(
+          last,
+          success.series.map((s) => String(Number(s.y.at(-1)!.toFixed(6)))).join(' '),
+          'smoothing 0.9 moves the last values',
+        )
+    }
+  })
+
+  it('buildReport - several runs overlay: one chart per metric, a dash pattern per run, a task keeps its colour', async () => {
+    const runsDir = tmp()
+    const a = await evaluatedRun(runsDir, 'base')
+    const b = await makeSyntheticRun(runsDir, 20, 'variant')
+    const report = await buildReport([a.path, b.path])
+    const data = pageData(report.html)
+    const success = data.sections.flatMap((s) => s.charts).find((c) => c.title === 'rollout/success')!
+    assert.deepEqual(
+      success.series.map((s) => [s.label, s.colour, s.dash]),
+      [
+        [`calc · ${a.id}`, '#1f77b4', []],
+        [`maze · ${a.id}`, '#d62728', []],
+        [`sql · ${a.id}`, '#2ca02c', []],
+        [`calc · ${b.id}`, '#1f77b4', [8, 4]],
+        [`maze · ${b.id}`, '#d62728', [8, 4]],
+        [`sql · ${b.id}`, '#2ca02c', [8, 4]],
+      ],
+    )
+    // x is the union of the runs' steps; the shorter run has no values past its end.
+    const variantCalc = success.series[3]!.y
+    assert.equal(variantCalc.length, 30)
+    assert.deepEqual(variantCalc.slice(20), Array(10).fill(null))
+    assert.match(report.html, new RegExp(`<span class="key" data-run="${b.id}">`))
+    assert.match(report.html, new RegExp(`<title>triad runs ${a.id}, ${b.id}</title>`))
+  })
+
+  it('triad report RUN_DIR RUN_DIR - writes the overlay to --out; several runs without --out exit 2', async () => {
+    const runsDir = tmp()
+    const a = await makeSyntheticRun(runsDir, 5, 'one')
+    const b = await makeSyntheticRun(runsDir, 5, 'two')
+    const out = join(tmp(), 'both.html')
+    const ok = startTriad(['report', a.path, b.path, '--out', out])
+    const line = await ok.waitForLine((j) => 'report' in j, 60_000)
+    assert.equal(line.runs, 2)
+    assert.equal((await ok.exited).code, 0)
+    assert.match(readFileSync(out, 'utf8'), new RegExp(`triad runs ${a.id}, ${b.id}`))
+    const bad = startTriad(['report', a.path, b.path])
+    assert.equal((await bad.exited).code, 2)
+    assert.match(bad.stderr(), /--out FILE is required with several run directories/)
   })
 })

@@ -28,7 +28,8 @@ function group(id: string, version: number): TrajectoryGroupPayload {
     group_id: id,
     task: 'calc',
     index: 7,
-    seed: -3,
+    // An instance seed is a 32-bit unsigned hash (hashSeed): above int32's range half the time.
+    seed: 3_000_000_000,
     difficulty: 2,
     started_version: version,
     samples: [0, 1].map((reward) => ({
@@ -91,8 +92,8 @@ async function trainedRun(): Promise<{ path: string; groups: TrajectoryGroupPayl
       countingCore(),
       await openTrajectoryConsumer(t, run),
       {
-        minGroups: 1,
-        maxGroups: 1,
+        minBatchGroups: 1,
+        maxBatchGroups: 1,
         stalenessBound: 100,
         checkpointEvery: 2,
         checkpointDir: dir.checkpointsDir,
@@ -120,7 +121,7 @@ function expectedRows(run: string, groups: TrajectoryGroupPayload[]): Trajectory
       group_seq: k + 1,
       sample: i,
       index: 7,
-      seed: -3,
+      seed: 3_000_000_000,
       difficulty: 2,
       started_version: g.started_version,
       trained_step: k + 1,
@@ -175,10 +176,11 @@ describe('bin/trajectories', () => {
       file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
     })
     assert.deepEqual(
-      rows.map((r) => ({ ...r, group_seq: Number(r.group_seq) })),
+      rows.map((r) => ({ ...r, group_seq: Number(r.group_seq), seed: Number(r.seed) })),
       want,
     )
     assert.equal(typeof rows[0]!.group_seq, 'bigint')
+    assert.equal(typeof rows[0]!.seed, 'bigint')
   })
 
   it('readTrajectoryLog - a group trained again after a lost step is given once, at its last step; a cut record is left out', () => {

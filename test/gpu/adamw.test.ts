@@ -39,7 +39,7 @@ describe('gpu/adamw', () => {
       ['w', w],
       ['g', g],
     ])
-    const opt = new AdamW(params, { weightDecay: 0.1, maxGradNorm: 100 })
+    const opt = new AdamW(params, { weightDecay: 0.1, gradClip: 100 })
     const gw = [
       [0.1, -0.2, 0.3, 0.05],
       [0.2, 0.1, -0.1, 0.0],
@@ -75,7 +75,7 @@ describe('gpu/adamw', () => {
         ['w', w],
         ['u', u],
       ]),
-      { weightDecay: 0, maxGradNorm: 1 },
+      { weightDecay: 0, gradClip: 1 },
     )
     const grads = { w: tf.tensor1d([3, 0]), u: tf.tensor1d([4]) }
     const info = await opt.step(grads, 0.1)
@@ -113,7 +113,7 @@ describe('gpu/adamw', () => {
 
   it('adamw - a step leaks no tensors', async () => {
     const w = tf.variable(tf.randomNormal([4, 4], 0, 1, 'float32', 1))
-    const opt = new AdamW(new Map([['w', w]]), { maxGradNorm: 0.1 })
+    const opt = new AdamW(new Map([['w', w]]), { gradClip: 0.1 })
     const g = tf.ones([4, 4])
     await opt.step({ w: g }, 0.1)
     const before = tf.memory().numTensors

@@ -108,13 +108,13 @@ describe('gpu/continuous-batching', () => {
 
   it('continuous-batching - sampled tokens equal generate() per seed and logprobs match a full forward to 1e-4', async () => {
     const batcher = new ContinuousBatcher(model, { maxBatch: 3 })
-    for (const [temperature, topP] of [
+    for (const [temperature, top_p] of [
       [0.7, 1],
       [1, 0.9],
     ] as const) {
       const gens = await Promise.all(
         prompts.map((p, i) =>
-          batcher.submit(Int32Array.from(p), { maxNewTokens: 9, temperature, topP, seed: 40 + i }),
+          batcher.submit(Int32Array.from(p), { maxNewTokens: 9, temperature, top_p, seed: 40 + i }),
         ),
       )
       for (let i = 0; i < prompts.length; i++) {
@@ -122,11 +122,11 @@ describe('gpu/continuous-batching', () => {
         const [alone] = await generate(model, [prompts[i]!], {
           maxNewTokens: 9,
           temperature,
-          topP,
+          top_p,
           seed: 40 + i,
         })
         assert.deepEqual(Array.from(g.tokens), Array.from(alone!.tokens), `prompt ${i} T=${temperature}`)
-        if (topP === 1) {
+        if (top_p === 1) {
           const ref = await referenceLogprobs(
             model,
             [...prompts[i]!, ...g.tokens],
@@ -239,7 +239,7 @@ describe('gpu/continuous-batching', () => {
     await assert.rejects(batcher.submit(new Int32Array(32), { maxNewTokens: 3 }), ShapeError)
     await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 0 }), ConfigError)
     await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 2, temperature: -1 }), ConfigError)
-    await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 2, topP: 0 }), ConfigError)
+    await assert.rejects(batcher.submit(Int32Array.of(1), { maxNewTokens: 2, top_p: 0 }), ConfigError)
     assert.throws(() => new ContinuousBatcher(model, { maxBatch: 0 }), ConfigError)
     assert.throws(() => new ContinuousBatcher(model, { prefillTokens: 0 }), ConfigError)
     await batcher.close()

@@ -40,7 +40,7 @@ describe('gpu/dynamic-sampling', () => {
   it('dynamic-sampling - the overlong penalty is part of the reward: same outcome, different lengths is informative', () => {
     // L_max 3, L_buf 2: 1 token -> 0, 2 tokens -> -0.5, 3 tokens -> -1.
     const batch = batchOf(['a', 'a', 'b', 'b'], [1, 1, 1, 1], [1, 2, 3, 3])
-    const r = maskUniformGroups(batch, { maxLength: 3, bufferLength: 2 })
+    const r = maskUniformGroups(batch, { L_max: 3, L_buf: 2 })
     assert.equal(r.droppedGroups, 1)
     assert.deepEqual(Array.from(r.batch.lossMask.subarray(0, 8)), [0, 1, 0, 0, 0, 1, 1, 0])
     assert.equal(maskUniformGroups(batch).droppedGroups, 2, 'without shaping both groups are uniform')

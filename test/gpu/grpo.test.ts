@@ -23,9 +23,9 @@ const close = (actual: ArrayLike<number>, expected: readonly number[], tol: numb
 /** Plain-loop reference of the GRPO-TCR token loss. */
 function loopTokenLoss(logp: number, behavior: number, a: number, c: GrpoTcrConfig): number {
   const r = Math.exp(Math.min(20, Math.max(-20, logp - behavior)))
-  const clipped = Math.min(Math.max(r, 1 - c.epsLow), 1 + c.epsHigh)
+  const clipped = Math.min(Math.max(r, 1 - c.eps_low), 1 + c.eps_high)
   const pg = -Math.min(r * a, clipped * a)
-  return a < 0 ? Math.min(pg, c.dualClip * Math.abs(a)) : pg
+  return a < 0 ? Math.min(pg, c.c * Math.abs(a)) : pg
 }
 
 // Six hand-worked tokens under the defaults (eps_low 0.2, eps_high 0.28, c 10) plus one padding token:
@@ -114,7 +114,7 @@ describe('gpu/grpo', () => {
   it('grpo-tcr - tensor version matches a plain loop across shapes, seeds and configs (tol 1e-5)', () => {
     const configs: GrpoTcrConfig[] = [
       GRPO_TCR_DEFAULTS,
-      { epsLow: 0.1, epsHigh: 0.1, dualClip: 3, aggregation: 'token-mean' },
+      { eps_low: 0.1, eps_high: 0.1, c: 3, aggregation: 'token-mean' },
     ]
     for (const [seed, batch, seqLen] of [
       [11, 1, 5],
@@ -146,12 +146,12 @@ describe('gpu/grpo', () => {
   it('grpo-tcr - bad configs and shapes are rejected with the argument named', () => {
     const input = { logProbs, behaviorLogProbs: behavior, advantages, mask }
     assert.throws(
-      () => computePolicyLossGrpoTcr(input, { ...GRPO_TCR_DEFAULTS, epsLow: 1.5 }),
-      (e: unknown) => e instanceof ConfigError && e.field === 'epsLow',
+      () => computePolicyLossGrpoTcr(input, { ...GRPO_TCR_DEFAULTS, eps_low: 1.5 }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'eps_low',
     )
     assert.throws(
-      () => computePolicyLossGrpoTcr(input, { ...GRPO_TCR_DEFAULTS, dualClip: 1 }),
-      (e: unknown) => e instanceof ConfigError && e.field === 'dualClip',
+      () => computePolicyLossGrpoTcr(input, { ...GRPO_TCR_DEFAULTS, c: 1 }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'c',
     )
     assert.throws(
       () => computePolicyLossGrpoTcr(input, { ...GRPO_TCR_DEFAULTS, aggregation: 'sum' as 'token-mean' }),

@@ -43,7 +43,7 @@ const advantages = [
 
 /** The plain-loop reference: anchor, weight and GRPO-TCR token-mean loss of each correction. */
 function reference(config: OffPolicyConfig) {
-  const { epsLow, epsHigh, dualClip } = GRPO_TCR_DEFAULTS
+  const { eps_low, eps_high, c } = GRPO_TCR_DEFAULTS
   const weights: number[][] = []
   let capped = 0
   let masked = 0
@@ -72,8 +72,8 @@ function reference(config: OffPolicyConfig) {
       const anchor = config.name === 'none' ? behavior[i]![t]! : proximal[i]![t]!
       const r = Math.exp(theta[i]![t]! - anchor)
       const a = advantages[i]![t]!
-      let loss = Math.max(-r * a, -Math.min(Math.max(r, 1 - epsLow), 1 + epsHigh) * a)
-      if (a < 0) loss = Math.min(loss, -dualClip * a)
+      let loss = Math.max(-r * a, -Math.min(Math.max(r, 1 - eps_low), 1 + eps_high) * a)
+      if (a < 0) loss = Math.min(loss, -c * a)
       lossSum += weight * loss
     }
     weights.push(row)
@@ -264,7 +264,7 @@ describe('gpu/rl-step with an off-policy correction', () => {
     try {
       return await rlStep({ model, optimizer, lr: 1e-3, version: 0 }, staleBatch(), {
         ...RL_STEP_DEFAULTS,
-        taskNormalization: false,
+        taskAdvantageNorm: false,
         ...(offPolicy ? { offPolicy } : {}),
       })
     } finally {

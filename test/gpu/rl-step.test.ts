@@ -108,7 +108,7 @@ describe('gpu/rl-step', () => {
         now: () => (clock += 250),
       },
       batch,
-      { ...RL_STEP_DEFAULTS, klCoef: 0.1 },
+      { ...RL_STEP_DEFAULTS, beta: 0.1 },
     )
     // trained-token staleness: 0, 0, 1, 2, 0, 0, 3, 3 -> mean 9 / 8, max 3
     assert.equal(metrics['staleness/mean'], 9 / 8)
@@ -170,8 +170,8 @@ describe('gpu/rl-step', () => {
       (e: unknown) => e instanceof ShapeError && e.argument === 'tokens',
     )
     await assert.rejects(
-      () => rlStep(state, good, { ...RL_STEP_DEFAULTS, klCoef: 0.1 }),
-      (e: unknown) => e instanceof ConfigError && e.field === 'klCoef',
+      () => rlStep(state, good, { ...RL_STEP_DEFAULTS, beta: 0.1 }),
+      (e: unknown) => e instanceof ConfigError && e.field === 'beta',
     )
     await assert.rejects(
       () => rlStep(state, { ...good, rewards: Float32Array.from([Number.NaN, 0]) }),
@@ -193,7 +193,7 @@ describe('gpu/rl-step', () => {
       rewards: Float32Array.from([1, 1]),
     }
     // equal rewards, but the second trajectory (4 tokens) is past L_max 3: rewards 1 and 0
-    const cfg = { ...RL_STEP_DEFAULTS, taskNormalization: false, overlong: { maxLength: 3, bufferLength: 1 } }
+    const cfg = { ...RL_STEP_DEFAULTS, taskAdvantageNorm: false, overlong: { L_max: 3, L_buf: 1 } }
     const { advantages, penalty } = computeBatchAdvantages(base, cfg)
     assert.deepEqual([...penalty], [0, -1])
     const a = 0.5 / (Math.SQRT1_2 + 1e-6) // (R - mean) / (unbiased std + eps)
@@ -202,7 +202,7 @@ describe('gpu/rl-step', () => {
     for (const [k, w] of want.entries()) assert.ok(Math.abs(got[k]! - w) < 1e-5, `${k}: ${got[k]} vs ${w}`)
     const step = computeBatchAdvantages(
       { ...base, stepAdvantages: Float32Array.from([9, 2, 3, 9, 9, 9, 1, 1, 1, 1]) },
-      { ...RL_STEP_DEFAULTS, taskNormalization: false },
+      { ...RL_STEP_DEFAULTS, taskAdvantageNorm: false },
     )
     assert.deepEqual(
       [...step.advantages.dataSync()].map((v) => v + 0),

@@ -113,7 +113,7 @@ describe('gpu/sampler', () => {
 
   it('sampler - top-p keeps only the nucleus', async () => {
     // With a tiny top-p only the most likely token survives: it is greedy, with log-probability 0.
-    const [g] = await generate(model, [prompts[2]!], { maxNewTokens: 8, topP: 1e-6, seed: 5 })
+    const [g] = await generate(model, [prompts[2]!], { maxNewTokens: 8, top_p: 1e-6, seed: 5 })
     const [greedy] = await generate(model, [prompts[2]!], { maxNewTokens: 8, temperature: 0 })
     assert.deepEqual([...g!.tokens], [...greedy!.tokens])
     assert.deepEqual([...g!.logprobs], new Array(8).fill(0))
@@ -127,7 +127,7 @@ describe('gpu/sampler', () => {
 
   it('sampler - bad settings and prompts are rejected', async () => {
     await assert.rejects(generate(model, prompts, { maxNewTokens: 0 }), ConfigError)
-    await assert.rejects(generate(model, prompts, { maxNewTokens: 4, topP: 0 }), ConfigError)
+    await assert.rejects(generate(model, prompts, { maxNewTokens: 4, top_p: 0 }), ConfigError)
     await assert.rejects(generate(model, prompts, { maxNewTokens: 4, temperature: -1 }), ConfigError)
     await assert.rejects(generate(model, [[]], { maxNewTokens: 4 }), ShapeError)
     await assert.rejects(generate(model, [[1, 13]], { maxNewTokens: 4 }), /ids in \[0, 13\)/)

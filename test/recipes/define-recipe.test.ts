@@ -9,6 +9,7 @@ import {
   parseStoredRecipe,
   RecipeError,
   type RecipeInput,
+  recipeSettings,
 } from '../../recipes/index.ts'
 
 /** The issues of a recipe that must fail, as `path: message` lines. */
@@ -29,7 +30,7 @@ describe('recipes/define-recipe', () => {
     const r = defineRecipe(base)
     assert.equal(r.name, 'triad')
     assert.equal(r.seed, 0)
-    assert.deepEqual(r.tasks, [{ name: 'calc', weight: 1, difficulty: {}, evalSize: 64 }])
+    assert.deepEqual(r.tasks, [{ name: 'calc', weight: 1, difficulty: {} }])
     assert.deepEqual(r.model, {
       layers: 2,
       width: 128,
@@ -47,7 +48,7 @@ describe('recipes/define-recipe', () => {
       aggregation: 'token-mean',
       overlong: { enabled: true, L_max: 768, L_buf: 192 },
       kl: { beta: 0, estimator: 'k3' },
-      entropy: 0,
+      entropyCoef: 0,
       lr: 1e-4,
       weightDecay: 0.01,
       gradClip: 1,
@@ -142,8 +143,8 @@ describe('recipes/define-recipe', () => {
   })
 
   it('defineRecipe - an unknown field is an error that lists the valid fields', () => {
-    assert.deepEqual(problems({ ...base, rl: { epsHigh: 0.3 } }), [
-      'rl.epsHigh: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropy, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling, offPolicy',
+    assert.deepEqual(problems({ ...base, rl: { epsHigh2: 0.3 } }), [
+      'rl.epsHigh2: unknown field; valid fields: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropyCoef, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling, offPolicy',
     ])
     assert.deepEqual(
       problems({ ...base, pipeline: { rhoo: 0.1 } })[0]!.split(';')[0],
@@ -185,8 +186,8 @@ describe('recipes/define-recipe', () => {
     assert.deepEqual(problems({ tasks: [{ name: 'calc', difficulty: { min: 3, max: 2 } }] }), [
       'tasks[0].difficulty.min: must be <= difficulty.max (2)',
     ])
-    assert.deepEqual(problems({ tasks: [{ name: 'calc', evalSize: 4 }] }), [
-      'tasks[0].evalSize: must be >= evaluation.instancesPerTask (16): the eval split is too small',
+    assert.deepEqual(problems({ tasks: [{ name: 'calc' }, { name: 'maze', evalSize: 4 }] }), [
+      'tasks[1].evalSize: removed: it changed nothing (the eval split is made by content, and evaluation.instancesPerTask says how many held-out instances are played)',
     ])
     assert.deepEqual(problems({ tasks: [{ name: 'calc' }, { name: 'calc' }] }), [
       "tasks[1].name: task 'calc' is listed twice (also tasks[0])",
@@ -321,6 +322,28 @@ describe('recipes/define-recipe', () => {
     assert.throws(() => {
       ;(r.tasks as unknown[]).push({})
     }, TypeError)
+  })
+
+  it('defineRecipe - a renamed field or another spelling of a field gets one line naming the recipe field', () => {
+    assert.deepEqual(problems({ ...base, rl: { entropy: 0.01 } }), ['rl.entropy: renamed to rl.entropyCoef'])
+    assert.deepEqual(problems({ ...base, rl: { epsHigh: 0.3, dualClip: 3, kl: { klCoef: 0.1 } } }).sort(), [
+      'rl.dualClip: the recipe spells it rl.c',
+      'rl.epsHigh: the recipe spells it rl.eps_high',
+      'rl.kl.klCoef: the recipe spells it rl.kl.beta',
+    ])
+    assert.deepEqual(problems({ ...base, pipeline: { topP: 0.9, minGroups: 2 } }), [
+      'pipeline.topP: the recipe spells it pipeline.top_p',
+      'pipeline.minGroups: the recipe spells it pipeline.minBatchGroups',
+    ])
+  })
+
+  it('parseStoredRecipe - a recipe.json with a renamed field reads it under the new name', () => {
+    const stored = { ...recipeSettings(defineRecipe({ ...base, rl: { entropyCoef: 0.02 } })) }
+    const { entropyCoef, ...rl } = stored.rl
+    assert.equal(entropyCoef, 0.02)
+    const old = { ...stored, rl: { ...rl, entropy: 0.03 } }
+    assert.equal(parseStoredRecipe(JSON.parse(JSON.stringify(old))).rl.entropyCoef, 0.03)
+    assert.equal('entropy' in old.rl, true, 'the stored value is not changed')
   })
 
   it('parseStoredRecipe - a recipe read back from its JSON is the same recipe', () => {

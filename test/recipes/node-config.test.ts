@@ -17,7 +17,7 @@ describe('recipes/node-config', () => {
     )
     const c = nodeConfigOf(recipe, dir, 10)
     assert.equal(c.sft.enabled, true)
-    assert.equal(c.sft.episodesPerTask, 10)
+    assert.equal(c.sft.expertTrajectoriesPerTask, 10)
     assert.equal(c.sft.epochs, 2)
     assert.equal(c.sft.batchTokens, 4 * 256)
     assert.equal(c.sft.maxSteps, 5)

@@ -200,6 +200,7 @@ describe('recipes/periodic-evaluation', () => {
       instances: 1,
       maxNewTokens: 4,
       temperature: recipe.pipeline.temperature,
+      top_p: 1,
       seed: 3 + 4242,
     })
   })

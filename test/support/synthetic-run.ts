@@ -82,12 +82,15 @@ export function syntheticSftMetrics(
   return out
 }
 
-/** Makes a run directory under `runsDir` holding the synthetic metrics and one evaluation table. */
-export async function makeSyntheticRun(runsDir: string, steps = 30): Promise<RunDir> {
+/**
+ * Makes a run directory under `runsDir` holding the synthetic metrics and one evaluation table;
+ * `name` gives the run id's prefix (two runs made in one second need two names).
+ */
+export async function makeSyntheticRun(runsDir: string, steps = 30, name = 'synthetic'): Promise<RunDir> {
   const dir = await createRunDir({
     runsDir,
-    name: 'synthetic',
-    recipe: { name: 'synthetic', tasks: [{ name: 'calc' }] },
+    name,
+    recipe: { name, tasks: [{ name: 'calc' }] },
   })
   appendFileSync(dir.metricsFile, `${syntheticMetrics(steps).map(formatMetricsLine).join('\n')}\n`)
   await writeEvalResult(dir, `step-${String(steps).padStart(6, '0')}`, {

@@ -1,4 +1,5 @@
 import type { NodeConfig, NodeTriadConfig } from '../../actors/index.ts'
+import { RL_STEP_DEFAULTS } from '../../gpu/index.ts'
 
 /**
  * The node config of a tiny run for actor-level tests: a 1-layer width-16 model, calc at level 1,
@@ -15,14 +16,19 @@ export function tinyNodeConfig(run: string, runDir: string, overrides: Partial<N
     tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
     sft: {
       enabled: false,
-      episodesPerTask: 0,
+      expertTrajectoriesPerTask: 0,
       errorRate: 0,
       successRate: 1,
       epochs: 1,
       lr: 1e-3,
       batchTokens: 256,
     },
-    rl: { groupSize: 2, lr: 1e-3, step: {} },
+    rl: {
+      groupSize: 2,
+      lr: 1e-3,
+      optimizer: { weightDecay: 0.01, gradClip: 1 },
+      step: { ...RL_STEP_DEFAULTS },
+    },
     pipeline: {
       mode: 'async',
       envWorkers: 1,
@@ -31,14 +37,14 @@ export function tinyNodeConfig(run: string, runDir: string, overrides: Partial<N
       rho: 0,
       staleEvery: 1,
       stalenessBound: 8,
-      minGroups: 1,
-      maxGroups: 2,
+      minBatchGroups: 1,
+      maxBatchGroups: 2,
       bufferGroups: 2,
       concurrency: 2,
       maxTurns: 2,
       maxNewTokens: 8,
       temperature: 1,
-      topP: 1,
+      top_p: 1,
       checkpointEvery: 1,
     },
     maxSteps: 2,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readAckRecords, readLatestCheckpoint } from '../../actors/index.ts'
+import { metricKeyInfo } from '../../protocols/index.ts'
 
 /** One line of a run's `metrics.jsonl`. */
 export interface MetricsJsonLine {
@@ -13,7 +14,7 @@ export interface MetricsJsonLine {
 
 /**
  * What a finished `triad run recipes/tiny.ts` must have left in its run directory, however its roles
- * ran: every role reported, the step budget was reached, both kinds of engine served and reported
+ * ran: every role reported (every key in the metric-key catalog), the step budget was reached, both kinds of engine served and reported
  * their throughput (shown by the live view), the SFT reported, the checkpoints, the ack audit trail, the evaluation table and the role logs exist.
  * It checks that every part took part, not learning. Returns the metrics lines.
  */
@@ -27,6 +28,13 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
     .filter(Boolean)
     .map((l) => JSON.parse(l) as MetricsJsonLine)
   const roles = new Set(lines.map((l) => l.role))
+  // Every key the run reported is in the metric-key catalog (its meaning, unit, kind and panel).
+  const reported = new Set(lines.flatMap((l) => Object.keys(l.values)))
+  assert.deepEqual(
+    [...reported].filter((k) => !metricKeyInfo(k)),
+    [],
+    'metric keys missing from protocols/metric-catalog.ts',
+  )
   // The two roles of a run; the engines (whose reports are periodic) show in the turns they served.
   for (const role of ['learner', 'rollout'])
     assert.ok(roles.has(role), `no metrics from ${role} (got ${[...roles].join(', ')})`)

@@ -3,8 +3,18 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
+import * as tf from '@tensorflow/tfjs'
 import { Learner, LearnerCheckpointError, type LearnerCore, latestCheckpoint } from '../../../actors/index.ts'
-import { createTransformer, DEFAULT_TOKENIZER_SETTINGS, Tokenizer } from '../../../gpu/index.ts'
+import {
+  createTransformer,
+  DEFAULT_TOKENIZER_SETTINGS,
+  disposeTransformer,
+  forward,
+  getWeights,
+  type LoraTarget,
+  saveCheckpoint,
+  Tokenizer,
+} from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 const tokenizer = new Tokenizer(DEFAULT_TOKENIZER_SETTINGS)
@@ -106,13 +116,94 @@ describe('actors/learner/learner', () => {
     b.dispose()
   })
 
+  it('learner - LoRA: steps train the adapters alone, checkpoints hold them, and a resume continues exactly', async () => {
+    const root = await tempDir()
+    const baseDir = path.join(root, 'base')
+    const base = createTransformer(config, { seed: 7 })
+    await saveCheckpoint(baseDir, base, { tokenizer })
+    const baseWeights = await getWeights(base)
+    const lora = { rank: 2, alpha: 4, targets: ['q_proj', 'up_proj', 'down_proj'] as LoraTarget[] }
+    const loraModel = (seed: number) =>
+      createTransformer(config, { weights: baseWeights, lora, seed, base: baseDir })
+    // a copied reference under LoRA shares the frozen base and keeps the starting adapters
+    const c = await Learner.create({
+      model: loraModel(1),
+      tokenizer,
+      lr: 1e-2,
+      reference: 'copy',
+      rl: { beta: 0.01 },
+    })
+    assert.equal(c.reference?.frozen.get('embed'), c.model.frozen.get('embed'))
+    await c.step(groups(0))
+    assert.ok((await c.step(groups(1)))['actor/kl_ref']! > 0, 'the adapters moved away from the reference')
+    c.dispose()
+    disposeTransformer(c.model)
+
+    const a = await Learner.create({ model: loraModel(1), tokenizer, lr: 1e-2 })
+    await a.step(groups(0))
+    await a.step(groups(1))
+    assert.deepEqual(Object.keys(await a.weights()).sort(), [...a.model.params.keys()].sort())
+    for (const [name, v] of a.model.frozen) assert.deepEqual(v.dataSync(), baseWeights[name], name)
+    const dir = path.join(root, 'ck')
+    await a.saveCheckpoint(dir)
+    assert.deepEqual((await readdir(dir)).sort(), [
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'config.json',
+      'learner.json',
+      'optimizer.safetensors',
+      'tokenizer.json',
+    ])
+    const b = await Learner.create({
+      model: loraModel(99),
+      tokenizer,
+      lr: 1e-2,
+      reference: 'copy',
+      rl: { beta: 0.01 },
+    })
+    await b.loadCheckpoint(dir)
+    assert.equal(b.version, 2)
+    assert.deepEqual(await b.weights(), await a.weights())
+    const other = await Learner.create({
+      model: createTransformer(config, { weights: baseWeights, lora: { ...lora, rank: 3 }, base: baseDir }),
+      tokenizer,
+      lr: 1e-2,
+    })
+    await assert.rejects(
+      other.loadCheckpoint(dir),
+      (err: Error) => err instanceof LearnerCheckpointError && /LoRA settings .* differ/.test(err.message),
+    )
+    // The same start: identical logits. The step then agrees to float32 rounding (1e-6).
+    const probe = () =>
+      tf.tensor2d(
+        [
+          [1, 2, 40],
+          [1, 2, 50],
+        ],
+        undefined,
+        'int32',
+      )
+    assert.deepEqual(forward(a.model, probe()).dataSync(), forward(b.model, probe()).dataSync())
+    const ra = await a.step(groups(2))
+    const rb = await b.step(groups(2))
+    assert.ok(Math.abs(rb['loss/total']! - ra['loss/total']!) <= 1e-6) // a mean of terms of size ~1 that cancel
+    const [wa, wb] = [await a.weights(), await b.weights()]
+    for (const [name, data] of Object.entries(wa))
+      assert.ok(
+        data.every((x, i) => Math.abs(x - wb[name]![i]!) <= 1e-6),
+        `${name} after the resumed step`,
+      )
+    for (const l of [a, b, other]) l.dispose()
+    disposeTransformer(base)
+  })
+
   it('learner - weights() are copies and a copied reference stays frozen (KL grows from 0)', async () => {
     const learner = await Learner.create({
       model: createTransformer(config, { seed: 3 }),
       tokenizer,
       lr: 1e-2,
       reference: 'copy',
-      rl: { klCoef: 0.01 },
+      rl: { beta: 0.01 },
     })
     const w = await learner.weights()
     w.embed!.fill(0)

@@ -44,7 +44,7 @@ const sftConfig = (run: string, runDir: string): NodeConfig =>
     ],
     sft: {
       enabled: true,
-      episodesPerTask: 2,
+      expertTrajectoriesPerTask: 2,
       errorRate: 0,
       successRate: 1,
       epochs: 2,
@@ -116,7 +116,7 @@ describe('actors/node/learner-node', () => {
     }
   })
 
-  it('learner-node - the SFT trains on sft.episodesPerTask per task while the tokenizer learns from more, and stops at sft.maxSteps', async () => {
+  it('learner-node - the SFT trains on sft.expertTrajectoriesPerTask per task while the tokenizer learns from more, and stops at sft.maxSteps', async () => {
     const run = `sftn${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-sftn-'))
     const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
@@ -247,7 +247,7 @@ describe('actors/node/learner-node', () => {
     // A fresh run with a cold-start SFT: the reference must be read after the SFT wrote
     // checkpoints/sft (read before, it was the seeded random init: kl_ref ~5 nats at step 1).
     const base = sftConfig(run, runDir)
-    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { klCoef: 0.1 } } }
+    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { ...base.rl.step, beta: 0.1 } } }
     const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
     const watch = await connect('test')
     const { reports, stop: stopReports } = collectMetricsReports(watch, run)

@@ -172,7 +172,7 @@ describe('actors/node/sft-dataset', () => {
       sft: {
         ...tinyNodeConfig('x', '/x').sft,
         enabled: true,
-        episodesPerTask: 2,
+        expertTrajectoriesPerTask: 2,
         experts: false,
         datasets: [{ path: file }],
       },

@@ -15,6 +15,7 @@ import {
   streamManager,
   trajectoryStreamName,
 } from '../../../actors/index.ts'
+import { RL_STEP_DEFAULTS } from '../../../gpu/index.ts'
 import { MessageRegistry, MetricsReport } from '../../../protocols/index.ts'
 import { auditGroups } from '../../support/group-audit.ts'
 
@@ -61,14 +62,19 @@ describe('actors/pipeline - faults with real processes', () => {
       tasks: [{ name: 'calc', weight: 1 }],
       sft: {
         enabled: false,
-        episodesPerTask: 0,
+        expertTrajectoriesPerTask: 0,
         errorRate: 0,
         successRate: 1,
         epochs: 1,
         lr: 1e-3,
         batchTokens: 1024,
       },
-      rl: { groupSize: 2, lr: 1e-4, step: {} },
+      rl: {
+        groupSize: 2,
+        lr: 1e-4,
+        optimizer: { weightDecay: 0.01, gradClip: 1 },
+        step: { ...RL_STEP_DEFAULTS },
+      },
       pipeline: {
         mode: 'async',
         freshEngines: 1,
@@ -76,14 +82,14 @@ describe('actors/pipeline - faults with real processes', () => {
         rho: 0,
         staleEvery: 1,
         stalenessBound: 1_000,
-        minGroups: 1,
-        maxGroups: 4,
+        minBatchGroups: 1,
+        maxBatchGroups: 4,
         bufferGroups: 4,
         concurrency: 4,
         maxTurns: 2,
         maxNewTokens: 16,
         temperature: 1,
-        topP: 1,
+        top_p: 1,
         checkpointEvery: 1,
       },
       maxSteps: 100_000,

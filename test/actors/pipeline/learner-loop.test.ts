@@ -119,8 +119,8 @@ for (const medium of media)
         countingCore(),
         consumer,
         {
-          minGroups: 1,
-          maxGroups: 1,
+          minBatchGroups: 1,
+          maxBatchGroups: 1,
           stalenessBound: 100,
           checkpointEvery: 2,
           checkpointDir,
@@ -251,8 +251,8 @@ for (const medium of media)
         JSON.stringify({ version: 2, usedSeqs: seqs, dir: join(checkpointDir, 'step-2') }),
       )
       const settings: LearnerLoopSettings = {
-        minGroups: 1,
-        maxGroups: 4,
+        minBatchGroups: 1,
+        maxBatchGroups: 4,
         stalenessBound: 100,
         checkpointEvery: 1,
         checkpointDir,
@@ -313,8 +313,8 @@ for (const medium of media)
         core,
         await openTrajectoryConsumer(t, run),
         {
-          minGroups: 1,
-          maxGroups: 1,
+          minBatchGroups: 1,
+          maxBatchGroups: 1,
           stalenessBound: 100,
           checkpointEvery: 10,
           checkpointDir,
@@ -363,7 +363,14 @@ for (const medium of media)
       const loop = new LearnerLoop(
         core,
         await openTrajectoryConsumer(t, run),
-        { minGroups: 1, maxGroups: 1, stalenessBound: 100, checkpointEvery: 2, checkpointDir, waitMs: 1_000 },
+        {
+          minBatchGroups: 1,
+          maxBatchGroups: 1,
+          stalenessBound: 100,
+          checkpointEvery: 2,
+          checkpointDir,
+          waitMs: 1_000,
+        },
         async (version) => {
           published.push(version)
         },
@@ -403,8 +410,8 @@ for (const medium of media)
         countingCore(),
         consumer,
         {
-          minGroups: 1,
-          maxGroups: 4,
+          minBatchGroups: 1,
+          maxBatchGroups: 4,
           stalenessBound: 100,
           checkpointEvery: 10,
           checkpointDir,

@@ -25,9 +25,14 @@ import {
   createRng,
   createTransformer,
   disposeTransformer,
+  fullConfig,
+  fullLoraConfig,
   generate,
+  initAdapters,
   initWeights,
+  type LoraTarget,
   type TransformerConfig,
+  withAdapters,
 } from '../../../gpu/index.ts'
 import {
   type Envelope,
@@ -320,6 +325,45 @@ describe('actors/policy/engine - policy engines over NATS', () => {
     await within(engine.whenVersion(2), 10_000, 'version 2')
     assert.equal((await ask(Subjects.policyFresh(RUN), [7, 8], 4)).version, 2)
     await engine.stop()
+  })
+
+  it('policy engine - LoRA: versions carry the adapters alone and run on the shared frozen base', async () => {
+    const lora = { rank: 2, alpha: 4, targets: ['q_proj', 'v_proj'] as LoraTarget[] }
+    const base = createTransformer(config, { weights: spread(6) })
+    const engine = await startPolicyEngine(system, server, {
+      run: RUN,
+      id: 'lora',
+      model: 'lora-policy',
+      modelConfig: config,
+      lora: { base, config: lora },
+      metricsIntervalMs: 0,
+      loadLatest: false,
+    })
+    await server.flush()
+    // version 0: fresh adapters (B = 0), the base model's own tokens
+    const v0 = await ask(Subjects.policyFresh(RUN), [1, 2, 3], 8)
+    assert.deepEqual(Array.from(v0.tokens), await greedy(spread(6), [1, 2, 3], 8))
+    const adapters = initAdapters(fullConfig(config), fullLoraConfig(lora), 1)
+    for (const [name, a] of Object.entries(adapters))
+      if (name.endsWith('lora_b')) for (let i = 0; i < a.length; i++) a[i] = Math.sin(3 * i + name.length)
+    const announced = await store.publish(client, 'lora-policy', 1, adapters)
+    const full = await store.put('full-size', 1, spread(6))
+    assert.ok(
+      announced.bytes * 4 < full.bytes,
+      `adapters ${announced.bytes} bytes, whole model ${full.bytes}`,
+    )
+    await within(engine.whenVersion(1), 10_000, 'adapter version 1')
+    const v1 = await ask(Subjects.policyFresh(RUN), [1, 2, 3], 8)
+    const adapted = withAdapters(base, adapters, lora)
+    const [expected] = await generate(adapted, [[1, 2, 3]], { maxNewTokens: 8, temperature: 0 })
+    disposeTransformer(adapted)
+    assert.equal(v1.version, 1)
+    assert.deepEqual(Array.from(v1.tokens), Array.from(expected!.tokens))
+    assert.notDeepEqual(Array.from(v1.tokens), Array.from(v0.tokens))
+    await engine.stop()
+    // the engine never freed the base
+    assert.ok(!base.params.get('embed')!.isDisposed)
+    disposeTransformer(base)
   })
 
   it('policy engine - a stale engine takes only versions divisible by staleEvery (or the first it sees)', async () => {

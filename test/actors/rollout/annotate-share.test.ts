@@ -66,7 +66,7 @@ describe('actors/rollout/rollout - annotateShare', () => {
       concurrency: 2,
       attempts: 1,
       seed: 5,
-      episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 256, temperature: 1, topP: 1 },
+      episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 256, temperature: 1, top_p: 1 },
       ...(annotateShare === undefined ? {} : { annotateShare }),
     }
     const published: TrajectoryGroupPayload[] = []

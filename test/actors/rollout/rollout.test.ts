@@ -43,7 +43,7 @@ function calcDriver(
       concurrency: loops.concurrency,
       attempts: loops.attempts,
       seed: 1,
-      episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 64, temperature: 1, topP: 1 },
+      episode: { maxTurns: 1, maxNewTokens: 4, contextLength: 64, temperature: 1, top_p: 1 },
     },
     sink,
     () => 0,

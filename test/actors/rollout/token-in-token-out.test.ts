@@ -129,7 +129,7 @@ describe('actors/rollout/agent-loop - token-in-token-out with the real Qwen3 tok
     const episode = await runEpisode(
       world.deps,
       { task: 'calc' },
-      { maxTurns: 5, maxNewTokens: 256, contextLength: 4096, temperature: 1, topP: 1 },
+      { maxTurns: 5, maxNewTokens: 256, contextLength: 4096, temperature: 1, top_p: 1 },
       7,
     )
     const t = episode.trajectory
@@ -203,7 +203,7 @@ describe('actors/rollout/agent-loop - a Qwen3 turn cut by the token budget', () 
     const episode = await runEpisode(
       world.deps,
       { task: 'calc' },
-      { maxTurns: 1, maxNewTokens: 12, contextLength: 4096, temperature: 1, topP: 1 },
+      { maxTurns: 1, maxNewTokens: 12, contextLength: 4096, temperature: 1, top_p: 1 },
       7,
     )
     const t = episode.trajectory

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   BAD_VERDICT_TOKEN,
+  episodeJudgeSteps,
   GOOD_VERDICT_TOKEN,
   JudgePromptTooLongError,
   judgeSystem,
@@ -47,6 +48,43 @@ describe('actors/triad/judge-prompt', () => {
     )
     const short = tok.decode(renderJudgePrompt(tok, step, 1000, 0, { system: (t) => `j ${t}` }))
     assert.ok(short.startsWith('<|im_start|>system\nj calc<|im_end|>\n'))
+  })
+
+  it('judge prompt - the tool messages that answered the step follow it, before the judge turn', () => {
+    const withResult: JudgeStep = {
+      ...step,
+      result: [{ role: 'tool', content: 'error: r3', tool_call_id: 'c2' }],
+    }
+    const text = tok.decode(renderJudgePrompt(tok, withResult, 1000))
+    assert.ok(
+      text.endsWith(
+        '<|im_start|>assistant\nthird<|im_end|>\n<|im_start|>tool\nerror: r3<|im_end|>\n<|im_start|>assistant\n',
+      ),
+      text,
+    )
+    assert.equal(
+      renderJudgePrompt(tok, withResult, 1000).length,
+      renderJudgePrompt(tok, step, 1000).length + 17,
+    ) // <|im_start|> 'tool\nerror: r3' <|im_end|> '\n'
+  })
+
+  it('episode judge steps - each assistant message with the messages before it and the tool messages after it', () => {
+    const messages = [
+      ...step.history,
+      step.step,
+      { role: 'tool' as const, content: 'r3', tool_call_id: 'c2' },
+    ]
+    const steps = episodeJudgeSteps('calc', messages)
+    assert.deepEqual(
+      steps.map((s) => [s.step.content, s.history.length, s.result?.map((r) => r.content)]),
+      [
+        ['first', 2, ['r1']],
+        ['second', 4, ['r2']],
+        ['third', 6, ['r3']],
+      ],
+    )
+    // A last step the environment never answered (a cut episode) has an empty result.
+    assert.deepEqual(episodeJudgeSteps('calc', [...step.history, step.step]).at(-1)?.result, [])
   })
 
   it('judge prompt - too long: the oldest turns after the task statement go first, then a typed error', () => {

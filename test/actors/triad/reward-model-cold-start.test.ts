@@ -20,8 +20,8 @@ const run = { seed: 3, tasks: [{ name: 'calc', weight: 1, difficulty: 1 }] }
 const sft: RewardModelSftConfig = {
   enabled: true,
   steps: 12,
-  episodesPerTask: 6,
-  heldOutEpisodesPerTask: 2,
+  expertTrajectoriesPerTask: 6,
+  heldOutTrajectoriesPerTask: 2,
   errorRate: 0.3,
   successRate: 0.5,
   lr: 1e-2,
@@ -134,8 +134,8 @@ describe('actors/triad/reward-model-cold-start', () => {
     assert.deepEqual(c, {
       enabled: true,
       steps: 300,
-      episodesPerTask: 128,
-      heldOutEpisodesPerTask: 8,
+      expertTrajectoriesPerTask: 128,
+      heldOutTrajectoriesPerTask: 8,
       errorRate: 0.3,
       successRate: 0.8,
       lr: 3e-3,

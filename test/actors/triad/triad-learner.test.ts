@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import {
   balancedStepAccuracy,
   judgedSteps,
+  OnlineStepAccuracy,
   outcomeOnly,
   packGroups,
   sampleJudgedSteps,
@@ -84,7 +85,7 @@ describe('node - triad learner glue', () => {
       versions: Int32Array.from([-1, -1, 0, 0, 0, 0]),
     }
     const groups = [group([sample(1, 1, 1), long, sample(0, 1, 1), sample(0, 1, 1)])]
-    const overlong = { maxLength: 3, bufferLength: 1 }
+    const overlong = { L_max: 3, L_buf: 1 }
     const { batch, metrics } = stepRewardBatch(groups, on, { maxTokens: 8, overlong })
     // R = O + 0.5 * 1 = [1.5, 0.5, 0.5, 0.5]: mean 0.75, unbiased std 0.5, A = [0.75, -0.25, -0.25, -0.25] / 0.5.
     const adv = [...batch.stepAdvantages!]
@@ -157,7 +158,7 @@ describe('node - triad learner glue', () => {
     assert.notDeepEqual(sampleJudgedSteps(judged, 12, 4), picked)
     assert.equal(sampleJudgedSteps(judged, 64, 3).length, 40)
   })
-  it('node - trust gate: step rewards only when the judge beats chance on both good and bad steps', () => {
+  it('node - trust gate: step rewards only when the pooled online balanced accuracy reaches minAccuracy', () => {
     // sample(reward, verdict, good label): three good steps judged +, one bad step judged +.
     const groups = [group([sample(1, 1, 1), sample(1, 1, 1), sample(0, 1, 1), sample(0, 1, 0)])]
     const { metrics } = stepRewardBatch(groups, on, { maxTokens: 8 })
@@ -168,24 +169,35 @@ describe('node - triad learner glue', () => {
     assert.equal(metrics['reward_model/step_accuracy'], 0.75) // plain accuracy flatters an always-+ judge
     assert.equal(metrics['reward_model/step_balanced_accuracy'], 0.5)
     const gated = { ...on, stepReward: { ...on.stepReward, minAccuracy: 0.6 } }
-    assert.equal(stepRewardsTrusted(gated, metrics), false)
+    const online = new OnlineStepAccuracy()
+    online.add(metrics)
+    assert.equal(stepRewardsTrusted(gated, { ...metrics, ...online.metrics() }), false) // pooled 0.5
     assert.equal(stepRewardsTrusted(on, metrics), true) // minAccuracy 0: no gate
     const good = stepRewardBatch([group([sample(1, 1, 1), sample(0, -1, 0), sample(0, -1, 0)])], on, {
       maxTokens: 8,
     }).metrics
     assert.equal(good['reward_model/step_balanced_accuracy'], 1)
-    assert.equal(stepRewardsTrusted(gated, good), true)
-    // only good steps judged: no balanced accuracy, not trusted; switch off: never
+    online.add(good)
+    online.add(good)
+    // Pooled: good steps 3 + 1 + 1 judged, 3 + 1 + 1 right; bad steps 1 + 2 + 2, 0 + 2 + 2 right.
+    assert.equal(online.metrics()['reward_model/online_balanced_accuracy'], (1 + 4 / 5) / 2)
+    assert.equal(stepRewardsTrusted(gated, { ...good, ...online.metrics() }), true)
+    // A batch whose judged steps are all good has no balanced accuracy of its own; the pooled one
+    // still decides (the batch's own would leave most small batches untrusted).
+    const onlyGood = { 'reward_model/labelled_good': 2, 'reward_model/right_good': 2 }
+    assert.equal(balancedStepAccuracy(onlyGood), undefined)
+    online.add(onlyGood)
+    assert.equal(stepRewardsTrusted(gated, { ...onlyGood, ...online.metrics() }), true)
+    // no pooled accuracy yet (no bad step judged so far): not trusted; switch off: never
+    assert.equal(stepRewardsTrusted(gated, onlyGood), false)
     assert.equal(
-      balancedStepAccuracy({ 'reward_model/labelled_good': 2, 'reward_model/right_good': 2 }),
-      undefined,
-    )
-    assert.equal(
-      stepRewardsTrusted(gated, { 'reward_model/labelled_good': 2, 'reward_model/right_good': 2 }),
-      false,
-    )
-    assert.equal(
-      stepRewardsTrusted({ ...gated, stepReward: { ...gated.stepReward, enabled: false } }, good),
+      stepRewardsTrusted(
+        { ...gated, stepReward: { ...gated.stepReward, enabled: false } },
+        {
+          ...good,
+          ...online.metrics(),
+        },
+      ),
       false,
     )
   })
