@@ -26,22 +26,13 @@ export interface SandboxClientOptions {
   /** Extra time on top of a request's own compile and run timeouts before the client gives up, ms
    *  (queueing in the server included; default 300 000). */
   slackMs?: Millis
-  /** Seed of the backoff jitter (default 1). */
-  seed?: number
+  /**
+   * Uniform draws in [0, 1) for the backoff jitter (default `Math.random`): jitter is there to spread
+   * clients' retries apart, so clients must not share one seeded sequence.
+   */
+  random?: () => number
   /** Time of the start-up check, ms (default 5000). */
   connectTimeoutMs?: Millis
-}
-
-/** mulberry32: a small seeded generator for the backoff jitter. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 const TRANSIENT_HTTP = new Set([502, 503, 504])
@@ -74,7 +65,7 @@ export class SandboxClient {
       Array.from({ length: o.concurrency }, (_, i) => i),
       Number.POSITIVE_INFINITY,
     )
-    this.random = seeded(o.seed)
+    this.random = o.random
   }
 
   /**
@@ -90,7 +81,7 @@ export class SandboxClient {
       backoffMs: options.backoffMs ?? 200,
       maxBackoffMs: options.maxBackoffMs ?? 5000,
       slackMs: options.slackMs ?? 300_000,
-      seed: options.seed ?? 1,
+      random: options.random ?? Math.random,
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     }
     const base = url.replace(/\/+$/, '')

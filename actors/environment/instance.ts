@@ -1,5 +1,5 @@
 import { DifficultyError, InstanceError } from './errors.ts'
-import { hashSeed, Rng } from './rng.ts'
+import { hashSeed, TaskRng } from './rng.ts'
 import { type AnyTask, Split } from './task.ts'
 
 /**
@@ -46,7 +46,7 @@ export interface ResolvedInstance<I = unknown> {
 export function resolveInstance<I>(
   task: AnyTask,
   request: InstanceRequest,
-  random: Rng,
+  random: TaskRng,
 ): ResolvedInstance<I> {
   const { min, max } = task.difficulty
   const difficulty = request.difficulty ?? task.difficulty.default
@@ -57,7 +57,7 @@ export function resolveInstance<I>(
     request.index !== undefined
       ? hashSeed(`${task.name}:${split}:${difficulty}:index:${request.index}`)
       : (request.seed ?? random.seed())
-  const rng = new Rng(`${task.name}:${split}:${difficulty}:${seed}`)
+  const rng = new TaskRng(`${task.name}:${split}:${difficulty}:${seed}`)
   const keys = new Set<string>()
   for (let attempt = 0; attempt < MAX_DRAWS; attempt++) {
     let instance: I
@@ -91,5 +91,5 @@ export function resolveInstance<I>(
  */
 export function checkHeldOut(task: AnyTask, difficulty: number, count: number): void {
   for (let index = 0; index < count; index++)
-    resolveInstance(task, { index, difficulty, split: Split.Eval }, new Rng(0))
+    resolveInstance(task, { index, difficulty, split: Split.Eval }, new TaskRng(0))
 }

@@ -1,6 +1,6 @@
 import type { ChatMessage, SessionStatus, ToolSchema } from '../../protocols/index.ts'
 import { type InstanceRequest, resolveInstance } from './instance.ts'
-import { Rng } from './rng.ts'
+import { TaskRng } from './rng.ts'
 import { Session } from './session.ts'
 import type { AnyTask, ExpertOptions, Policy } from './task.ts'
 import { validatorFor } from './tool-args.ts'
@@ -10,8 +10,8 @@ import { validatorFor } from './tool-args.ts'
  * the env worker serves. Used by the experts' tests, `triad env try` and SFT data generation.
  */
 
-/** One finished episode. */
-export interface Trajectory {
+/** One episode played in this process, as messages (the token record the learner trains on is `Trajectory` of `protocols/`). */
+export interface PlayedEpisode {
   task: string
   difficulty: number
   split: string
@@ -43,8 +43,8 @@ export async function playEpisode(
   task: AnyTask,
   options: PlayOptions,
   policy: Policy | ((instance: unknown) => Policy),
-): Promise<Trajectory> {
-  const resolved = resolveInstance(task, options, new Rng(options.randomSeed ?? 0))
+): Promise<PlayedEpisode> {
+  const resolved = resolveInstance(task, options, new TaskRng(options.randomSeed ?? 0))
   const session = await Session.open('local', task, resolved, validatorFor(task.tools), 0)
   const actor = typeof policy === 'function' ? policy(resolved.instance) : policy
   const messages: ChatMessage[] = [...session.firstMessages]
@@ -78,6 +78,10 @@ export async function playEpisode(
 }
 
 /** Plays one episode with the task's scripted expert. */
-export function playExpert(task: AnyTask, options: PlayOptions, expert: ExpertOptions): Promise<Trajectory> {
+export function playExpert(
+  task: AnyTask,
+  options: PlayOptions,
+  expert: ExpertOptions,
+): Promise<PlayedEpisode> {
   return playEpisode(task, options, (instance) => task.expert(instance, expert))
 }

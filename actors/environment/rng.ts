@@ -18,8 +18,8 @@ export function hashSeed(text: string): number {
   return (h2 ^ h1) >>> 0
 }
 
-/** A seeded generator. Not cryptographic. */
-export class Rng {
+/** The seeded generator of task instances, experts and session tables (sfc32; not cryptographic). */
+export class TaskRng {
   private a: number
   private b: number
   private c: number

@@ -15,7 +15,7 @@ import {
 import { SessionEndedError, UnknownSessionError, WorkerUnavailableError } from './errors.ts'
 import { resolveInstance } from './instance.ts'
 import { lookupTask, type TaskRegistry } from './registry.ts'
-import { Rng } from './rng.ts'
+import { TaskRng } from './rng.ts'
 import { Session } from './session.ts'
 import type { OpenContext } from './task.ts'
 import { validatorFor } from './tool-args.ts'
@@ -62,7 +62,7 @@ export interface SessionHostStats {
 export class SessionHost {
   private readonly sessions = new Map<string, Session>()
   private readonly ended = new Map<string, SessionStatus>()
-  private readonly random: Rng
+  private readonly random: TaskRng
   private counter = 0
   private draining = false
   readonly counts: Omit<SessionHostStats, 'active' | 'capacity'> = {
@@ -75,7 +75,7 @@ export class SessionHost {
   }
 
   constructor(readonly options: SessionHostOptions) {
-    this.random = new Rng(`host:${options.workerId}:${options.seed}`)
+    this.random = new TaskRng(`host:${options.workerId}:${options.seed}`)
   }
 
   /** Counters and the number of live sessions. */

@@ -1,5 +1,5 @@
 import type { AssistantMessage, Bytes, ChatMessage, ToolSchema } from '../../protocols/index.ts'
-import type { Rng } from './rng.ts'
+import type { TaskRng } from './rng.ts'
 import type { CodeRunner } from './tasks/code-runner.ts'
 
 /**
@@ -131,7 +131,7 @@ export interface Task<I = unknown> {
   readonly limits: TaskLimits
   readonly difficulty: DifficultyLevels
   /** Makes one instance at an integer difficulty. Must use only `rng` for randomness. */
-  generate(rng: Rng, difficulty: number): I
+  generate(rng: TaskRng, difficulty: number): I
   /** A string that identifies an instance's content; it decides the instance's split (an
    *  instance whose key hashes into the eval share is never produced for train). */
   key(instance: I): string

@@ -1,10 +1,10 @@
-import type { Trajectory } from './play.ts'
+import type { PlayedEpisode } from './play.ts'
 
 /**
  * A trajectory as text for people: one block per message, tool calls as `name(arguments)`, and a
  * closing line with status, reward and the step labels.
  */
-export function formatTrajectory(t: Trajectory): string {
+export function formatTrajectory(t: PlayedEpisode): string {
   const lines = [`# ${t.task} difficulty ${t.difficulty} ${t.split} seed ${t.seed}`]
   for (const m of t.messages) {
     if (m.role === 'assistant') {

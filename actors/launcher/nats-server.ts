@@ -2,9 +2,9 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import type { Millis } from '../../protocols/index.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { NatsServerError } from './errors.ts'
 import { freePort } from './free-port.ts'
-import { dieWithParent, OWN_PROCESS_GROUP } from './parent-death.ts'
 
 /** Options of `startNatsServer`. */
 export interface NatsServerOptions {

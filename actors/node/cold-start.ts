@@ -15,6 +15,7 @@ import {
 } from '../../gpu/index.ts'
 import { type ChatMessage, SessionStatus, type ToolSchema } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { NodeConfig } from './config.ts'
 import { readSftDatasets } from './sft-dataset.ts'
 
@@ -36,7 +37,7 @@ export async function playExperts(config: NodeConfig, count: number): Promise<Ex
   for (const entry of config.tasks) {
     const task = getTask(entry.name)
     for (let i = 0; i < count; i++) {
-      const seed = config.seed * 7919 + i
+      const seed = runSeeds(config.seed).sftExpert(i)
       const t = await playExpert(
         task,
         { difficulty: entry.difficulty, split: 'train', randomSeed: seed },

@@ -1,6 +1,7 @@
 import type { AdamWConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
 import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { TriadSwitches } from '../triad/index.ts'
 import type { SftDataset } from './sft-dataset.ts'
 
@@ -154,7 +155,7 @@ export function rolloutSettingsOf(config: NodeConfig, judged: boolean): RolloutS
     groupSize: config.rl.groupSize,
     concurrency: p.concurrency,
     attempts: ROLLOUT_ATTEMPTS,
-    seed: config.seed + 101,
+    seed: runSeeds(config.seed).rollout,
     ...(judged ? { annotateShare: config.triad?.stepReward.judgeShare ?? 1 } : {}),
     episode: {
       maxTurns: p.maxTurns,

@@ -29,6 +29,7 @@ import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open
 import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
 import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
 import type { Behaviour } from '../runtime/actor-system.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { Child, ChildContext } from '../runtime/supervision-tree.ts'
 import { envelope, type Transport } from '../runtime/transport.ts'
 import {
@@ -36,7 +37,6 @@ import {
   OnlineStepAccuracy,
   outcomeOnly,
   REWARD_MODEL_CHECKPOINT_DIR,
-  REWARD_MODEL_SEED_OFFSET,
   REWARD_MODEL_SFT_DIR,
   RewardModel,
   RewardModelLearner,
@@ -330,7 +330,7 @@ async function startLearnerLoop(
   if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
     const rm =
       rmLearner?.rm ??
-      new RewardModel({ config: modelConfig, tokenizer, seed: config.seed + REWARD_MODEL_SEED_OFFSET })
+      new RewardModel({ config: modelConfig, tokenizer, seed: runSeeds(config.seed).rewardModel })
     try {
       const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
       if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)

@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../../gpu/index.ts'
+import { createRng, type Tokenizer } from '../../gpu/index.ts'
 import {
   EnvDifficulty,
   type Envelope,
@@ -14,10 +14,11 @@ import { PublisherClosedError } from '../pipeline/errors.ts'
 import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
 import type { PolicyEngine } from '../policy/index.ts'
 import { EnvClient } from '../rollout/env-client.ts'
-import { mulberry32, PolicyRouter } from '../rollout/policy-router.ts'
+import { PolicyRouter } from '../rollout/policy-router.ts'
 import { RolloutDriver } from '../rollout/rollout.ts'
 import type { ActorRef, Behaviour } from '../runtime/actor-system.ts'
 import { exposeActor } from '../runtime/bridge.ts'
+import { runSeeds } from '../runtime/index.ts'
 import type { Child, ChildContext } from '../runtime/supervision-tree.ts'
 import { envelope, type Transport } from '../runtime/transport.ts'
 import type { StepJudge } from '../triad/index.ts'
@@ -94,7 +95,7 @@ export async function startRolloutActor(
     transport,
     config.run,
     p.staleEngines > 0 ? p.rho : 0,
-    mulberry32(config.seed + 17),
+    createRng(runSeeds(config.seed).policyRouter),
   )
   const publisher = openTrajectoryPublisher(transport, config.run)
   const driver: RolloutDriver = new RolloutDriver(

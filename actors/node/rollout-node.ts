@@ -13,10 +13,11 @@ import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../p
 import { unlessAborted } from '../runtime/abort.ts'
 import type { ActorSystem } from '../runtime/actor-system.ts'
 import { remoteActor } from '../runtime/bridge.ts'
+import { runSeeds } from '../runtime/index.ts'
 import { defaultSupervision } from '../runtime/supervision.ts'
 import { type ChildSpec, Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
 import type { Transport } from '../runtime/transport.ts'
-import { REWARD_MODEL_SEED_OFFSET, rewardReplies, StepJudge, startRewardModel } from '../triad/index.ts'
+import { rewardReplies, StepJudge, startRewardModel } from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
@@ -103,7 +104,7 @@ export function rolloutTree(
             id: `${id}-env-${i}`,
             tasks,
             capacity: Math.max(64, p.concurrency),
-            seed: config.seed + i,
+            seed: runSeeds(config.seed).envWorker(i),
             supervision: ctx.supervision,
           })
           return { actors: [w.ref], stop: () => w.stop() }
@@ -119,10 +120,10 @@ export function rolloutTree(
                 model: {
                   config: modelConfig,
                   tokenizer: peers.tokenizer,
-                  seed: config.seed + REWARD_MODEL_SEED_OFFSET,
+                  seed: runSeeds(config.seed).rewardModel,
                 },
                 m: triad.stepReward.m,
-                seed: config.seed + 23,
+                seed: runSeeds(config.seed).rewardActor,
                 spawn: { supervision: ctx.supervision },
               })
               const follow = await followRewardWeights(transport, config.run, reward.ref, log)

@@ -19,20 +19,6 @@ export interface Uniform {
   next(): number
 }
 
-/** Mulberry32: a small seeded generator for routing decisions. */
-export function mulberry32(seed: number): Uniform {
-  let a = seed >>> 0
-  return {
-    next() {
-      a = (a + 0x6d2b79f5) >>> 0
-      let t = a
-      t = Math.imul(t ^ (t >>> 15), t | 1)
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-    },
-  }
-}
-
 /**
  * Cross-policy sampling (AgentRL, arXiv 2510.04206): each turn's generate call goes to a stale
  * engine with probability `rho`, otherwise to a fresh one, so one trajectory can mix policies.

@@ -1,9 +1,11 @@
 import { setMaxListeners } from 'node:events'
+import { createRng } from '../../gpu/index.ts'
 import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { sleep, systemClock } from '../runtime/clock.ts'
+import { annotateSeedOf } from '../runtime/index.ts'
 import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import { EpisodeError } from './errors.ts'
-import { mulberry32, type Uniform } from './policy-router.ts'
+import type { Uniform } from './policy-router.ts'
 
 /** One task of the mix. */
 export interface TaskMixEntry {
@@ -125,8 +127,8 @@ export class RolloutDriver {
     if (!(share >= 0 && share <= 1)) throw new Error(`annotateShare must be in [0, 1], got ${share}`)
     // Every request in flight listens on the stop signal: `concurrency` loops and more.
     setMaxListeners(0, this.halt.signal)
-    this.rng = mulberry32(settings.seed)
-    this.annotateRng = mulberry32(settings.seed ^ 0x5bd1e995)
+    this.rng = createRng(settings.seed)
+    this.annotateRng = createRng(annotateSeedOf(settings.seed))
   }
 
   /** Sets a task's difficulty for the groups started from now on (the env adapter calls this). */

@@ -6,6 +6,7 @@ import { SessionStatus } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
 import type { NodeConfig, RewardModelSftConfig } from '../node/index.ts'
+import { runSeeds } from '../runtime/index.ts'
 import { episodeJudgeSteps } from './judge-prompt.ts'
 import type { RewardModel } from './reward-model.ts'
 import { type LabelledStep, trainVerdictSft, type VerdictAccuracy } from './verdict-sft.ts'
@@ -25,25 +26,23 @@ export const REWARD_MODEL_SFT_DIR = 'reward-sft'
 export const REWARD_MODEL_SFT_FILE = 'reward-sft.json'
 
 /** Generator-seed bases of the cold start's training and held-out episodes (apart from the policy SFT's). */
-const TRAIN_SEED_BASE = 1_000_003
-const HELD_OUT_SEED_BASE = 2_000_003
 
 /**
  * Every assistant step of `count` expert episodes per task of the run's mix with its `step_good`
  * label, as `LabelledStep`s (`episodeJudgeSteps`); episodes that ended in `task_error` give none.
  * Episode i of a task is seeded
- * `seed * 7919 + seedBase + i` (instance and expert mistakes).
+ * `expert.seedOf(i)` (instance and expert mistakes; `runSeeds`).
  */
 export async function playLabelledSteps(
   config: Pick<NodeConfig, 'seed' | 'tasks'>,
   count: number,
-  expert: { errorRate: number; successRate: number; seedBase: number },
+  expert: { errorRate: number; successRate: number; seedOf: (i: number) => number },
 ): Promise<LabelledStep[]> {
   const out: LabelledStep[] = []
   for (const entry of config.tasks) {
     const task = getTask(entry.name)
     for (let i = 0; i < count; i++) {
-      const seed = config.seed * 7919 + expert.seedBase + i
+      const seed = expert.seedOf(i)
       const t = await playExpert(
         task,
         { difficulty: entry.difficulty, split: 'train', randomSeed: seed },
@@ -125,11 +124,11 @@ export async function rewardModelColdStart(
   const expert = { errorRate: sft.errorRate, successRate: sft.successRate }
   const train = await playLabelledSteps(config, sft.expertTrajectoriesPerTask, {
     ...expert,
-    seedBase: TRAIN_SEED_BASE,
+    seedOf: runSeeds(config.seed).rewardModelSftTrain,
   })
   const heldOut = await playLabelledSteps(config, sft.heldOutTrajectoriesPerTask, {
     ...expert,
-    seedBase: HELD_OUT_SEED_BASE,
+    seedOf: runSeeds(config.seed).rewardModelSftHeldOut,
   })
   const r = await withSftWorkers(threads, rm.model.config, backend, (workers) =>
     trainVerdictSft(rm, train, heldOut, {

@@ -9,6 +9,7 @@ import {
 } from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from '../learner/index.ts'
+import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
 import { policyStepAdvantages } from './policy-step-reward.ts'
 import { RewardModel } from './reward-model.ts'
 import { buildRewardModelBatch, type JudgedStep, trainRewardModelStep } from './reward-training.ts'
@@ -21,9 +22,6 @@ import { switchMetrics, type TriadSwitches } from './triad-switches.ts'
  * (`step-reward.ts`, `consistency-reward.ts`, `reward-model-step.ts`); this only moves data between
  * the groups and it.
  */
-
-/** Seed offset of the reward model's initial weights (the rollout's reward actor uses the same). */
-export const REWARD_MODEL_SEED_OFFSET = 7
 
 /**
  * A sample's judgements as `policyStepAdvantages` takes them: `[turn_starts * m]`, cut to the
@@ -213,7 +211,7 @@ export class RewardModelLearner {
     /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
     optimizer: AdamWConfig = {},
   ) {
-    this.rm = new RewardModel({ config, tokenizer, seed: seed + REWARD_MODEL_SEED_OFFSET })
+    this.rm = new RewardModel({ config, tokenizer, seed: runSeeds(seed).rewardModel })
     this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
@@ -231,7 +229,7 @@ export class RewardModelLearner {
     const judged = judgedSteps(groups, this.switches.stepReward.m)
     if (judged.length === 0)
       return { metrics: { ...off, 'reward_model/updates': this.updates }, trained: false }
-    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, REWARD_MODEL_SEED_OFFSET + this.updates)
+    const steps = sampleJudgedSteps(judged, this.maxStepsPerUpdate, judgedStepsSeedOf(this.updates))
     const { batch, metrics } = buildRewardModelBatch(steps)
     metrics['reward_model/steps_judged'] = judged.length
     metrics['reward_model/steps_trained'] = steps.length

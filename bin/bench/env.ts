@@ -20,11 +20,11 @@ import { fileURLToPath } from 'node:url'
 import {
   connectNats,
   getTask,
-  Rng,
   resolveInstance,
   startActorSystem,
   startEnvController,
   startNatsServer,
+  TaskRng,
   tasks,
 } from '../../actors/index.ts'
 import {
@@ -129,7 +129,7 @@ export async function run(options: { nats?: string; quick?: boolean }) {
           const instance = resolveInstance(
             task,
             { seed: s, difficulty: settings.difficulty },
-            new Rng(0),
+            new TaskRng(0),
           ).instance
           const expert = task.expert(instance, {
             errorRate: settings.expertErrorRate,

@@ -11,7 +11,7 @@
  * machine is shared); ratios are against 0 merges in the same run.
  */
 
-import { type AnyTask, playExpert, type Trajectory, tasks } from '../../actors/index.ts'
+import { type AnyTask, type PlayedEpisode, playExpert, tasks } from '../../actors/index.ts'
 import {
   AdamW,
   chooseBackend,
@@ -46,8 +46,12 @@ function spread(xs: number[]): { p50: number; max: number } {
   return { p50: s[(s.length - 1) >> 1]!, max: s[s.length - 1]! }
 }
 
-async function expertTrajectories(task: AnyTask, difficulty: number, seeds: number[]): Promise<Trajectory[]> {
-  const out: Trajectory[] = []
+async function expertTrajectories(
+  task: AnyTask,
+  difficulty: number,
+  seeds: number[],
+): Promise<PlayedEpisode[]> {
+  const out: PlayedEpisode[] = []
   for (const seed of seeds)
     out.push(
       await playExpert(task, { seed, difficulty }, { errorRate: 0.2, successRate: 0.9, seed: 1000 + seed }),
@@ -74,7 +78,7 @@ export async function run(options: { quick?: boolean }) {
   const learnIdx = Array.from({ length: sizes.learnSeeds }, (_, i) => i)
   const testIdx = Array.from({ length: sizes.testSeeds }, (_, i) => 10_000 + i)
   const learnIds: Int32Array[] = []
-  const held: { task: string; difficulty: number; easiest: boolean; t: Trajectory }[] = []
+  const held: { task: string; difficulty: number; easiest: boolean; t: PlayedEpisode }[] = []
   for (const task of Object.values(tasks))
     for (let d = task.difficulty.min; d <= task.difficulty.max; d++) {
       for (const t of await expertTrajectories(task, d, learnIdx))

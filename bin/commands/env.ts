@@ -14,13 +14,13 @@ import {
   lookupTask,
   ModelPolicy,
   OpenAIPolicy,
+  type PlayedEpisode,
   type Policy,
   playEpisode,
   playExpert,
   startEnvController,
   startEnvWorker,
   systemClock,
-  type Trajectory,
   taskRegistry,
   tasks,
 } from '../../actors/index.ts'
@@ -227,7 +227,7 @@ async function tryTask(name: string, o: TryOptions): Promise<void> {
     difficulty: tryDifficulty(task, o.difficulty),
     split: o.split as 'train' | 'eval',
   }
-  let t: Trajectory
+  let t: PlayedEpisode
   let close: (() => Promise<void>) | undefined
   try {
     if (policy === 'expert')

@@ -1,4 +1,4 @@
-import type { Trajectory } from '../../actors/index.ts'
+import type { PlayedEpisode } from '../../actors/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import type { RowColumn } from './trajectory-file.ts'
 
@@ -53,7 +53,7 @@ export const COLLECTED_COLUMNS: readonly RowColumn<CollectedRow>[] = [
 ]
 
 /** The row of one played episode, instance `index`. */
-export function collectedRow(policy: string, model: string, index: number, t: Trajectory): CollectedRow {
+export function collectedRow(policy: string, model: string, index: number, t: PlayedEpisode): CollectedRow {
   return {
     policy,
     model,

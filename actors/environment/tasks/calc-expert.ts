@@ -1,6 +1,6 @@
 import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
-import { Rng } from '../rng.ts'
+import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
 import type { CalcInstance, CalcOp } from './calc.ts'
 
@@ -13,7 +13,7 @@ import type { CalcInstance, CalcOp } from './calc.ts'
 const PLAN: Record<CalcOp['op'], string> = { '+': 'Add', '-': 'Subtract', '*': 'Times', '/': 'Divide by' }
 
 /** A wrong operand near the right one (a typo). */
-function typo(n: number, rng: Rng): number {
+function typo(n: number, rng: TaskRng): number {
   const s = String(n)
   if (s.length >= 2 && s[0] !== s[1] && rng.chance(0.5)) return Number(s[1] + s[0] + s.slice(2))
   return n + (rng.chance(0.5) || n <= 2 ? 1 : -1)
@@ -21,7 +21,7 @@ function typo(n: number, rng: Rng): number {
 
 /** Makes the expert for one instance. */
 export function calcExpert(instance: CalcInstance, options: ExpertOptions): Policy {
-  const rng = new Rng(`calc-expert:${options.seed}:${instance.question}`)
+  const rng = new TaskRng(`calc-expert:${options.seed}:${instance.question}`)
   const fails = rng.chance(1 - options.successRate)
   let k = 0
   let cur = instance.start

@@ -1,4 +1,4 @@
-import type { Rng } from '../rng.ts'
+import type { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { ArithmeticError, evaluate, formatNumber } from './arithmetic.ts'
 import { calcExpert } from './calc-expert.ts'
@@ -56,7 +56,7 @@ export function applyOp(v: number, o: CalcOp): number {
 }
 
 /** Generates a calc instance. */
-export function generateCalc(rng: Rng, difficulty: number): CalcInstance {
+export function generateCalc(rng: TaskRng, difficulty: number): CalcInstance {
   const level = LEVELS[difficulty - 1]!
   const lo = 10 ** (level.digits - 1)
   const hi = 10 ** level.digits - 1

@@ -1,6 +1,6 @@
 import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
-import { Rng } from '../rng.ts'
+import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
 import type { CodeFamily, CodeInstance } from './code.ts'
 
@@ -19,7 +19,7 @@ const PLAN: Record<CodeFamily, string> = {
 
 /** Makes the expert for one instance. */
 export function codeExpert(instance: CodeInstance, options: ExpertOptions): Policy {
-  const rng = new Rng(`code-expert:${options.seed}:${instance.question}`)
+  const rng = new TaskRng(`code-expert:${options.seed}:${instance.question}`)
   const fails = rng.chance(1 - options.successRate)
   let typo = false
   return {

@@ -1,4 +1,4 @@
-import type { Rng } from '../rng.ts'
+import type { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { codeExpert } from './code-expert.ts'
 import { type CodeRunner, defaultCodeRunner, defaultCodeRunnerWhere } from './code-runner.ts'
@@ -42,7 +42,7 @@ function primesBelow(n: number): number {
 }
 
 /** Generates a code instance. */
-export function generateCode(rng: Rng, difficulty: number): CodeInstance {
+export function generateCode(rng: TaskRng, difficulty: number): CodeInstance {
   const family = FAMILIES[difficulty - 1]!
   if (family === 'digit_sum') {
     const b = rng.int(3, 9)

@@ -1,6 +1,6 @@
 import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
-import { Rng } from '../rng.ts'
+import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
 import { DIRECTIONS, type Direction, distances, isOpen, type MazeInstance } from './maze-grid.ts'
 
@@ -16,7 +16,7 @@ const NAMES = Object.keys(DIRECTIONS) as Direction[]
 
 /** Makes the expert for one maze. */
 export function mazeExpert(m: MazeInstance, options: ExpertOptions): Policy {
-  const rng = new Rng(`maze-expert:${options.seed}:${m.rows.join('')}:${m.start}`)
+  const rng = new TaskRng(`maze-expert:${options.seed}:${m.rows.join('')}:${m.start}`)
   const fails = rng.chance(1 - options.successRate)
   const dist = distances(m, m.goal)
   let [x, y] = m.start

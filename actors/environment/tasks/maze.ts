@@ -1,4 +1,4 @@
-import type { Rng } from '../rng.ts'
+import type { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { mazeExpert } from './maze-expert.ts'
 import { DIRECTIONS, type Direction, distances, isOpen, type MazeInstance, view } from './maze-grid.ts'
@@ -23,7 +23,7 @@ const LEVELS: readonly { size: number; walls: number }[] = [
 ]
 
 /** Generates a maze instance. */
-export function generateMaze(rng: Rng, difficulty: number): MazeInstance {
+export function generateMaze(rng: TaskRng, difficulty: number): MazeInstance {
   const { size, walls } = LEVELS[difficulty - 1]!
   for (;;) {
     const rows = Array.from({ length: size }, () =>

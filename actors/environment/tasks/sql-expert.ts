@@ -1,6 +1,6 @@
 import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
-import { Rng } from '../rng.ts'
+import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
 import type { SqlInstance, SqlQuestionKind } from './sql.ts'
 
@@ -28,7 +28,7 @@ const SLIPS: readonly [string, string][] = [
 ]
 
 /** A value near `answer` that is not it. */
-function misread(answer: string, instance: SqlInstance, rng: Rng): string {
+function misread(answer: string, instance: SqlInstance, rng: TaskRng): string {
   const n = Number(answer)
   if (Number.isFinite(n) && answer.trim() !== '') return String(n + (n >= 1000 ? 1000 : 1))
   if (/^\d{4}-/.test(answer)) return `${Number(answer.slice(0, 4)) + 1}${answer.slice(4)}`
@@ -37,7 +37,7 @@ function misread(answer: string, instance: SqlInstance, rng: Rng): string {
 
 /** Makes the expert for one instance. */
 export function sqlExpert(instance: SqlInstance, options: ExpertOptions): Policy {
-  const rng = new Rng(`sql-expert:${options.seed}:${instance.question}`)
+  const rng = new TaskRng(`sql-expert:${options.seed}:${instance.question}`)
   const fails = rng.chance(1 - options.successRate)
   let slip: [string, string] | undefined
   return {

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import type { Millis } from '../../../protocols/index.ts'
-import { dieWithParent, OWN_PROCESS_GROUP } from '../../launcher/parent-death.ts'
+import { dieWithParent, OWN_PROCESS_GROUP } from '../../runtime/index.ts'
 
 /**
  * Read-only SQLite queries with a wall-clock limit. better-sqlite3 runs a statement to its end in

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3'
 import type { Millis } from '../../../protocols/index.ts'
-import type { Rng } from '../rng.ts'
+import type { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy, Task, TaskEpisode, ToolOutcome } from '../task.ts'
 import { sqlExpert } from './sql-expert.ts'
 import { SqlPool, type SqlResult } from './sql-pool.ts'
@@ -104,7 +104,7 @@ export const SQL_SCHEMA = 'people(id,name,dept_id,salary,hired) departments(id,n
 const q = (s: string) => `'${s.replace(/'/g, "''")}'`
 
 /** Generates an sql instance. */
-export function generateSql(rng: Rng, difficulty: number): SqlInstance {
+export function generateSql(rng: TaskRng, difficulty: number): SqlInstance {
   const level = LEVELS[difficulty - 1]!
   const rows = (n: Rows) => (typeof n === 'number' ? n : rng.int(n[0], n[1]))
   const departmentCount = rows(level.departments)

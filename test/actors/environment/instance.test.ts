@@ -5,10 +5,10 @@ import {
   DifficultyError,
   getTask,
   InstanceError,
-  Rng,
   resolveInstance,
   splitOfKey,
   type Task,
+  TaskRng,
   tasks,
 } from '../../../actors/environment/index.ts'
 import { counterTask } from './fixtures.ts'
@@ -23,8 +23,8 @@ const threeTrainKeys: Task<{ target: number; nonce: number }> = {
 
 describe('actors/environment/instance', () => {
   it('instance - the same index, split and difficulty give the same instance', () => {
-    const a = resolveInstance(tasks.calc!, { index: 4, difficulty: 2 }, new Rng(1))
-    const b = resolveInstance(tasks.calc!, { index: 4, difficulty: 2 }, new Rng(2))
+    const a = resolveInstance(tasks.calc!, { index: 4, difficulty: 2 }, new TaskRng(1))
+    const b = resolveInstance(tasks.calc!, { index: 4, difficulty: 2 }, new TaskRng(2))
     assert.deepEqual(a, b)
   })
 
@@ -33,12 +33,12 @@ describe('actors/environment/instance', () => {
       const task = getTask(name)
       const train = new Set<string>()
       for (let i = 0; i < 150; i++) {
-        const r = resolveInstance(task, { index: i, difficulty: 1 }, new Rng(0))
+        const r = resolveInstance(task, { index: i, difficulty: 1 }, new TaskRng(0))
         assert.equal(splitOfKey(r.key), 'train')
         train.add(r.key)
       }
       for (let i = 0; i < 50; i++) {
-        const r = resolveInstance(task, { index: i, difficulty: 1, split: 'eval' }, new Rng(0))
+        const r = resolveInstance(task, { index: i, difficulty: 1, split: 'eval' }, new TaskRng(0))
         assert.equal(r.split, 'eval')
         assert.ok(!train.has(r.key), `${name}: eval instance ${i} also in train`)
       }
@@ -47,7 +47,7 @@ describe('actors/environment/instance', () => {
 
   it('instance - a difficulty outside the levels is a DifficultyError with the range', () => {
     assert.throws(
-      () => resolveInstance(tasks.maze!, { difficulty: 9 }, new Rng(0)),
+      () => resolveInstance(tasks.maze!, { difficulty: 9 }, new TaskRng(0)),
       (e: unknown) =>
         e instanceof DifficultyError && e.message === "difficulty 9 is outside 1..7 for task 'maze'",
     )
@@ -63,14 +63,14 @@ describe('actors/environment/instance', () => {
       "task 'three': no eval instance at difficulty 1 in 1000 draws (3 distinct keys, all train): " +
       'the split of an instance is chosen by hashing its key() (about 20% of distinct keys are eval, the rest train), so the task needs more distinct keys'
     assert.throws(
-      () => resolveInstance(threeTrainKeys, { index: 0, split: 'eval' }, new Rng(0)),
+      () => resolveInstance(threeTrainKeys, { index: 0, split: 'eval' }, new TaskRng(0)),
       (e: unknown) => e instanceof InstanceError && e.task === 'three' && e.message === expected,
     )
     assert.throws(
       () => checkHeldOut(threeTrainKeys, 1, 16),
       (e: unknown) => e instanceof InstanceError && e.message === expected,
     )
-    assert.equal(resolveInstance(threeTrainKeys, { index: 0 }, new Rng(0)).split, 'train')
+    assert.equal(resolveInstance(threeTrainKeys, { index: 0 }, new TaskRng(0)).split, 'train')
   })
 
   it('instance - checkHeldOut passes for the built-in tasks and checks the level', () => {

@@ -2,16 +2,16 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   type AnyTask,
-  Rng,
   resolveInstance,
   Session,
   SessionEndedError,
+  TaskRng,
   ToolArgsValidator,
 } from '../../../actors/environment/index.ts'
 import { calls, counterTask } from './fixtures.ts'
 
 async function open(task: AnyTask = counterTask): Promise<Session> {
-  const resolved = resolveInstance(task, { seed: 1 }, new Rng(0))
+  const resolved = resolveInstance(task, { seed: 1 }, new TaskRng(0))
   return Session.open('s1', task, resolved, new ToolArgsValidator(task.tools), 0)
 }
 

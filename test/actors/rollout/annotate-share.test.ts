@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test'
 import {
   EnvClient,
   InProcessTransport,
-  mulberry32,
   type PolicyEngine,
   PolicyRouter,
   RolloutDriver,
@@ -15,7 +14,7 @@ import {
   tasks,
   WeightStore,
 } from '../../../actors/index.ts'
-import { initWeights, Tokenizer } from '../../../gpu/index.ts'
+import { createRng, initWeights, Tokenizer } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 /**
@@ -74,7 +73,7 @@ describe('actors/rollout/rollout - annotateShare', () => {
       'r',
       {
         env: new EnvClient(transport, run),
-        policy: new PolicyRouter(transport, run, 0, mulberry32(1)),
+        policy: new PolicyRouter(transport, run, 0, createRng(1)),
         tokenizer,
         annotate: async () => {
           calls++
@@ -95,7 +94,7 @@ describe('actors/rollout/rollout - annotateShare', () => {
     const groups = 8
     const { calls, published, driver } = await runGroups(0.5, groups)
     assert.equal(published.length, groups)
-    const draws = mulberry32(5 ^ 0x5bd1e995)
+    const draws = createRng(5 ^ 0x5bd1e995)
     const expected = Array.from({ length: groups }, () => draws.next() < 0.5).filter(Boolean).length
     assert.ok(expected > 0 && expected < groups, 'the seed draws some groups and not others')
     assert.equal(driver.stats.annotatedGroups, expected)

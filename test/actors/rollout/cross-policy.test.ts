@@ -5,7 +5,6 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   connectNats,
-  mulberry32,
   type NatsServer,
   type NatsTransport,
   type PolicyEngine,
@@ -16,7 +15,7 @@ import {
   TrajectoryBuilder,
   WeightStore,
 } from '../../../actors/index.ts'
-import { initWeights, Tokenizer } from '../../../gpu/index.ts'
+import { createRng, initWeights, Tokenizer } from '../../../gpu/index.ts'
 
 /**
  * Cross-policy sampling over real NATS with real (tiny) engines: one fresh, one stale
@@ -55,7 +54,7 @@ describe('actors/rollout/policy-router - cross-policy sampling', () => {
   it('router - about rho of the turns go to stale engines, and each token records its engine version', async () => {
     assert.equal(engines[1]!.version(), 1, 'the stale engine skips version 3 (not a multiple of 2)')
     const rho = 0.25
-    const router = new PolicyRouter(t, run, rho, mulberry32(42))
+    const router = new PolicyRouter(t, run, rho, createRng(42))
     const turns = 200
     const b = new TrajectoryBuilder()
     let staleReplies = 0
@@ -86,7 +85,7 @@ describe('actors/rollout/policy-router - cross-policy sampling', () => {
 
   it('router - with no stale engine serving, stale turns fall back to the fresh engines at once', async () => {
     // A 2 s deadline: the fresh side retries "no responders" until it (the default is 2 minutes).
-    const router = new PolicyRouter(t, 'other-run', 1, mulberry32(1), 2_000)
+    const router = new PolicyRouter(t, 'other-run', 1, createRng(1), 2_000)
     await assert.rejects(
       router.generate({
         prompt: Int32Array.from([1]),

@@ -4,11 +4,10 @@ import {
   EnvClient,
   type GroupSink,
   InProcessTransport,
-  mulberry32,
   PolicyRouter,
   RolloutDriver,
 } from '../../../actors/index.ts'
-import { Tokenizer } from '../../../gpu/index.ts'
+import { createRng, Tokenizer } from '../../../gpu/index.ts'
 import {
   EnvStart,
   EnvStarted,
@@ -34,7 +33,7 @@ function calcDriver(
     'r',
     {
       env: new EnvClient(transport, run, loops.envTimeoutMs),
-      policy: new PolicyRouter(transport, run, 0, mulberry32(1)),
+      policy: new PolicyRouter(transport, run, 0, createRng(1)),
       tokenizer: new Tokenizer(),
     },
     {

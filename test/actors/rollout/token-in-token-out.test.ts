@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { EnvClient, InProcessTransport, mulberry32, PolicyRouter, runEpisode } from '../../../actors/index.ts'
-import { loadJinjaChatFormat, Tokenizer } from '../../../gpu/index.ts'
+import { EnvClient, InProcessTransport, PolicyRouter, runEpisode } from '../../../actors/index.ts'
+import { createRng, loadJinjaChatFormat, Tokenizer } from '../../../gpu/index.ts'
 import {
   type ChatMessage,
   EnvCancel,
@@ -116,7 +116,7 @@ async function episodeWorld() {
   })
   const deps = {
     env: new EnvClient(transport, run),
-    policy: new PolicyRouter(transport, run, 0, mulberry32(1)),
+    policy: new PolicyRouter(transport, run, 0, createRng(1)),
     tokenizer: new Tokenizer(),
     chat: qwen,
   }

@@ -44,12 +44,24 @@ describe('actors/triad/reward-model-cold-start', () => {
   after(() => rmSync(dir, { recursive: true, force: true }))
 
   it('reward-model-cold-start - expert episodes give labelled steps of both kinds, the same for the same seed', async () => {
-    const a = await playLabelledSteps(run, 6, { errorRate: 0.3, successRate: 0.5, seedBase: 1 })
-    const b = await playLabelledSteps(run, 6, { errorRate: 0.3, successRate: 0.5, seedBase: 1 })
+    const a = await playLabelledSteps(run, 6, {
+      errorRate: 0.3,
+      successRate: 0.5,
+      seedOf: (i) => run.seed * 7919 + 1 + i,
+    })
+    const b = await playLabelledSteps(run, 6, {
+      errorRate: 0.3,
+      successRate: 0.5,
+      seedOf: (i) => run.seed * 7919 + 1 + i,
+    })
     assert.deepEqual(a, b)
     assert.ok(a.some((s) => s.good) && a.some((s) => !s.good), 'good and bad steps')
     assert.ok(a.every((s) => s.step.task === 'calc' && s.step.step.role === 'assistant'))
-    const clean = await playLabelledSteps(run, 6, { errorRate: 0, successRate: 1, seedBase: 1 })
+    const clean = await playLabelledSteps(run, 6, {
+      errorRate: 0,
+      successRate: 1,
+      seedOf: (i) => run.seed * 7919 + 1 + i,
+    })
     assert.ok(
       clean.every((s) => s.good),
       'an expert without mistakes makes only good steps',

@@ -6,7 +6,7 @@ import {
   evaluate,
   formatNumber,
   generateCalc,
-  Rng,
+  TaskRng,
 } from '../../../../actors/environment/index.ts'
 import { mean, playMany } from './expert-check.ts'
 
@@ -32,7 +32,7 @@ describe('actors/environment/tasks/calc', () => {
 
   it('calc - instances follow their chain; from level 2 on they need at least one multiplication', () => {
     for (let d = 1; d <= 7; d++) {
-      const rng = new Rng(d)
+      const rng = new TaskRng(d)
       for (let k = 0; k < 30; k++) {
         const i = generateCalc(rng, d)
         let v = i.start
@@ -49,7 +49,7 @@ describe('actors/environment/tasks/calc', () => {
   })
 
   it('calc - a calculator error is a tool message, not an invalid action', async () => {
-    const ep = await calc.open(generateCalc(new Rng(1), 1))
+    const ep = await calc.open(generateCalc(new TaskRng(1), 1))
     assert.deepEqual(await ep.call('calculator', { expression: '2+' }), {
       content: 'error: expected a number at end',
       good: false,

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { createCodeTask, defaultCodeRunner, generateCode, Rng } from '../../../../actors/environment/index.ts'
+import {
+  createCodeTask,
+  defaultCodeRunner,
+  generateCode,
+  TaskRng,
+} from '../../../../actors/environment/index.ts'
 import { mean, playMany } from './expert-check.ts'
 
 // The local sandbox backend (bubblewrap where installed) runs the programs.
@@ -11,7 +16,7 @@ after(() => runner.close())
 describe('actors/environment/tasks/code - programs run in the sandbox', () => {
   it('code - each family has the answer its program prints', async () => {
     for (let d = 1; d <= 4; d++) {
-      const rng = new Rng(d)
+      const rng = new TaskRng(d)
       for (let k = 0; k < 2; k++) {
         const i = generateCode(rng, d)
         const r = await runner.runPython(i.program, 10)
@@ -22,7 +27,7 @@ describe('actors/environment/tasks/code - programs run in the sandbox', () => {
   })
 
   it('code - an exception and a time-out come back as tool errors', async () => {
-    const ep = await code.open(generateCode(new Rng(1), 1))
+    const ep = await code.open(generateCode(new TaskRng(1), 1))
     assert.deepEqual(await ep.call('run_python', { code: '1/0' }), {
       content: 'error: ZeroDivisionError: division by zero',
       good: false,

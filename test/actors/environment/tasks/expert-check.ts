@@ -1,4 +1,4 @@
-import type { AnyTask, Trajectory } from '../../../../actors/environment/index.ts'
+import type { AnyTask, PlayedEpisode } from '../../../../actors/environment/index.ts'
 import { playExpert } from '../../../../actors/environment/index.ts'
 
 /** Plays the expert on `seeds` seeds and returns the trajectories. */
@@ -8,8 +8,8 @@ export async function playMany(
   errorRate: number,
   successRate: number,
   seeds: number,
-): Promise<Trajectory[]> {
-  const out: Trajectory[] = []
+): Promise<PlayedEpisode[]> {
+  const out: PlayedEpisode[] = []
   for (let s = 0; s < seeds; s++)
     out.push(await playExpert(task, { seed: s, difficulty }, { errorRate, successRate, seed: 1000 + s }))
   return out

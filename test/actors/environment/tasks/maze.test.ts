@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { distances, generateMaze, maze, Rng, view } from '../../../../actors/environment/index.ts'
+import { distances, generateMaze, maze, TaskRng, view } from '../../../../actors/environment/index.ts'
 import { mean, playMany } from './expert-check.ts'
 
 const fixed = {
@@ -14,7 +14,7 @@ const fixed = {
 describe('actors/environment/tasks/maze', () => {
   it('maze - the goal is reachable and the budget covers the shortest path', () => {
     for (let d = 1; d <= 6; d++) {
-      const rng = new Rng(d)
+      const rng = new TaskRng(d)
       for (let k = 0; k < 20; k++) {
         const m = generateMaze(rng, d)
         const dist = distances(m, m.start)[m.goal[1] * m.size + m.goal[0]]!

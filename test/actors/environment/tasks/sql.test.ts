@@ -5,8 +5,8 @@ import {
   createSqlTask,
   generateSql,
   normalizeAnswer,
-  Rng,
   SqlPool,
+  TaskRng,
 } from '../../../../actors/environment/index.ts'
 import { mean, playMany } from './expert-check.ts'
 
@@ -18,7 +18,7 @@ describe('actors/environment/tasks/sql', () => {
   it('sql - each kind of question has the answer its query returns', async () => {
     const kinds = new Set<string>()
     for (let d = 1; d <= 7; d++) {
-      const rng = new Rng(d)
+      const rng = new TaskRng(d)
       for (let k = 0; k < 8; k++) {
         const i = generateSql(rng, d)
         kinds.add(i.kind)
@@ -33,7 +33,7 @@ describe('actors/environment/tasks/sql', () => {
   })
 
   it('sql - writes, attaches, setting changes and two statements are refused as tool errors', async () => {
-    const ep = await sql.open(generateSql(new Rng(1), 2))
+    const ep = await sql.open(generateSql(new TaskRng(1), 2))
     for (const q of [
       "INSERT INTO people VALUES (99,'X',1,1,'2020-01-01')",
       'DELETE FROM people',
@@ -58,7 +58,7 @@ describe('actors/environment/tasks/sql', () => {
   })
 
   it('sql - a query that runs too long is stopped with a clear error and the database still answers', async () => {
-    const ep = await sql.open(generateSql(new Rng(2), 2))
+    const ep = await sql.open(generateSql(new TaskRng(2), 2))
     const t0 = Date.now()
     const r = await ep.call('execute_sql', {
       query: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT COUNT(*) FROM c',
@@ -71,7 +71,7 @@ describe('actors/environment/tasks/sql', () => {
   })
 
   it('sql - a bad column is an SQLite error in the tool message', async () => {
-    const ep = await sql.open(generateSql(new Rng(3), 2))
+    const ep = await sql.open(generateSql(new TaskRng(3), 2))
     const r = await ep.call('execute_sql', { query: 'SELECT pay FROM people' })
     assert.deepEqual(r, { content: 'error: no such column: pay', good: false, toolError: true })
     await ep.close?.()

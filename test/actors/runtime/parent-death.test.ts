@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url'
 import { dieWithParent, findSetpriv } from '../../../actors/index.ts'
 import { isGone, killSurvivors, procStat, waitUntil } from '../../support/process-tree.ts'
 
-const parentDeath = fileURLToPath(new URL('../../../actors/launcher/parent-death.ts', import.meta.url))
+const parentDeath = fileURLToPath(new URL('../../../actors/runtime/parent-death.ts', import.meta.url))
 
-describe('actors/launcher/parent-death', () => {
+describe('actors/runtime/parent-death', () => {
   it('dieWithParent - on Linux the command runs under setpriv --pdeathsig with the signal named', () => {
     if (process.platform !== 'linux') return
     assert.ok(findSetpriv(), 'setpriv (util-linux) is installed on Linux')

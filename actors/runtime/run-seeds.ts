@@ -1,0 +1,45 @@
+/**
+ * The seeds of every random stream of a run, derived from the run's one seed (`recipe.seed`) in
+ * this one block (STYLE.md 9): a reader finds here which stream a number feeds, and two streams
+ * never share a seed by accident. The offsets are the ones the run has always used, so a seed gives
+ * the same run as before this block existed.
+ */
+export function runSeeds(seed: number) {
+  return Object.freeze({
+    /** The policy's initial weights (before the cold-start SFT) and the SFT's data order. */
+    policy: seed,
+    /** The reward model's initial weights (the reward actor's and the learner's copy). */
+    rewardModel: seed + 7,
+    /** The i-th expert episode of a task for the cold-start SFT and the tokenizer's corpus (instance and mistakes). */
+    sftExpert: (i: number) => seed * 7919 + i,
+    /** The i-th expert episode of a task the reward model's cold start trains on. */
+    rewardModelSftTrain: (i: number) => seed * 7919 + 1_000_003 + i,
+    /** The i-th expert episode of a task the reward model's cold start measures accuracy on. */
+    rewardModelSftHeldOut: (i: number) => seed * 7919 + 2_000_003 + i,
+    /** The i-th env worker of the rollout process (its sessions' random instances). */
+    envWorker: (i: number) => seed + i,
+    /** Cross-policy sampling: which turns go to a stale engine. */
+    policyRouter: seed + 17,
+    /** The reward actor's judgement sampling. */
+    rewardActor: seed + 23,
+    /** The rollout driver: task choice, instance seeds and each episode's sampling seed. */
+    rollout: seed + 101,
+    /** The held-out evaluations (periodic and final: the same instances and samples each time). */
+    heldOutEvaluation: seed + 4242,
+  })
+}
+
+/** The seeds of a run's random streams (`runSeeds`). */
+export type RunSeeds = ReturnType<typeof runSeeds>
+
+/**
+ * The stream of the rollout driver that draws which groups are judged, from the driver's seed: its
+ * own stream, so the share judged does not change the task sequence.
+ */
+export const annotateSeedOf = (rolloutSeed: number) => rolloutSeed ^ 0x5bd1e995
+
+/**
+ * The seed of the reward model's `update`-th draw of judged steps. It does not depend on the
+ * run's seed (two runs draw alike from the same judgements).
+ */
+export const judgedStepsSeedOf = (update: number) => 7 + update
