@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createRunDir, getTask } from '../../actors/index.ts'
+import { registerEval } from '../../bin/commands/eval.ts'
 import { closedPort, fakeEndpoint } from '../support/bad-endpoint.ts'
 import { type ServedCheckpoint, serveTinyCheckpoint } from '../support/served-checkpoint.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
+import { runTriadInProcess } from '../support/triad-in-process.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 /** One sample of one instance, at most 4 new tokens, seed 0, on wasm: a quick eval of a tiny checkpoint. */
@@ -397,7 +399,15 @@ describe('bin/eval - a served model (--policy openai:URL)', () => {
     )
     const e = await fakeEndpoint((_n, res) => res.writeHead(200).end('not json at all'))
     try {
-      const bad = await runTriad(['eval', '--policy', `openai:${e.base}`, '--model', 'm', '--tasks', 'calc'])
+      const bad = await runTriadInProcess(registerEval, [
+        'eval',
+        '--policy',
+        `openai:${e.base}`,
+        '--model',
+        'm',
+        '--tasks',
+        'calc',
+      ])
       assert.equal(bad.code, 1)
       assert.match(
         bad.stderr,
@@ -425,7 +435,7 @@ describe('bin/eval - a served model (--policy openai:URL)', () => {
       [['--policy', 'vllm'], /--policy vllm: use openai:URL/],
     ]
     for (const [args, message] of cases) {
-      const r = await runTriad(['eval', ...args])
+      const r = await runTriadInProcess(registerEval, ['eval', ...args])
       assert.equal(r.code, 2, args.join(' '))
       assert.match(r.stderr, message)
     }
