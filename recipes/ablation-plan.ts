@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
 import { heldOutSettings } from './periodic-evaluation.ts'
-import { checkFieldPath, type FieldKey, withField } from './recipe-fields.ts'
+import { changedPaths, checkFieldPath, type FieldKey, withField } from './recipe-fields.ts'
 import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
 
 /** One `--vary FIELD=V1,V2` option: a recipe field and the values to try it at. */
@@ -193,7 +193,7 @@ export function planAblation(
         value,
         sftGroup: BASELINE,
       }
-      if (touchesSft(spec.field)) variant.sftGroup = variant.slug
+      if (changedPaths(spec.field, value).some(touchesSft)) variant.sftGroup = variant.slug
       const recipe = variantRecipe(plan, variant, base.seed, catalog)
       if (!isDeepStrictEqual(instancesOf(recipe), heldOut))
         throw new AblationInputError(

@@ -119,15 +119,38 @@ export function checkFieldPath(path: string, recipe?: unknown, schema: z.ZodType
   return keys
 }
 
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** `over` merged into `base`: objects field by field, anything else replaced. */
+function merged(base: unknown, over: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(over)) return structuredClone(over)
+  const out: Record<string, unknown> = structuredClone(base)
+  for (const [k, v] of Object.entries(over)) out[k] = merged(out[k], v)
+  return out
+}
+
+/**
+ * The field paths a value set at `field` changes: the field itself, or, for an object value
+ * (merged into the field's object by `withField`), the path of each leaf it gives
+ * (`triad` with `{"stepReward": {"enabled": false}}` changes `triad.stepReward.enabled`).
+ */
+export function changedPaths(field: string, value: unknown): string[] {
+  if (!isPlainObject(value) || Object.keys(value).length === 0) return [field]
+  return Object.entries(value).flatMap(([k, v]) => changedPaths(`${field}.${k}`, v))
+}
+
 /**
  * A deep copy of `value` with the field at `keys` set to `field` (objects on the way that are
- * missing are made).
+ * missing are made). An object `field` is merged into an object already there, field by field
+ * (its other fields are kept): `triad={"stepReward":{"enabled":false},"trainRewardModel":false}`
+ * changes those two fields of `triad` and no other.
  */
 export function withField(value: unknown, keys: readonly FieldKey[], field: unknown): unknown {
   const root: unknown = structuredClone(value ?? {})
   let cur = root as Record<FieldKey, unknown>
   for (const [i, key] of keys.entries()) {
-    if (i === keys.length - 1) cur[key] = structuredClone(field)
+    if (i === keys.length - 1) cur[key] = merged(cur[key], field)
     else {
       const next = cur[key]
       if (next === null || typeof next !== 'object') cur[key] = typeof keys[i + 1] === 'number' ? [] : {}

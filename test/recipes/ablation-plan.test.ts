@@ -63,6 +63,35 @@ describe('recipes/ablation-plan', () => {
     assert.equal(variantRecipe(plan, plan.variants[1]!, 5, catalog).rl.eps_high, 0.2)
   })
 
+  it("ablation-plan - an object value is merged into the field's object: two settings that must change together are one variant", () => {
+    const withTriad = { ...input, triad: { adaptiveTasks: false, stepReward: { lambda: 0.3 } } }
+    const plan = planAblation(
+      withTriad,
+      [
+        parseVary(
+          'triad={"stepReward":{"enabled":false},"trainRewardModel":false},{"rewardModelSft":{"steps":5}}',
+        ),
+      ],
+      1,
+      catalog,
+    )
+    const off = variantRecipe(plan, plan.variants[1]!, 5, catalog)
+    assert.deepEqual(
+      [
+        off.triad.stepReward.enabled,
+        off.triad.trainRewardModel,
+        off.triad.stepReward.lambda,
+        off.triad.adaptiveTasks,
+      ],
+      [false, false, 0.3, false],
+    )
+    // Its leaves decide whether it touches the cold start: triad.rewardModelSft.steps does.
+    assert.deepEqual(
+      plan.variants.map((v) => v.sftGroup),
+      ['baseline', 'baseline', 'v2-triad-_rewardModelSft_steps_5_'],
+    )
+  })
+
   it('ablation-plan - fields that touch the cold start, from their path', () => {
     for (const f of [
       'seed',
