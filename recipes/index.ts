@@ -1,9 +1,81 @@
-export * from './define-recipe.ts'
-export * from './errors.ts'
-export * from './load-recipe.ts'
-export * from './node-config.ts'
-export * from './periodic-evaluation.ts'
-export * from './recipe-schema.ts'
-export * from './resume.ts'
-export * from './run.ts'
-export * from './task-catalog.ts'
+export {
+  checkRecipe,
+  checkStoredRecipe,
+  DEFAULT_MAX_STEPS,
+  type DerivedSizes,
+  defineRecipe,
+  formatPath,
+  isRecipe,
+  issuesFromZod,
+  parseRecipe,
+  parseStoredRecipe,
+  pathsOverlap,
+  type Recipe,
+  type RecipeCheck,
+  recipeSettings,
+} from './define-recipe.ts'
+export {
+  formatIssues,
+  RecipeError,
+  type RecipeIssue,
+  RecipeLoadError,
+  RecipeMismatchError,
+  RunNotAvailableError,
+} from './errors.ts'
+export { type LoadRecipeOptions, loadRecipe } from './load-recipe.ts'
+export { nodeConfigOf } from './node-config.ts'
+export {
+  evalRowLine,
+  evaluateInProcess,
+  heldOutSettings,
+  interruptedEvaluations,
+  periodicEvalName,
+  pinnedCheckpointDir,
+  startPeriodicEvaluation,
+} from './periodic-evaluation.ts'
+export {
+  BudgetSchema,
+  CheckpointsSchema,
+  DEFAULT_L_BUF,
+  DEFAULT_L_MAX,
+  DifficultySchema,
+  EvaluationSchema,
+  KlSchema,
+  ModelSchema,
+  OffPolicySchema,
+  OverlongSchema,
+  type ParsedRecipe,
+  PipelineSchema,
+  RENAMED_FIELDS,
+  RETIRED_FIELDS,
+  type RecipeInput,
+  RecipeSchema,
+  RewardModelSftSchema,
+  RlSchema,
+  SftSchema,
+  StepRewardSchema,
+  TaskSchema,
+  TriadSchema,
+} from './recipe-schema.ts'
+export { type RecipeDifference, recipeDifferences, resumeRecipe } from './resume.ts'
+export {
+  inProcessLine,
+  type RunSummary,
+  runBudgetOf,
+  type StartRunOptions,
+  startRun,
+  UNBOUNDED_STEPS,
+} from './run.ts'
+export {
+  builtinTaskCatalog,
+  checkTasks,
+  type ResolvedRecipe,
+  type ResolvedTask,
+  resolveRecipe,
+  resolveTasks,
+  type TaskCatalog,
+  type TaskInfo,
+  type TaskIssue,
+  type TasksCheck,
+  taskCatalogOf,
+} from './task-catalog.ts'

@@ -1,3 +1,9 @@
-export * from './bounded-play.ts'
-export * from './evaluate.ts'
-export * from './model-policy.ts'
+export { playBounded } from './bounded-play.ts'
+export {
+  type EvalPolicyFor,
+  type EvaluationRow,
+  type EvaluationSettings,
+  evaluateEpisodes,
+  evaluatePolicy,
+} from './evaluate.ts'
+export { ModelPolicy, type ModelPolicySettings } from './model-policy.ts'

@@ -1,4 +1,17 @@
-export * from './batch.ts'
-export * from './behaviour.ts'
-export * from './errors.ts'
-export * from './learner.ts'
+export { type PackOptions, packGroups } from './batch.ts'
+export {
+  type LearnerActorOptions,
+  type LearnerActorState,
+  learnerAccepts,
+  learnerBehaviour,
+  learnerRepliesRegistry,
+  startLearner,
+} from './behaviour.ts'
+export { BatchError, LearnerCheckpointError } from './errors.ts'
+export {
+  checkpointName,
+  Learner,
+  LearnerCheckpointFile,
+  type LearnerOptions,
+  latestCheckpoint,
+} from './learner.ts'

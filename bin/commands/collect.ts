@@ -16,7 +16,7 @@ import { integerOption, numberOption } from '../numeric-option.ts'
 import { openAIPolicyUrl } from '../policy-option.ts'
 import { parseTasks } from '../task-list.ts'
 import { COLLECTED_COLUMNS, type CollectedRow, collectedRow } from '../trajectories/collected-rows.ts'
-import { outFileFormat, TrajectoryFileFormat, writeRowsFile } from '../trajectories/trajectory-file.ts'
+import { outFileFormat, writeRowsFile } from '../trajectories/trajectory-file.ts'
 
 /** Options of `triad collect` (numbers already parsed and bounded by commander). */
 export interface CollectOptions {

@@ -10,7 +10,7 @@ import {
 } from '../../actors/index.ts'
 import type { ToolSchema } from '../../protocols/index.ts'
 import { CliError, UsageError } from '../errors.ts'
-import { outFileFormat, TrajectoryFileFormat, writeTrajectoryFile } from '../trajectories/trajectory-file.ts'
+import { outFileFormat, writeTrajectoryFile } from '../trajectories/trajectory-file.ts'
 import { trajectoryRows } from '../trajectories/trajectory-rows.ts'
 
 /** Options of `triad trajectories`. */
