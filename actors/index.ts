@@ -83,16 +83,26 @@ export {
   WorkerUnavailableError,
 } from './environment/index.ts'
 export {
-  type EvaluationRow,
+  crossedMean,
+  type Evaluation,
+  type EvaluationInstance,
   type EvaluationSettings,
+  EvaluationStatsError,
   evaluateEpisodes,
   evaluatePolicy,
+  instancesByTask,
+  MEAN_TASK,
   ModelPolicy,
+  pairedDifference,
+  pairedDifferenceLine,
   playBounded,
+  sameIndices,
+  type TaskInstances,
 } from './evaluation/index.ts'
 export {
   CHILD_STOP_WATCHDOG_MS,
   childFailureLine,
+  evalProcessArgs,
   findNatsServer,
   freePort,
   NATS_BIND_ATTEMPTS,
@@ -117,15 +127,7 @@ export {
   startNodeProcesses,
   superviseNatsServer,
 } from './launcher/index.ts'
-export {
-  BatchError,
-  Learner,
-  LearnerCheckpointError,
-  latestCheckpoint,
-  learnerRepliesRegistry,
-  packGroups,
-  startLearner,
-} from './learner/index.ts'
+export { BatchError, Learner, LearnerCheckpointError, latestCheckpoint, packGroups } from './learner/index.ts'
 export {
   BAD_VERDICT_TOKEN,
   balancedStepAccuracy,
@@ -250,7 +252,11 @@ export {
   ALL_RUNS_METRICS,
   appendRunLog,
   createRunDir,
+  createRunDirAt,
+  type EvalInstance,
+  type EvalPaired,
   type EvalResult,
+  EvalResultSchema,
   EvalSchedule,
   evalResultFile,
   type FinishedRun,
@@ -258,6 +264,7 @@ export {
   finalEvalName,
   findFinishedRun,
   formatMetricsLine,
+  isFinalEvalFile,
   LEARNER_LOCK_FILE,
   latestRunCheckpoint,
   lockHolderState,
@@ -326,6 +333,7 @@ export {
   NatsConnectError,
   NatsTransport,
   NoRespondersError,
+  OWN_PROCESS_GROUP,
   PayloadTooLargeError,
   RequestAbortedError,
   RequestInterruptedError,

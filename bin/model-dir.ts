@@ -44,16 +44,23 @@ export async function loadModelDir(
     const ckpt = await loadCheckpoint(dir)
     return { model: ckpt.model, format: new TriadChatFormat(ckpt.tokenizer) }
   } catch (err) {
-    if (
-      err instanceof CheckpointError ||
-      err instanceof UnsupportedArchitectureError ||
-      err instanceof ModelTooLargeError ||
-      err instanceof ConfigError ||
-      err instanceof TemplateError
-    )
-      throw new CliError(`cannot load model: ${err.message}`, { cause: err })
+    if (isModelLoadError(err)) throw new CliError(`cannot load model: ${err.message}`, { cause: err })
     throw err
   }
+}
+
+/**
+ * Whether an error is one of loading a model directory's bad input (a checkpoint, architecture,
+ * size, setting or template error, each one line), which the commands print as one line.
+ */
+export function isModelLoadError(err: unknown): err is Error {
+  return (
+    err instanceof CheckpointError ||
+    err instanceof UnsupportedArchitectureError ||
+    err instanceof ModelTooLargeError ||
+    err instanceof ConfigError ||
+    err instanceof TemplateError
+  )
 }
 
 /** The model with a format read by `load`, checked against the model's vocabulary; frees the model on an error. */

@@ -51,6 +51,7 @@ export {
   getAggregator,
 } from './aggregation.ts'
 export { type BackendChoice, BackendName, chooseBackend } from './backend.ts'
+export { computeBatchAdvantages } from './batch-advantages.ts'
 export { BytePairEncoding, learnMerges, MAX_CHUNK_BYTES, splitChunks, splitOnSeparators } from './bpe.ts'
 export type { ChatFormat } from './chat-format.ts'
 export {
@@ -113,7 +114,7 @@ export {
 export { hfTensorShapes } from './hf-tensors.ts'
 export { JinjaChatFormat, loadJinjaChatFormat } from './jinja-chat-format.ts'
 export { computeKlK1, computeKlK2, computeKlK3, getKlEstimator, KlEstimatorName } from './kl.ts'
-export { KvCache } from './kv-cache.ts'
+export { KvCache, RaggedKvCache } from './kv-cache.ts'
 export { lastTokenLogits } from './last-logits.ts'
 export {
   adapterShapes,
@@ -124,7 +125,7 @@ export {
   mergeAdapters,
 } from './lora.ts'
 export { constantLr, type LrSchedule, warmupCosine } from './lr-schedule.ts'
-export { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
+export { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
 export {
   getOffPolicyCorrection,
   OFF_POLICY_DEFAULTS,
@@ -149,15 +150,8 @@ export {
   type RewardModelTrainState,
   rewardModelStep,
 } from './reward-model-step.ts'
-export {
-  computeBatchAdvantages,
-  lengthBuckets,
-  RL_STEP_DEFAULTS,
-  type RlBatch,
-  type RlStepConfig,
-  type RlStepMetrics,
-  rlStep,
-} from './rl-step.ts'
+export type { RlBatch } from './rl-batch.ts'
+export { RL_STEP_DEFAULTS, type RlStepConfig, type RlStepMetrics, rlStep } from './rl-step.ts'
 export {
   decodeSafetensors,
   encodeSafetensors,

@@ -38,16 +38,7 @@ export {
   ValidationError,
   VersionMismatchError,
 } from './errors.ts'
-export {
-  LearnerCheckpoint,
-  LearnerCheckpointed,
-  LearnerState,
-  LearnerStatus,
-  LearnerStep,
-  LearnerStepped,
-  learnerReplies,
-  learnerRequests,
-} from './learner-api.ts'
+export { LearnerState, LearnerStatus } from './learner-api.ts'
 export {
   defineMessage,
   type Envelope,

@@ -1,4 +1,25 @@
 export {
+  type AblationPlan,
+  type AblationVariant,
+  BASELINE,
+  parseVary,
+  parseVaryValue,
+  planAblation,
+  SFT_FIELDS,
+  touchesSft,
+  type VarySpec,
+  variantInput,
+  variantRecipe,
+} from './ablation-plan.ts'
+export {
+  ABLATION_FILE,
+  type AblationFile,
+  type AblationOutcome,
+  type RunAblationOptions,
+  runAblation,
+} from './ablation-runner.ts'
+export { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
+export {
   checkRecipe,
   checkStoredRecipe,
   DEFAULT_MAX_STEPS,
@@ -12,17 +33,20 @@ export {
   pathsOverlap,
   type Recipe,
   type RecipeCheck,
+  recipeInput,
   recipeSettings,
 } from './define-recipe.ts'
 export {
+  AblationInputError,
   formatIssues,
   RecipeError,
+  RecipeFieldError,
   type RecipeIssue,
   RecipeLoadError,
   RecipeMismatchError,
   RunNotAvailableError,
 } from './errors.ts'
-export { type LoadRecipeOptions, loadRecipe } from './load-recipe.ts'
+export { type LoadRecipeOptions, loadRecipe, loadRecipeSource } from './load-recipe.ts'
 export { nodeConfigOf } from './node-config.ts'
 export {
   evalRowLine,
@@ -33,6 +57,16 @@ export {
   pinnedCheckpointDir,
   startPeriodicEvaluation,
 } from './periodic-evaluation.ts'
+export {
+  checkFieldPath,
+  editDistance,
+  type FieldKey,
+  parseFieldPath,
+  recipeFieldPaths,
+  schemaPathOf,
+  unwrapSchema,
+  withField,
+} from './recipe-fields.ts'
 export {
   BudgetSchema,
   CheckpointsSchema,

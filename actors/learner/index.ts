@@ -1,12 +1,4 @@
 export { type PackOptions, packGroups } from './batch.ts'
-export {
-  type LearnerActorOptions,
-  type LearnerActorState,
-  learnerAccepts,
-  learnerBehaviour,
-  learnerRepliesRegistry,
-  startLearner,
-} from './behaviour.ts'
 export { BatchError, LearnerCheckpointError } from './errors.ts'
 export {
   checkpointName,

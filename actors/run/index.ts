@@ -6,6 +6,10 @@ export {
   RunsDirError,
 } from './errors.ts'
 export {
+  type EvalInstance,
+  EvalInstanceSchema,
+  type EvalPaired,
+  EvalPairedSchema,
   type EvalResult,
   EvalResultSchema,
   evalResultFile,
@@ -46,6 +50,7 @@ export {
   appendRunLog,
   type CreateRunDirOptions,
   createRunDir,
+  createRunDirAt,
   type OpenedRun,
   openRunDir,
   RECIPE_FILE,

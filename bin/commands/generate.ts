@@ -15,16 +15,15 @@ import {
   loadHfModel,
   loadJinjaChatFormat,
   loadPretrainedTokenizer,
-  ModelTooLargeError,
   ShapeError,
   TemplateError,
   type Transformer,
   TriadChatFormat,
   tokenLogprobs,
-  UnsupportedArchitectureError,
 } from '../../gpu/index.ts'
 import { ChatMessageSchema, ToolSchemaSchema } from '../../protocols/index.ts'
 import { CliError, UsageError } from '../errors.ts'
+import { isModelLoadError } from '../model-dir.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
 
 /** Options of `triad generate`. */
@@ -105,13 +104,7 @@ async function loadModel(dir: string, contextLength: number | undefined): Promis
       chat: () => new TriadChatFormat(ckpt.tokenizer),
     }
   } catch (err) {
-    if (
-      err instanceof CheckpointError ||
-      err instanceof UnsupportedArchitectureError ||
-      err instanceof ModelTooLargeError ||
-      err instanceof ConfigError
-    )
-      throw new CliError(`cannot load model: ${err.message}`, { cause: err })
+    if (isModelLoadError(err)) throw new CliError(`cannot load model: ${err.message}`, { cause: err })
     throw err
   }
 }
