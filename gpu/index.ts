@@ -34,54 +34,173 @@
  *   F16, F32) as the same `Transformer`; `exportHf(checkpointDir, outDir)` writes one back.
  */
 
-export * from './adamw.ts'
-export * from './advantage.ts'
-export * from './aggregation.ts'
-export * from './backend.ts'
-export * from './batch-advantages.ts'
-export * from './bpe.ts'
-export * from './chat-format.ts'
-export * from './chat-template.ts'
-export * from './checkpoint.ts'
-export * from './consistency-reward.ts'
-export * from './continuous-batching.ts'
-export * from './dynamic-sampling.ts'
-export * from './entropy.ts'
-export * from './errors.ts'
-export * from './gradients.ts'
-export * from './grpo.ts'
-export * from './hf-config.ts'
-export * from './hf-export.ts'
-export * from './hf-model.ts'
-export * from './hf-tensors.ts'
-export * from './hf-tokenizer-export.ts'
-export * from './jinja-chat-format.ts'
-export * from './kl.ts'
-export * from './kv-cache.ts'
-export * from './last-logits.ts'
-export * from './left-pad.ts'
-export * from './lora.ts'
-export * from './lr-schedule.ts'
-export * from './micro-batch.ts'
-export * from './off-policy.ts'
-export * from './overlong.ts'
-export * from './pass-at-k.ts'
-export * from './prefix-cache.ts'
-export * from './pretrained-tokenizer.ts'
-export * from './prng.ts'
-export * from './registry.ts'
-export * from './reward-model-step.ts'
-export * from './rl-batch.ts'
-export * from './rl-step.ts'
-export * from './safetensors.ts'
-export * from './sampler.ts'
-export * from './sft.ts'
-export * from './sft-workers.ts'
-export * from './shape.ts'
-export * from './step-reward.ts'
-export * from './think-block.ts'
-export * from './tokenizer.ts'
-export * from './tokenizer-file.ts'
-export * from './transformer.ts'
-export * from './triad-chat-format.ts'
-export * from './weights.ts'
+export { AdamW, type AdamWConfig } from './adamw.ts'
+export {
+  AdvantageEstimatorName,
+  broadcastToTokens,
+  computeAdvantageGrpo,
+  computeAdvantageGrpoNoStd,
+  getAdvantageEstimator,
+  normalizeTaskAdvantages,
+} from './advantage.ts'
+export {
+  AggregationMode,
+  aggregateSeqMeanTokenMean,
+  aggregateSeqMeanTokenSum,
+  aggregateTokenMean,
+  getAggregator,
+} from './aggregation.ts'
+export { type BackendChoice, BackendName, chooseBackend } from './backend.ts'
+export { computeBatchAdvantages } from './batch-advantages.ts'
+export { BytePairEncoding, learnMerges, MAX_CHUNK_BYTES, splitChunks, splitOnSeparators } from './bpe.ts'
+export type { ChatFormat } from './chat-format.ts'
+export {
+  assistantHeader,
+  ParseErrorCode,
+  parseAssistant,
+  type RenderedChat,
+  renderChat,
+  renderMessage,
+  renderPrompt,
+  renderTools,
+  ToolFormat,
+} from './chat-template.ts'
+export {
+  CheckpointFile,
+  type LoadedCheckpoint,
+  loadCheckpoint,
+  loadCheckpointModel,
+  readCheckpointWeights,
+  saveCheckpoint,
+} from './checkpoint.ts'
+export { computeConsistencyRewards, signedOutcome, UNPARSEABLE_PENALTY } from './consistency-reward.ts'
+export {
+  type BatcherStats,
+  type BatchRequestOptions,
+  ContinuousBatcher,
+  type ContinuousBatcherOptions,
+} from './continuous-batching.ts'
+export { maskUniformGroups } from './dynamic-sampling.ts'
+export { computeEntropyFromLogits } from './entropy.ts'
+export {
+  BackendUnavailableError,
+  BatcherClosedError,
+  CheckpointError,
+  ConfigError,
+  ModelTooLargeError,
+  ShapeError,
+  TemplateError,
+  UnknownBackendError,
+  UnknownVariantError,
+  UnsupportedArchitectureError,
+} from './errors.ts'
+export { lossAndGrads } from './gradients.ts'
+export {
+  computePolicyLossGrpoTcr,
+  computeTokenLossGrpoTcr,
+  GRPO_TCR_DEFAULTS,
+  type GrpoTcrConfig,
+  PolicyMetric,
+} from './grpo.ts'
+export { toHfConfig } from './hf-config.ts'
+export { exportHf } from './hf-export.ts'
+export {
+  backendMemoryLimit,
+  isHfModelDir,
+  loadHfModel,
+  modelMemoryBytes,
+  readHfModelWeights,
+} from './hf-model.ts'
+export { hfTensorShapes } from './hf-tensors.ts'
+export { JinjaChatFormat, loadJinjaChatFormat } from './jinja-chat-format.ts'
+export { computeKlK1, computeKlK2, computeKlK3, getKlEstimator, KlEstimatorName } from './kl.ts'
+export { KvCache, RaggedKvCache } from './kv-cache.ts'
+export { lastTokenLogits } from './last-logits.ts'
+export {
+  adapterShapes,
+  fullLoraConfig,
+  initAdapters,
+  type LoraConfig,
+  LoraTarget,
+  mergeAdapters,
+} from './lora.ts'
+export { constantLr, type LrSchedule, warmupCosine } from './lr-schedule.ts'
+export { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
+export {
+  getOffPolicyCorrection,
+  OFF_POLICY_DEFAULTS,
+  type OffPolicyConfig,
+  OffPolicyLevel,
+  OffPolicyName,
+  offPolicyMetrics,
+} from './off-policy.ts'
+export {
+  computeOverlongPenalty,
+  type OverlongConfig,
+  overlongPenalty,
+  shapeOverlongRewards,
+} from './overlong.ts'
+export { avgAtK, passAtK, passAtKOver } from './pass-at-k.ts'
+export { loadPretrainedTokenizer } from './pretrained-tokenizer.ts'
+export { createRng, type Rng, shuffle } from './prng.ts'
+export {
+  REWARD_MODEL_STEP_DEFAULTS,
+  type RewardModelBatch,
+  type RewardModelStepConfig,
+  type RewardModelTrainState,
+  rewardModelStep,
+} from './reward-model-step.ts'
+export type { RlBatch } from './rl-batch.ts'
+export { RL_STEP_DEFAULTS, type RlStepConfig, type RlStepMetrics, rlStep } from './rl-step.ts'
+export {
+  decodeSafetensors,
+  encodeSafetensors,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  type NamedTensor,
+  SafetensorsDtype,
+} from './safetensors.ts'
+export { FinishReason, type Generation, generate, pick } from './sampler.ts'
+export {
+  makeBatches,
+  type SftBatch,
+  type SftLogRecord,
+  sftLoss,
+  sftStep,
+  sftStepCount,
+  trainSft,
+} from './sft.ts'
+export { SftWorkerError, SftWorkers, withSftWorkers } from './sft-workers.ts'
+export {
+  computeGroupStepAdvantages,
+  computeIntegratedStepRewards,
+  meanJudgement,
+  padTokenAdvantages,
+  stepAdvantagesToTokens,
+  zscorePerStepIndex,
+} from './step-reward.ts'
+export {
+  DEFAULT_TOKENIZER_SETTINGS,
+  learnTaskTokenizer,
+  SpecialToken,
+  Tokenizer,
+  type TokenizerSettings,
+} from './tokenizer.ts'
+export { loadTokenizer, saveTokenizer, tokenizerJson } from './tokenizer-file.ts'
+export {
+  createTransformer,
+  disposeTransformer,
+  forward,
+  fullConfig,
+  initWeights,
+  parameterBytes,
+  parameterCount,
+  paramShapes,
+  type Transformer,
+  type TransformerConfig,
+  tokenLogprobs,
+  trainingFlopsPerToken,
+  withAdapters,
+} from './transformer.ts'
+export { asChatFormat, TriadChatFormat } from './triad-chat-format.ts'
+export { getWeights, setWeights } from './weights.ts'

@@ -1,19 +1,83 @@
-export * from './chat.ts'
-export * from './codec.ts'
-export * from './difficulty-api.ts'
-export * from './echo-api.ts'
-export * from './env-api.ts'
-export * from './errors.ts'
-export * from './learner-api.ts'
-export * from './message.ts'
-export * from './metric-catalog.ts'
-export * from './metrics-api.ts'
-export * from './policy-api.ts'
-export * from './reward-api.ts'
-export * from './rollout-api.ts'
-export * from './sandbox-api.ts'
-export * from './subjects.ts'
-export * from './trajectory-api.ts'
-export * from './units.ts'
-export * from './version.ts'
-export * from './weights-api.ts'
+export {
+  type AssistantMessage,
+  type ChatMessage,
+  ChatMessageSchema,
+  type ToolCall,
+  type ToolMessage,
+  type ToolSchema,
+  ToolSchemaSchema,
+} from './chat.ts'
+export { decode, encode } from './codec.ts'
+export { EnvDifficulty, EnvDifficultyGet, type TaskDifficulty } from './difficulty-api.ts'
+export { EchoPing, EchoPong } from './echo-api.ts'
+export {
+  EnvAck,
+  EnvCancel,
+  EnvCancelAll,
+  EnvCancelled,
+  EnvDrain,
+  EnvHeartbeat,
+  EnvInteract,
+  EnvInteracted,
+  EnvList,
+  EnvStart,
+  EnvStarted,
+  EnvWorkerInfoSchema,
+  EnvWorkerLost,
+  EnvWorkerStart,
+  EnvWorkers,
+  envMessages,
+  SessionStatus,
+} from './env-api.ts'
+export {
+  DecodeError,
+  ErrorCode,
+  ProtocolError,
+  RemoteError,
+  UnknownTypeError,
+  ValidationError,
+  VersionMismatchError,
+} from './errors.ts'
+export { LearnerState, LearnerStatus } from './learner-api.ts'
+export {
+  defineMessage,
+  type Envelope,
+  encodeEnvelope,
+  errorReply,
+  MessageRegistry,
+  type PayloadOf,
+} from './message.ts'
+export { METRIC_CATALOG, MetricKind, MetricPanel, metricKeyInfo } from './metric-catalog.ts'
+export { MetricsAxes, type MetricsAxis, MetricsReport } from './metrics-api.ts'
+export { PolicyGenerate, PolicyGenerated } from './policy-api.ts'
+export {
+  type JudgeStep,
+  RewardJudge,
+  RewardJudged,
+  RewardLoadWeights,
+  RewardWeightsLoaded,
+} from './reward-api.ts'
+export { RolloutState, RolloutStatus } from './rollout-api.ts'
+export {
+  type CommandRunResult,
+  CommandRunStatus,
+  type RunCodeRequest,
+  type RunCodeRequestInput,
+  RunCodeRequestSchema,
+  type RunCodeResponse,
+  RunCodeResponseSchema,
+  RunStatus,
+  SANDBOX_LANGUAGES,
+  SandboxCodeResult,
+  type SandboxHealth,
+  SandboxHealthSchema,
+  SandboxLanguage,
+  SandboxRunCode,
+  sandboxMessages,
+  statusOf,
+} from './sandbox-api.ts'
+export { checkToken, QueueGroups, Subjects, subject } from './subjects.ts'
+export { type Trajectory, TrajectoryGroup, type TrajectoryGroupPayload } from './trajectory-api.ts'
+export type { Bytes, Millis, Seconds, Tokens } from './units.ts'
+export { checkVersion, PROTOCOL_VERSION } from './version.ts'
+export { WeightsPublished, weightsBucket } from './weights-api.ts'

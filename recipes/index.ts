@@ -1,13 +1,115 @@
-export * from './ablation-plan.ts'
-export * from './ablation-runner.ts'
-export * from './ablation-table.ts'
-export * from './define-recipe.ts'
-export * from './errors.ts'
-export * from './load-recipe.ts'
-export * from './node-config.ts'
-export * from './periodic-evaluation.ts'
-export * from './recipe-fields.ts'
-export * from './recipe-schema.ts'
-export * from './resume.ts'
-export * from './run.ts'
-export * from './task-catalog.ts'
+export {
+  type AblationPlan,
+  type AblationVariant,
+  BASELINE,
+  parseVary,
+  parseVaryValue,
+  planAblation,
+  SFT_FIELDS,
+  touchesSft,
+  type VarySpec,
+  variantInput,
+  variantRecipe,
+} from './ablation-plan.ts'
+export {
+  ABLATION_FILE,
+  type AblationFile,
+  type AblationOutcome,
+  type RunAblationOptions,
+  runAblation,
+} from './ablation-runner.ts'
+export { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
+export {
+  checkRecipe,
+  checkStoredRecipe,
+  DEFAULT_MAX_STEPS,
+  type DerivedSizes,
+  defineRecipe,
+  formatPath,
+  isRecipe,
+  issuesFromZod,
+  parseRecipe,
+  parseStoredRecipe,
+  pathsOverlap,
+  type Recipe,
+  type RecipeCheck,
+  recipeInput,
+  recipeSettings,
+} from './define-recipe.ts'
+export {
+  AblationInputError,
+  formatIssues,
+  RecipeError,
+  RecipeFieldError,
+  type RecipeIssue,
+  RecipeLoadError,
+  RecipeMismatchError,
+  RunNotAvailableError,
+} from './errors.ts'
+export { type LoadRecipeOptions, loadRecipe, loadRecipeSource } from './load-recipe.ts'
+export { nodeConfigOf } from './node-config.ts'
+export {
+  evalRowLine,
+  evaluateInProcess,
+  heldOutSettings,
+  interruptedEvaluations,
+  periodicEvalName,
+  pinnedCheckpointDir,
+  startPeriodicEvaluation,
+} from './periodic-evaluation.ts'
+export {
+  checkFieldPath,
+  editDistance,
+  type FieldKey,
+  parseFieldPath,
+  recipeFieldPaths,
+  schemaPathOf,
+  unwrapSchema,
+  withField,
+} from './recipe-fields.ts'
+export {
+  BudgetSchema,
+  CheckpointsSchema,
+  DEFAULT_L_BUF,
+  DEFAULT_L_MAX,
+  DifficultySchema,
+  EvaluationSchema,
+  KlSchema,
+  ModelSchema,
+  OffPolicySchema,
+  OverlongSchema,
+  type ParsedRecipe,
+  PipelineSchema,
+  RENAMED_FIELDS,
+  RETIRED_FIELDS,
+  type RecipeInput,
+  RecipeSchema,
+  RewardModelSftSchema,
+  RlSchema,
+  SftSchema,
+  StepRewardSchema,
+  TaskSchema,
+  TriadSchema,
+} from './recipe-schema.ts'
+export { type RecipeDifference, recipeDifferences, resumeRecipe } from './resume.ts'
+export {
+  inProcessLine,
+  type RunSummary,
+  runBudgetOf,
+  type StartRunOptions,
+  startRun,
+  UNBOUNDED_STEPS,
+} from './run.ts'
+export {
+  builtinTaskCatalog,
+  checkTasks,
+  type ResolvedRecipe,
+  type ResolvedTask,
+  resolveRecipe,
+  resolveTasks,
+  type TaskCatalog,
+  type TaskInfo,
+  type TaskIssue,
+  type TasksCheck,
+  taskCatalogOf,
+} from './task-catalog.ts'

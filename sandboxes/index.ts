@@ -1,15 +1,21 @@
-export * from './backend.ts'
-export * from './client.ts'
-export * from './docker-backend.ts'
-export * from './errors.ts'
-export * from './host-etc.ts'
-export * from './image.ts'
-export * from './languages.ts'
-export * from './limits.ts'
-export * from './local-backend.ts'
-export * from './request-checks.ts'
-export * from './run-code.ts'
-export * from './run-code-message.ts'
-export * from './runner-job.ts'
-export * from './server.ts'
-export * from './warm-pool.ts'
+export { BackendKind, type SandboxBackend } from './backend.ts'
+export { SandboxClient } from './client.ts'
+export { DockerBackend, DockerMode } from './docker-backend.ts'
+export {
+  SandboxBusyError,
+  SandboxHttpError,
+  SandboxImageError,
+  SandboxLostError,
+  SandboxRequestError,
+  SandboxUnreachableError,
+} from './errors.ts'
+export { buildSandboxImage, SANDBOX_UID } from './image.ts'
+export { LANGUAGES, languageCommands, missingToolchain } from './languages.ts'
+export { DEFAULT_LIMITS, type SandboxLimits } from './limits.ts'
+export { LocalBackend } from './local-backend.ts'
+export { checkRequest } from './request-checks.ts'
+export { refusal, runCode } from './run-code.ts'
+export { sandboxAccepts, sandboxBehaviour, sandboxReplies } from './run-code-message.ts'
+export type { RunnerResult } from './runner-job.ts'
+export { buildSandboxServer } from './server.ts'
+export { WarmPool, type WarmSandbox } from './warm-pool.ts'

@@ -1,1 +1,1 @@
-export * from './echo.ts'
+export { echoAccepts, echoBehaviour, echoReplies, startEcho } from './echo.ts'

@@ -1,4 +1,21 @@
-export * from './difficulty-adapter.ts'
-export * from './difficulty-view.ts'
-export * from './env-adapter-actor.ts'
-export * from './errors.ts'
+export {
+  AdaptAction,
+  type AdaptCounts,
+  type AdaptDecision,
+  AdaptGranularity,
+  DifficultyAdapter,
+  type DifficultyAdapterConfig,
+  type EpisodeResult,
+  type TaskLevels,
+  trajectorySuccess,
+} from './difficulty-adapter.ts'
+export { DifficultyView } from './difficulty-view.ts'
+export {
+  type EnvAdapterOptions,
+  type EnvAdapterState,
+  envAdapterAccepts,
+  envAdapterBehaviour,
+  envAdapterReplies,
+  startEnvAdapter,
+} from './env-adapter-actor.ts'
+export { AdapterConfigError } from './errors.ts'

@@ -1,3 +1,9 @@
-export * from './batch.ts'
-export * from './errors.ts'
-export * from './learner.ts'
+export { type PackOptions, packGroups } from './batch.ts'
+export { BatchError, LearnerCheckpointError } from './errors.ts'
+export {
+  checkpointName,
+  Learner,
+  LearnerCheckpointFile,
+  type LearnerOptions,
+  latestCheckpoint,
+} from './learner.ts'

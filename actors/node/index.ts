@@ -1,15 +1,109 @@
-export * from '../triad/index.ts'
-export * from '../triad/index.ts'
-export * from '../triad/index.ts'
-export * from '../triad/index.ts'
-export * from './cold-start.ts'
-export * from './config.ts'
-export * from './errors.ts'
-export * from './learner-actor.ts'
-export * from './learner-node.ts'
-export * from './learner-status.ts'
-export * from './report-metrics.ts'
-export * from './rollout-actor.ts'
-export * from './rollout-node.ts'
-export * from './run-tokenizer.ts'
-export * from './sft-dataset.ts'
+export {
+  BAD_VERDICT_TOKEN,
+  balancedStepAccuracy,
+  balanceSteps,
+  buildRewardModelBatch,
+  type ColdStartNodeConfig,
+  type EpisodeJudgements,
+  episodeJudgeSteps,
+  GOOD_VERDICT_TOKEN,
+  type JudgedStep,
+  type JudgementFields,
+  type Judgements,
+  type JudgePromptOptions,
+  JudgePromptTooLongError,
+  judgedSteps,
+  judgementAccuracy,
+  judgeSystem,
+  type LabelledStep,
+  loadRewardModelCheckpoint,
+  loadRewardModelSft,
+  ONLINE_ACCURACY_WINDOW,
+  OnlineStepAccuracy,
+  outcomeOnly,
+  type PolicyStepAdvantages,
+  parseTriadSwitches,
+  playLabelledSteps,
+  policyStepAdvantages,
+  REWARD_MODEL_CHECKPOINT_DIR,
+  REWARD_MODEL_SFT_DIR,
+  REWARD_MODEL_SFT_FILE,
+  type RewardActorOptions,
+  type RewardActorState,
+  RewardModel,
+  RewardModelCheckpointFile,
+  RewardModelConfigError,
+  RewardModelLearner,
+  type RewardModelOptions,
+  type RewardModelSftReport,
+  renderJudgePrompt,
+  rewardAccepts,
+  rewardBehaviour,
+  rewardModelColdStart,
+  rewardModelColdStartOnce,
+  rewardModelSftMetrics,
+  rewardReplies,
+  StepJudge,
+  type StepJudgeOptions,
+  sampleJudgedSteps,
+  saveRewardModelCheckpoint,
+  saveRewardModelSft,
+  startRewardModel,
+  stepJudgeAnnotator,
+  stepLabels,
+  stepRewardBatch,
+  stepRewardsTrusted,
+  switchMetrics,
+  TRIAD_SWITCHES_DEFAULTS,
+  TRIAD_SWITCHES_OFF,
+  TriadConfigError,
+  type TriadSwitches,
+  trainRewardModelStep,
+  trainVerdictSft,
+  type VerdictAccuracy,
+  type VerdictSftConfig,
+  type VerdictSftResult,
+  verdictAccuracy,
+  verdictOf,
+  verdictSftExample,
+} from '../triad/index.ts'
+export {
+  coldStart,
+  type ExpertEpisode,
+  expertExamples,
+  firstEpisodesPerTask,
+  playExperts,
+  runTokenizer,
+  sftEpisodes,
+  sftTrainingEpisodes,
+  TOKENIZER_CORPUS_PER_TASK,
+} from './cold-start.ts'
+export {
+  learnerSettingsOf,
+  type NodeConfig,
+  type NodeTriadConfig,
+  type PolicyOptimizerConfig,
+  type RewardModelSftConfig,
+  ROLLOUT_ATTEMPTS,
+  rolloutSettingsOf,
+} from './config.ts'
+export { SftDatasetError, StartAbortedError } from './errors.ts'
+export { LEARNER_ACK_WAIT_MS, rlStartingPolicy, startLearnerActor } from './learner-actor.ts'
+export { learnerTree, type NodeHandle, type NodeOptions, startLearnerNode } from './learner-node.ts'
+export {
+  exposeLearner,
+  type LearnerNodeStatus,
+  learnerState,
+  learnerStatusAccepts,
+} from './learner-status.ts'
+export { reportMetrics } from './report-metrics.ts'
+export {
+  LOOPS_END_MS,
+  type PolicyVersionWatch,
+  type RolloutPeers,
+  rolloutAccepts,
+  startRolloutActor,
+} from './rollout-actor.ts'
+export { rolloutTree, startRolloutNode } from './rollout-node.ts'
+export { fetchRunTokenizer, publishRunTokenizer, TOKENIZER_OBJECT } from './run-tokenizer.ts'
+export { readSftDataset, readSftDatasets, type SftDataset, SftDatasetFormat, sftRow } from './sft-dataset.ts'

@@ -1,4 +1,13 @@
 /** Policy engines: fresh and stale engines serving `policy.generate` with continuous batching. */
-export * from './engine.ts'
-export * from './errors.ts'
-export * from './version-policy.ts'
+export {
+  NODE_ENGINE_DRAIN_MS,
+  type PolicyEngine,
+  type PolicyEngineOptions,
+  type PolicyEngineStats,
+  policyAccepts,
+  policyReplies,
+  startPolicyEngine,
+  type WeightSource,
+} from './engine.ts'
+export { PolicyEngineConfigError } from './errors.ts'
+export { acceptsVersion, type VersionPolicyInput } from './version-policy.ts'

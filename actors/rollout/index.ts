@@ -1,6 +1,14 @@
-export * from './agent-loop.ts'
-export * from './env-client.ts'
-export * from './errors.ts'
-export * from './policy-router.ts'
-export * from './rollout.ts'
-export * from './trajectory-builder.ts'
+export { type Episode, type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
+export { EnvClient, type EnvSession, type EnvStep } from './env-client.ts'
+export { EpisodeError, EpisodeFailure } from './errors.ts'
+export { type GeneratedTurn, PolicyRouter, type Uniform } from './policy-router.ts'
+export {
+  type EpisodeAnnotator,
+  type GroupSink,
+  type RolloutDeps,
+  RolloutDriver,
+  type RolloutSettings,
+  type RolloutStats,
+  type TaskMixEntry,
+} from './rollout.ts'
+export { TrajectoryBuilder } from './trajectory-builder.ts'

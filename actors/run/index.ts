@@ -1,14 +1,80 @@
-export * from './errors.ts'
-export * from './eval-file.ts'
-export * from './eval-schedule.ts'
-export * from './finished-run.ts'
-export * from './metrics-file.ts'
-export * from './metrics-sink.ts'
-export * from './process-restarts.ts'
-export * from './run-checkpoint.ts'
-export * from './run-dir.ts'
-export * from './run-lock.ts'
-export * from './run-transport.ts'
-export * from './tensorboard-writer.ts'
-export * from './tf-event.ts'
-export * from './tfrecord.ts'
+export {
+  NotARunDirError,
+  RunFileExistsError,
+  RunFileFormatError,
+  RunLockedError,
+  RunsDirError,
+} from './errors.ts'
+export {
+  type EvalInstance,
+  EvalInstanceSchema,
+  type EvalPaired,
+  EvalPairedSchema,
+  type EvalResult,
+  EvalResultSchema,
+  evalResultFile,
+  finalEvalName,
+  isFinalEvalFile,
+  readEvalResults,
+  writeEvalResult,
+} from './eval-file.ts'
+export { EvalSchedule, type EvalScheduleOptions, nextEvaluationStep } from './eval-schedule.ts'
+export { type FindFinishedRunOptions, type FinishedRun, findFinishedRun } from './finished-run.ts'
+export {
+  formatMetricsLine,
+  type MetricsFile,
+  type MetricsLine,
+  onLearnerAxis,
+  parseMetricsLines,
+  readMetricsFile,
+} from './metrics-file.ts'
+export {
+  ALL_RUNS_METRICS,
+  type MetricsSink,
+  type MetricsSinkOptions,
+  type MetricsSinkStats,
+  metricsWildcard,
+  runOfMetricsSubject,
+  startMetricsSink,
+} from './metrics-sink.ts'
+export {
+  ProcessRestartReport,
+  type ProcessRestartReportOptions,
+  processRestartsKey,
+  RUN_ENDED,
+  RUN_FINISHED,
+  RUN_MAX_STEPS,
+} from './process-restarts.ts'
+export { latestRunCheckpoint, type RunCheckpoint } from './run-checkpoint.ts'
+export {
+  appendRunLog,
+  type CreateRunDirOptions,
+  createRunDir,
+  createRunDirAt,
+  type OpenedRun,
+  openRunDir,
+  RECIPE_FILE,
+  type RunDir,
+  runDirPaths,
+  runTimestamp,
+  writeNewFile,
+} from './run-dir.ts'
+export {
+  LEARNER_LOCK_FILE,
+  type LockRunDirOptions,
+  lockHolderState,
+  lockRunDir,
+  RUN_LOCK_FILE,
+  type RunLock,
+  type RunLockHolder,
+  readRunLock,
+} from './run-lock.ts'
+export { type RunTransport, RunTransportKind, readRunTransport, recordRunTransport } from './run-transport.ts'
+export {
+  TENSORBOARD_DIR,
+  TensorBoardWriter,
+  type TensorBoardWriterOptions,
+  tensorboardRunName,
+} from './tensorboard-writer.ts'
+export { fileVersionEvent, scalarsEvent, TF_EVENT_FILE_VERSION } from './tf-event.ts'
+export { maskedCrc32c, tfRecord } from './tfrecord.ts'

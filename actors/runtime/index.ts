@@ -1,13 +1,79 @@
-export * from './actor-system.ts'
-export * from './bridge.ts'
-export * from './clock.ts'
-export * from './errors.ts'
-export * from './in-process-transport.ts'
-export * from './nats-transport.ts'
-export * from './parent-death.ts'
-export * from './role-logger.ts'
-export * from './run-seeds.ts'
-export * from './subject-match.ts'
-export * from './supervision.ts'
-export * from './supervision-tree.ts'
-export * from './transport.ts'
+export {
+  type ActorContext,
+  type ActorRef,
+  type ActorStats,
+  ActorSystem,
+  type Behaviour,
+  type Escalation,
+  type SpawnOptions,
+  startActorSystem,
+} from './actor-system.ts'
+export { type Exposed, type ExposeOptions, exposeActor, type RemoteRef, remoteActor } from './bridge.ts'
+export { type Clock, ManualClock, sleep, systemClock } from './clock.ts'
+export {
+  ActorCrashedError,
+  ActorStoppedError,
+  ActorTimeoutError,
+  NatsConnectError,
+  NoRespondersError,
+  PayloadTooLargeError,
+  RequestAbortedError,
+  RequestInterruptedError,
+  RequestTimeoutError,
+  TransportClosedError,
+} from './errors.ts'
+export { InProcessTransport } from './in-process-transport.ts'
+export {
+  type ConnectionIdentity,
+  connectionName,
+  connectNats,
+  type NatsConnectOptions,
+  NatsTransport,
+} from './nats-transport.ts'
+export { type CommandLine, dieWithParent, findSetpriv, OWN_PROCESS_GROUP } from './parent-death.ts'
+export {
+  childLogLine,
+  closeRoleLogger,
+  createRoleLogger,
+  infoLines,
+  LogLevels,
+  type OutputStream,
+  type RoleLogBindings,
+} from './role-logger.ts'
+export { annotateSeedOf, judgedStepsSeedOf, type RunSeeds, runSeeds } from './run-seeds.ts'
+export { subjectMatches } from './subject-match.ts'
+export {
+  type CrashDecision,
+  defaultSupervision,
+  OnLimit,
+  RestartTracker,
+  type SupervisionPolicy,
+} from './supervision.ts'
+export {
+  type Child,
+  type ChildContext,
+  type ChildSpec,
+  childSupervision,
+  Restart,
+  type RunningTree,
+  type StartTreeOptions,
+  Strategy,
+  startTree,
+  type TreeSpec,
+} from './supervision-tree.ts'
+export {
+  answerRequest,
+  emptyServeStats,
+  envelope,
+  fitReply,
+  type RequestHandler,
+  type RequestOptions,
+  readReply,
+  type Served,
+  type ServeOptions,
+  type ServeStats,
+  type ServiceSpec,
+  type SubscribeOptions,
+  type Transport,
+  toErrorPayload,
+} from './transport.ts'

@@ -1,14 +1,73 @@
-export * from './errors.ts'
-export * from './judge-prompt.ts'
-export * from './online-accuracy.ts'
-export * from './policy-step-reward.ts'
-export * from './reward-actor.ts'
-export * from './reward-model.ts'
-export * from './reward-model-checkpoint.ts'
-export * from './reward-model-cold-start.ts'
-export * from './reward-training.ts'
-export * from './step-judge.ts'
-export * from './step-judging.ts'
-export * from './triad-learner.ts'
-export * from './triad-switches.ts'
-export * from './verdict-sft.ts'
+export { JudgePromptTooLongError, RewardModelConfigError, TriadConfigError } from './errors.ts'
+export {
+  BAD_VERDICT_TOKEN,
+  episodeJudgeSteps,
+  GOOD_VERDICT_TOKEN,
+  type JudgePromptOptions,
+  judgeSystem,
+  renderJudgePrompt,
+  verdictOf,
+} from './judge-prompt.ts'
+export { ONLINE_ACCURACY_WINDOW, OnlineStepAccuracy } from './online-accuracy.ts'
+export {
+  judgementAccuracy,
+  type PolicyStepAdvantages,
+  policyStepAdvantages,
+  stepLabels,
+} from './policy-step-reward.ts'
+export {
+  type RewardActorOptions,
+  type RewardActorState,
+  rewardAccepts,
+  rewardBehaviour,
+  rewardReplies,
+  startRewardModel,
+} from './reward-actor.ts'
+export { type Judgements, RewardModel, type RewardModelOptions } from './reward-model.ts'
+export {
+  loadRewardModelCheckpoint,
+  REWARD_MODEL_CHECKPOINT_DIR,
+  RewardModelCheckpointFile,
+  saveRewardModelCheckpoint,
+} from './reward-model-checkpoint.ts'
+export {
+  type ColdStartNodeConfig,
+  loadRewardModelSft,
+  playLabelledSteps,
+  REWARD_MODEL_SFT_DIR,
+  REWARD_MODEL_SFT_FILE,
+  type RewardModelSftReport,
+  rewardModelColdStart,
+  rewardModelColdStartOnce,
+  rewardModelSftMetrics,
+  saveRewardModelSft,
+} from './reward-model-cold-start.ts'
+export { buildRewardModelBatch, type JudgedStep, trainRewardModelStep } from './reward-training.ts'
+export { type EpisodeJudgements, StepJudge, type StepJudgeOptions } from './step-judge.ts'
+export { type JudgementFields, stepJudgeAnnotator } from './step-judging.ts'
+export {
+  balancedStepAccuracy,
+  judgedSteps,
+  outcomeOnly,
+  RewardModelLearner,
+  sampleJudgedSteps,
+  stepRewardBatch,
+  stepRewardsTrusted,
+} from './triad-learner.ts'
+export {
+  parseTriadSwitches,
+  switchMetrics,
+  TRIAD_SWITCHES_DEFAULTS,
+  TRIAD_SWITCHES_OFF,
+  type TriadSwitches,
+} from './triad-switches.ts'
+export {
+  balanceSteps,
+  type LabelledStep,
+  trainVerdictSft,
+  type VerdictAccuracy,
+  type VerdictSftConfig,
+  type VerdictSftResult,
+  verdictAccuracy,
+  verdictSftExample,
+} from './verdict-sft.ts'

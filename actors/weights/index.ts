@@ -1,7 +1,13 @@
 /** Weight sync: versions of a run's weights in a blob store (JetStream's object store, or in process), announced on the transport. */
-export * from './blob-store.ts'
-export * from './errors.ts'
-export * from './in-process-blobs.ts'
-export * from './object-store-blobs.ts'
-export * from './open-blob-store.ts'
-export * from './weight-store.ts'
+export type { BlobInfo, BlobStore } from './blob-store.ts'
+export { BlobReadError, WeightStoreConfigError, WeightsFormatError, WeightsNotFoundError } from './errors.ts'
+export { InProcessBlobs } from './in-process-blobs.ts'
+export { ObjectStoreBlobs } from './object-store-blobs.ts'
+export { openBlobStore } from './open-blob-store.ts'
+export {
+  type WeightMap,
+  WeightStore,
+  type WeightStoreOptions,
+  type WeightsAnnouncement,
+  weightsKey,
+} from './weight-store.ts'
