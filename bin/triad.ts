@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
+import { registerAblate } from './commands/ablate.ts'
 import { registerBench } from './commands/bench.ts'
 import { registerCollect } from './commands/collect.ts'
 import { registerDemo } from './commands/demo.ts'
@@ -30,6 +31,7 @@ program
   .version(pkg.version)
 
 registerRun(program)
+registerAblate(program)
 registerMonitor(program)
 registerReport(program)
 registerMetrics(program)

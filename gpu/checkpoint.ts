@@ -244,9 +244,13 @@ export async function loadCheckpointModel(
  * @throws CheckpointError on a missing or malformed file or weights that do not fit the config.
  */
 export async function loadCheckpoint(dir: string): Promise<LoadedCheckpoint> {
-  // The tokenizer with its merges, if any (the model's vocabulary includes them).
-  const tokenizer = await loadTokenizer(path.join(dir, CheckpointFile.Tokenizer))
+  // config.json first: it says what the directory is, so a broken one is the error named.
   const { model, metadata } = await loadCheckpointModel(dir)
+  // The tokenizer with its merges, if any (the model's vocabulary includes them).
+  const tokenizer = await loadTokenizer(path.join(dir, CheckpointFile.Tokenizer)).catch((err: unknown) => {
+    disposeTransformer(model)
+    throw err
+  })
   if (tokenizer.vocabSize !== model.config.vocabSize) {
     const vocab = model.config.vocabSize
     disposeTransformer(model)

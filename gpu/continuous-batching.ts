@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { BatcherClosedError, ConfigError, ShapeError } from './errors.ts'
-import { KvCache } from './kv-cache.ts'
+import { RaggedKvCache } from './kv-cache.ts'
 import { PrefixCache, type PrefixEntry } from './prefix-cache.ts'
 import { createRng, type Rng } from './prng.ts'
 import { FinishReason, type Generation, pick } from './sampler.ts'
@@ -143,253 +143,6 @@ interface Row {
   dead: boolean
 }
 
-/**
- * Ragged KV storage of one cohort: per layer keys and values `[rows*heads, length, headDim]`
- * float32, right-aligned, and the key mask `[rows, length]` (1 real, 0 padding). Owned tensors are
- * kept out of `tf.tidy` scopes and freed when replaced.
- */
-class RaggedStore {
-  length = 0
-  keys: (tf.Tensor3D | undefined)[]
-  values: (tf.Tensor3D | undefined)[]
-  mask: tf.Tensor2D | undefined
-
-  constructor(
-    readonly layers: number,
-    readonly heads: number,
-  ) {
-    this.keys = new Array(layers).fill(undefined)
-    this.values = new Array(layers).fill(undefined)
-  }
-
-  /** Frees every tensor. */
-  dispose(): void {
-    for (const t of [...this.keys, ...this.values, this.mask]) t?.dispose()
-    this.keys.fill(undefined)
-    this.values.fill(undefined)
-    this.mask = undefined
-    this.length = 0
-  }
-
-  replace(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): void {
-    this.keys[layer]?.dispose()
-    this.values[layer]?.dispose()
-    this.keys[layer] = tf.keep(k)
-    this.values[layer] = tf.keep(v)
-  }
-
-  replaceMask(m: tf.Tensor2D): void {
-    this.mask?.dispose()
-    this.mask = tf.keep(m)
-  }
-
-  /**
-   * A store for a prefill chunk whose rows start from cached prefixes (undefined: none): each row's
-   * prefix right-aligned in `length` columns, the rest masked.
-   */
-  static fromPrefixes(layers: number, heads: number, parts: (PrefixEntry | undefined)[]): RaggedStore {
-    const store = new RaggedStore(layers, heads)
-    const length = Math.max(0, ...parts.map((p) => p?.tokens.length ?? 0))
-    if (length === 0) return store
-    const hd = parts.find((p) => p)!.keys[0]!.shape[2]
-    tf.tidy(() => {
-      const rowOf = (p: PrefixEntry | undefined, t: tf.Tensor3D | undefined) =>
-        p && t
-          ? tf.pad(t, [
-              [0, 0],
-              [length - p.tokens.length, 0],
-              [0, 0],
-            ])
-          : tf.zeros([heads, length, hd])
-      for (let l = 0; l < layers; l++)
-        store.replace(
-          l,
-          tf.concat(
-            parts.map((p) => rowOf(p, p?.keys[l])),
-            0,
-          ) as tf.Tensor3D,
-          tf.concat(
-            parts.map((p) => rowOf(p, p?.values[l])),
-            0,
-          ) as tf.Tensor3D,
-        )
-      const mask = new Float32Array(parts.length * length)
-      for (const [i, p] of parts.entries())
-        mask.fill(1, (i + 1) * length - (p?.tokens.length ?? 0), (i + 1) * length)
-      store.replaceMask(tf.tensor2d(mask, [parts.length, length]))
-    })
-    store.length = length
-    return store
-  }
-
-  /**
-   * Copies out row `row`'s real keys and values (`[heads, count, headDim]` per layer), or undefined
-   * when its mask does not hold exactly `count` real tokens.
-   */
-  extractRow(row: number, count: number): { keys: tf.Tensor3D[]; values: tf.Tensor3D[] } | undefined {
-    if (!this.mask || count === 0) return undefined
-    const h = this.heads
-    const len = this.length
-    const maskRow = tf.slice(this.mask, [row, 0], [1, len])
-    const m = maskRow.dataSync()
-    maskRow.dispose()
-    const cols: number[] = []
-    for (let k = 0; k < len; k++) if (m[k]! > 0.5) cols.push(k)
-    if (cols.length !== count) return undefined
-    // Real columns form a few contiguous runs (a cached prefix, then a gap, then the rest):
-    // slice each and join them (a gather over columns is far slower on the wasm backend).
-    const runs: [number, number][] = []
-    for (const c of cols) {
-      const last = runs[runs.length - 1]
-      if (last && last[1] === c) last[1] = c + 1
-      else runs.push([c, c + 1])
-    }
-    return tf.tidy(() => {
-      // The row's block by gather (cost ~ its size), then columns from that small tensor: a slice
-      // of the big tensor copies all of it on the wasm backend.
-      const heads = tf.tensor1d(
-        Int32Array.from({ length: h }, (_, k) => row * h + k),
-        'int32',
-      )
-      const part = (t: tf.Tensor3D) => {
-        const hd = t.shape[2]
-        const block = tf.gather(t, heads, 0) as tf.Tensor3D
-        const pieces = runs.map(([a, b]) => tf.slice(block, [0, a, 0], [h, b - a, hd]) as tf.Tensor3D)
-        return pieces.length === 1 ? pieces[0]! : (tf.concat(pieces, 1) as tf.Tensor3D)
-      }
-      return {
-        keys: this.keys.map((k) => part(k!)),
-        values: this.values.map((v) => part(v!)),
-      }
-    })
-  }
-
-  /** A `KvCache` view for one forward pass over `rows` sequences (what `forward` reads and extends). */
-  view(rows: number): KvCache {
-    return new StoreView(this, rows)
-  }
-
-  /** Keeps only rows `keep` (ascending), then drops leading columns that are padding in every row. */
-  select(keep: readonly number[], longest: number): void {
-    const drop = this.length - longest
-    const h = this.heads
-    // Contiguous runs of kept rows: slices along the outer axis and one concat are plain copies
-    // (a 4-D gather is far slower on the wasm backend).
-    const runs: [number, number][] = []
-    for (const i of keep) {
-      const last = runs[runs.length - 1]
-      if (last && last[1] === i) last[1] = i + 1
-      else runs.push([i, i + 1])
-    }
-    const cut = <T extends tf.Tensor>(t: T, per: number): T => {
-      const parts = runs.map(([a, b]) => {
-        const begin = t.shape.map(() => 0)
-        const size = [...t.shape]
-        begin[0] = a * per
-        size[0] = (b - a) * per
-        begin[1] = drop
-        size[1] = t.shape[1]! - drop
-        return tf.slice(t, begin, size)
-      })
-      return (parts.length === 1 ? parts[0]! : tf.concat(parts, 0)) as T
-    }
-    tf.tidy(() => {
-      for (let l = 0; l < this.layers; l++) this.replace(l, cut(this.keys[l]!, h), cut(this.values[l]!, h))
-      this.replaceMask(cut(this.mask!, 1))
-    })
-    this.length -= drop
-  }
-
-  /** Appends the rows of `other` (left-padding whichever is shorter); frees `other`. */
-  merge(other: RaggedStore): void {
-    if (this.keys[0] === undefined) {
-      this.keys = other.keys
-      this.values = other.values
-      this.mask = other.mask
-      this.length = other.length
-      other.keys = new Array(this.layers).fill(undefined)
-      other.values = new Array(this.layers).fill(undefined)
-      other.mask = undefined
-      other.length = 0
-      return
-    }
-    const len = Math.max(this.length, other.length)
-    const padA = len - this.length
-    const padB = len - other.length
-    tf.tidy(() => {
-      const pad3 = (t: tf.Tensor3D, n: number) =>
-        n > 0
-          ? tf.pad(t, [
-              [0, 0],
-              [n, 0],
-              [0, 0],
-            ])
-          : t
-      const pad2 = (t: tf.Tensor2D, n: number) =>
-        n > 0
-          ? tf.pad(t, [
-              [0, 0],
-              [n, 0],
-            ])
-          : t
-      for (let l = 0; l < this.layers; l++) {
-        const k = tf.concat([pad3(this.keys[l]!, padA), pad3(other.keys[l]!, padB)], 0) as tf.Tensor3D
-        const v = tf.concat([pad3(this.values[l]!, padA), pad3(other.values[l]!, padB)], 0) as tf.Tensor3D
-        this.replace(l, k, v)
-      }
-      this.replaceMask(tf.concat([pad2(this.mask!, padA), pad2(other.mask!, padB)], 0) as tf.Tensor2D)
-    })
-    this.length = len
-    other.dispose()
-  }
-
-  /** As `KvCache.append`, on the stored tensors. */
-  append(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): [tf.Tensor3D, tf.Tensor3D] {
-    const oldK = this.keys[layer]
-    const oldV = this.values[layer]
-    this.replace(
-      layer,
-      oldK ? (tf.concat([oldK, k], 1) as tf.Tensor3D) : k.clone(),
-      oldV ? (tf.concat([oldV, v], 1) as tf.Tensor3D) : v.clone(),
-    )
-    return [this.keys[layer]!, this.values[layer]!]
-  }
-
-  /** As `KvCache.extendKeyMask`, but always materialised (padding is the normal case here). */
-  extendKeyMask(next: tf.Tensor2D | undefined, rows: number, steps: number): tf.Tensor2D {
-    const add = next ? next.toFloat() : tf.ones([rows, steps], 'float32')
-    this.replaceMask(
-      this.mask ? (tf.concat([this.mask, add], 1) as tf.Tensor2D) : (add.clone() as tf.Tensor2D),
-    )
-    return this.mask!
-  }
-}
-
-/**
- * The `KvCache` that `forward` sees for one pass: it delegates to a `RaggedStore`, whose row count
- * changes between passes (a `KvCache`'s `batch` is fixed), so a fresh view is made per pass.
- */
-class StoreView extends KvCache {
-  constructor(
-    private readonly store: RaggedStore,
-    rows: number,
-  ) {
-    super(0, rows)
-    this.length = store.length
-  }
-  override append(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): [tf.Tensor3D, tf.Tensor3D] {
-    return this.store.append(layer, k, v)
-  }
-  override extendKeyMask(next: tf.Tensor2D | undefined, steps: number): tf.Tensor2D {
-    return this.store.extendKeyMask(next, this.batch, steps)
-  }
-  override advance(steps: number): void {
-    this.length += steps
-    this.store.length += steps
-  }
-  override dispose(): void {}
-}
-
 /** Rows of a cohort still generating. */
 const live = (c: { rows: readonly Row[] }) => c.rows.reduce((n, r) => n + (r.dead ? 0 : 1), 0)
 
@@ -397,7 +150,7 @@ const live = (c: { rows: readonly Row[] }) => c.rows.reduce((n, r) => n + (r.dea
 interface Cohort {
   model: Transformer
   version: number
-  store: RaggedStore
+  store: RaggedKvCache
   rows: Row[]
   /** Finished sequences' keys and values under this cohort's model. */
   prefixes: PrefixCache
@@ -455,7 +208,7 @@ export class ContinuousBatcher {
   }
 
   private cohortOf(model: Transformer, version: number): Cohort {
-    const store = new RaggedStore(model.config.layers, model.config.kvHeads)
+    const store = new RaggedKvCache(model.config.layers, model.config.kvHeads)
     const prefixes = new PrefixCache(this.options.prefixCacheTokens ?? 16384)
     const cohort: Cohort = { model, version, store, rows: [], prefixes, admitting: false }
     this.cohorts.push(cohort)
@@ -689,7 +442,7 @@ export class ContinuousBatcher {
         real[i * width + off + k] = 1
       }
     })
-    const store = RaggedStore.fromPrefixes(cohort.store.layers, cohort.store.heads, candidates)
+    const store = RaggedKvCache.fromPrefixes(cohort.store.layers, cohort.store.heads, candidates)
     let data: Float32Array
     const t0 = performance.now()
     try {
@@ -697,7 +450,7 @@ export class ContinuousBatcher {
         forward(cohort.model, tf.tensor2d(ids, [n, width], 'int32'), {
           positions: tf.tensor2d(pos, [n, width], 'int32'),
           attentionMask: tf.tensor2d(real, [n, width], 'float32'),
-          cache: store.view(n),
+          cache: store,
           lastOnly: true,
         }),
       )
@@ -733,7 +486,7 @@ export class ContinuousBatcher {
   }
 
   /** Puts the keys and values of the rows of `store` that finished (not in `keep`) in the prefix cache. */
-  private remember(cohort: Cohort, store: RaggedStore, rows: Row[], keep: number[]): void {
+  private remember(cohort: Cohort, store: RaggedKvCache, rows: Row[], keep: number[]): void {
     if (cohort.prefixes.capacity === 0 || keep.length === rows.length) return
     const going = new Set(keep)
     rows.forEach((r, i) => {
@@ -774,7 +527,7 @@ export class ContinuousBatcher {
       forward(cohort.model, tf.tensor2d(ids, [b, 1], 'int32'), {
         positions: tf.tensor2d(pos, [b, 1], 'int32'),
         attentionMask: tf.tensor2d(feed, [b, 1], 'float32'),
-        cache: cohort.store.view(b),
+        cache: cohort.store,
         lastOnly: true,
       }),
     )

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
-import type { RlBatch } from './rl-step.ts'
+import type { RlBatch } from './rl-batch.ts'
 
 /** Largest reward spread (max - min) of a group that still counts as one reward for all. */
 const UNIFORM_SPREAD = 1e-6

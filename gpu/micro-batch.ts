@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { addGradients, lossAndGrads } from './gradients.ts'
+import type { RlBatch } from './rl-batch.ts'
 import type { Transformer } from './transformer.ts'
 
 /**
@@ -92,4 +93,33 @@ export class GradientAccumulator {
   dispose(): void {
     tf.dispose(Object.values(this.grads))
   }
+}
+
+/**
+ * Row micro-batches of a batch: rows sorted by their length up to and including their last
+ * trained token (at least 2 columns), packed greedily so that rows x length stays within
+ * `maxTokens` (at least one row each). Each `length` is the longest row of its chunk.
+ */
+export function lengthBuckets(batch: RlBatch, maxTokens: number): { rows: number[]; length: number }[] {
+  const lengths = Array.from({ length: batch.batch }, (_, i) => {
+    let last = 0
+    for (let t = batch.seqLen - 1; t > 0; t--)
+      if (batch.lossMask[i * batch.seqLen + t] !== 0) {
+        last = t
+        break
+      }
+    return Math.min(batch.seqLen, Math.max(2, last + 1))
+  })
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]! || a - b)
+  const out: { rows: number[]; length: number }[] = []
+  let current: number[] = []
+  for (const r of order) {
+    if (current.length && (current.length + 1) * lengths[r]! > maxTokens) {
+      out.push({ rows: current, length: lengths[current[current.length - 1]!]! })
+      current = []
+    }
+    current.push(r)
+  }
+  if (current.length) out.push({ rows: current, length: lengths[current[current.length - 1]!]! })
+  return out
 }

@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs'
-import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } from './advantage.ts'
 import { getAggregator } from './aggregation.ts'
+import { type BatchAdvantageConfig, computeBatchAdvantages, perTaskStats } from './batch-advantages.ts'
 import { maskUniformGroups } from './dynamic-sampling.ts'
 import { ConfigError, ShapeError } from './errors.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
-import { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
+import { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
 import {
   checkOffPolicyConfig,
   getOffPolicyCorrection,
@@ -15,52 +15,13 @@ import {
   type OffPolicyTotals,
   offPolicyMetrics,
 } from './off-policy.ts'
-import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
+import { checkBatch, type RlBatch } from './rl-batch.ts'
 import { forward, type Transformer } from './transformer.ts'
 
-/**
- * One batch of trajectories for an RL update. Every `[batch, seqLen]` array is row-major and
- * right-padded; position t of every per-token array belongs to token `tokens[i, t]`.
- */
-export interface RlBatch {
-  /** Number of trajectories. */
-  batch: number
-  /** Tokens per (padded) trajectory. */
-  seqLen: number
-  /** Token ids `[batch, seqLen]` int32: prompt, responses, tool outputs, padding. */
-  tokens: Int32Array
-  /**
-   * `[batch, seqLen]` float32: 1 for a token the policy generated and the loss trains on; 0 for
-   * prompt, tool output and padding. Column 0 must be 0 (the first token has no context).
-   */
-  lossMask: Float32Array
-  /** `[batch, seqLen]` float32: log-probability of each token under the engine that sampled it (0 where unmasked). */
-  behaviorLogprobs: Float32Array
-  /** `[batch, seqLen]` int32: weight version of the engine that produced each token (any value where unmasked). */
-  weightVersions: Int32Array
-  /** Task name of each trajectory: length `batch`. */
-  tasks: readonly string[]
-  /** Group of each trajectory (the G samples of one task instance share one): length `batch`. */
-  groupIds: readonly string[]
-  /** Outcome reward of each trajectory: `[batch]` float32. */
-  rewards: Float32Array
-  /**
-   * Optional step-wise advantages `[batch, seqLen]` float32 (RLAnything: the step reward already
-   * holds the outcome, z-scored per step index). When given they replace the group advantages,
-   * then task normalization applies; the overlong penalty must then be in the outcome they were
-   * built from (`policyStepAdvantages` with `overlong`), since the shaped rewards here are not used.
-   */
-  stepAdvantages?: Float32Array
-}
-
-/** Settings of one RL step. */
-export interface RlStepConfig {
+/** Settings of one RL step: the advantage pipeline's (`BatchAdvantageConfig`) and the update's. */
+export interface RlStepConfig extends BatchAdvantageConfig {
   /** Policy loss settings (clip range, dual clip, aggregation); DemyAgent GRPO-TCR defaults. */
   loss: GrpoTcrConfig
-  /** Group advantage estimator (`grpo` or `grpo-no-std`). */
-  advantage: string
-  /** Task advantage normalization over loss-masked tokens per task (AgentRL). */
-  taskAdvantageNorm: boolean
   /** KL-to-reference coefficient beta; 0 turns it off (the default, as DemyAgent). Needs a reference model. */
   beta: number
   /** KL estimator for the reference term (`k3` by default). */
@@ -69,8 +30,6 @@ export interface RlStepConfig {
   entropyCoef: number
   /** Sampling temperature the behavior log-probabilities were taken at; logits are divided by it. */
   temperature: number
-  /** Overlong reward shaping on the trained-token count of each trajectory; off when absent. */
-  overlong?: OverlongConfig
   /**
    * Most padded tokens (rows x seqLen) per forward/backward pass; a larger batch is split into
    * micro-batches whose gradients are summed before the one optimizer step (gradient
@@ -143,35 +102,6 @@ export interface RlStepState {
  */
 export type RlStepMetrics = Record<string, number>
 
-function checkBatch(b: RlBatch): void {
-  const cells = b.batch * b.seqLen
-  if (!Number.isInteger(b.batch) || b.batch < 1)
-    throw new ConfigError('batch', b.batch, 'must be an integer >= 1')
-  if (!Number.isInteger(b.seqLen) || b.seqLen < 2)
-    throw new ConfigError('seqLen', b.seqLen, 'must be an integer >= 2')
-  const perToken = {
-    tokens: b.tokens,
-    lossMask: b.lossMask,
-    behaviorLogprobs: b.behaviorLogprobs,
-    weightVersions: b.weightVersions,
-    stepAdvantages: b.stepAdvantages,
-  }
-  for (const [name, arr] of Object.entries(perToken)) {
-    if (arr !== undefined && arr.length !== cells)
-      throw new ShapeError(name, `[${b.batch}, ${b.seqLen}] (${cells} values)`, [arr.length])
-  }
-  const perSeq = { tasks: b.tasks, groupIds: b.groupIds, rewards: b.rewards }
-  for (const [name, arr] of Object.entries(perSeq)) {
-    if (arr.length !== b.batch) throw new ShapeError(name, `[${b.batch}]`, [arr.length])
-  }
-  for (let i = 0; i < b.batch; i++) {
-    if (b.lossMask[i * b.seqLen] !== 0)
-      throw new ShapeError('lossMask', 'column 0 all 0 (the first token has no context)', [b.batch, b.seqLen])
-    if (!Number.isFinite(b.rewards[i]!))
-      throw new ConfigError(`rewards[${i}]`, b.rewards[i], 'must be finite')
-  }
-}
-
 function checkConfig(c: RlStepConfig, state: RlStepState): void {
   if (!(c.temperature > 0)) throw new ConfigError('temperature', c.temperature, 'must be > 0')
   if (!(c.beta >= 0)) throw new ConfigError('beta', c.beta, 'must be >= 0')
@@ -181,65 +111,6 @@ function checkConfig(c: RlStepConfig, state: RlStepState): void {
     getOffPolicyCorrection(c.offPolicy.name)
     checkOffPolicyConfig(c.offPolicy)
   }
-}
-
-/**
- * Final token advantages of a batch: outcome rewards (+ overlong penalty) -> group advantages
- * broadcast to trained tokens (or the given step advantages) -> task normalization.
- * @returns `advantages` `[batch, seqLen]` float32 (caller disposes) and the per-trajectory
- *   overlong `penalty` (zeros without shaping).
- * @throws ShapeError / ConfigError on an inconsistent batch; UnknownVariantError on an unknown estimator.
- */
-export function computeBatchAdvantages(
-  batch: RlBatch,
-  config: RlStepConfig = RL_STEP_DEFAULTS,
-): { advantages: tf.Tensor2D; penalty: Float32Array } {
-  checkBatch(batch)
-  const estimator = getAdvantageEstimator(config.advantage)
-  return tf.tidy(() => {
-    const mask = tf.tensor2d(batch.lossMask, [batch.batch, batch.seqLen])
-    let rewards = tf.tensor1d(batch.rewards)
-    let penalty = tf.zeros([batch.batch]) as tf.Tensor1D
-    if (config.overlong) {
-      penalty = computeOverlongPenalty(mask.sum(1) as tf.Tensor1D, config.overlong) // |y| = trained tokens
-      rewards = rewards.add(penalty)
-    }
-    let adv = batch.stepAdvantages
-      ? (tf.tensor2d(batch.stepAdvantages, [batch.batch, batch.seqLen]).mul(mask) as tf.Tensor2D)
-      : broadcastToTokens(estimator({ rewards, groupIds: batch.groupIds }), mask)
-    if (config.taskAdvantageNorm)
-      adv = normalizeTaskAdvantages({ advantages: adv, mask, taskIds: batch.tasks })
-    return { advantages: adv, penalty: penalty.dataSync() as Float32Array }
-  })
-}
-
-/**
- * Row micro-batches of a batch: rows sorted by their length up to and including their last
- * trained token (at least 2 columns), packed greedily so that rows x length stays within
- * `maxTokens` (at least one row each). Each `length` is the longest row of its chunk.
- */
-export function lengthBuckets(batch: RlBatch, maxTokens: number): { rows: number[]; length: number }[] {
-  const lengths = Array.from({ length: batch.batch }, (_, i) => {
-    let last = 0
-    for (let t = batch.seqLen - 1; t > 0; t--)
-      if (batch.lossMask[i * batch.seqLen + t] !== 0) {
-        last = t
-        break
-      }
-    return Math.min(batch.seqLen, Math.max(2, last + 1))
-  })
-  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]! || a - b)
-  const out: { rows: number[]; length: number }[] = []
-  let current: number[] = []
-  for (const r of order) {
-    if (current.length && (current.length + 1) * lengths[r]! > maxTokens) {
-      out.push({ rows: current, length: lengths[current[current.length - 1]!]! })
-      current = []
-    }
-    current.push(r)
-  }
-  if (current.length) out.push({ rows: current, length: lengths[current[current.length - 1]!]! })
-  return out
 }
 
 /** Per-token log-probabilities `[batch, seqLen]` (column 0 is 0) and entropies of `tokens` under `model`. */
@@ -263,28 +134,6 @@ function tokenStats(
     logp: tf.concat([pad, picked], 1) as tf.Tensor2D,
     entropy: tf.concat([pad, entropy], 1) as tf.Tensor2D,
   }
-}
-
-function perTaskStats(values: Float32Array, mask: Float32Array, batch: RlBatch): Record<string, number> {
-  const sums = new Map<string, { n: number; s: number; ss: number }>()
-  for (let i = 0; i < batch.batch; i++) {
-    const acc = sums.get(batch.tasks[i]!) ?? { n: 0, s: 0, ss: 0 }
-    for (let t = 0; t < batch.seqLen; t++) {
-      const k = i * batch.seqLen + t
-      if (mask[k] === 0) continue
-      acc.n++
-      acc.s += values[k]!
-      acc.ss += values[k]! ** 2
-    }
-    sums.set(batch.tasks[i]!, acc)
-  }
-  const out: Record<string, number> = {}
-  for (const [task, { n, s, ss }] of sums) {
-    const mean = n ? s / n : 0
-    out[`adv/mean/${task}`] = mean
-    out[`adv/std/${task}`] = n ? Math.sqrt(Math.max(0, ss / n - mean * mean)) : 0
-  }
-  return out
 }
 
 /**

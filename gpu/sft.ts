@@ -1,5 +1,4 @@
 import * as tf from '@tensorflow/tfjs'
-import cliProgress from 'cli-progress'
 import type { AdamW } from './adamw.ts'
 import type { RenderedChat } from './chat-template.ts'
 import { ConfigError, ShapeError } from './errors.ts'
@@ -226,10 +225,11 @@ export interface SftConfig {
    * batches (one per thread), so an epoch has that many times fewer steps. Default none.
    */
   workers?: SftWorkers
-  /** Called with every step's record (write it as a JSONL line). */
-  onLog?: (record: SftLogRecord) => void
-  /** Show a progress bar on stderr; default: only when stderr is a TTY. */
-  progress?: boolean
+  /**
+   * Called with every step's record (write it as a JSONL line) and the number of steps the training
+   * takes: how progress is reported (progress bars are drawn in `bin/`, never here).
+   */
+  onLog?: (record: SftLogRecord, total: number) => void
   /** Clock in ms; default `performance.now`. */
   now?: () => number
 }
@@ -279,40 +279,23 @@ export async function trainSft(
     config.maxSteps ?? Number.POSITIVE_INFINITY,
   )
   const rng = createRng(config.seed ?? 0)
-  const showBar = config.progress ?? process.stderr.isTTY === true
-  const bar = showBar
-    ? new cliProgress.SingleBar(
-        {
-          stream: process.stderr,
-          format: 'sft [{bar}] {value}/{total} steps | loss {loss}',
-          hideCursor: true,
-        },
-        cliProgress.Presets.shades_classic,
-      )
-    : undefined
-  bar?.start(total, 0, { loss: '-' })
   const records: SftLogRecord[] = []
-  try {
-    for (let epoch = 0; epoch < epochs && records.length < total; epoch++) {
-      const order = shuffle([...batches], rng)
-      for (let i = 0; i < order.length; i += perStep) {
-        if (records.length >= total) break
-        const record = await sftStep(
-          model,
-          optimizer,
-          order.slice(i, i + perStep),
-          config.schedule(optimizer.stepCount),
-          config.now,
-          config.workers,
-        )
-        record.epoch = epoch
-        records.push(record)
-        config.onLog?.(record)
-        bar?.update(records.length, { loss: record.loss.toFixed(4) })
-      }
+  for (let epoch = 0; epoch < epochs && records.length < total; epoch++) {
+    const order = shuffle([...batches], rng)
+    for (let i = 0; i < order.length; i += perStep) {
+      if (records.length >= total) break
+      const record = await sftStep(
+        model,
+        optimizer,
+        order.slice(i, i + perStep),
+        config.schedule(optimizer.stepCount),
+        config.now,
+        config.workers,
+      )
+      record.epoch = epoch
+      records.push(record)
+      config.onLog?.(record, total)
     }
-  } finally {
-    bar?.stop()
   }
   return records
 }

@@ -242,7 +242,7 @@ export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
   ),
   m('batch/uniform_trajectories', 'trajectories of those groups', 'count', gauge, P.namespace),
   m('learner/version', "the learner's weight version after the step", 'versions', gauge, P.namespace),
-  // step rewards and the reward model (actors/reward/, actors/node/triad-learner.ts)
+  // step rewards and the reward model (actors/triad/)
   m('reward/step_judged', 'steps of the batch with a judgement', 'count', gauge, P.namespace),
   m('reward/judgement_mean', 'mean of the parseable judgements used', 'reward', gauge, P.namespace),
   m('reward/step_reward_mean', 'mean step reward S', 'reward', gauge, P.namespace),
@@ -342,7 +342,7 @@ export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
     gauge,
     P.namespace,
   ),
-  // cold starts (actors/node/learner-node.ts, actors/node/reward-model-cold-start.ts)
+  // cold starts (actors/node/learner-actor.ts, actors/triad/reward-model-cold-start.ts)
   m('sft/step', 'SFT step (the x of the SFT charts)', 'steps', gauge, P.namespace),
   m('sft/steps_total', 'SFT steps planned', 'steps', gauge, P.namespace),
   m('sft/loss', 'SFT loss', 'loss', gauge, P.namespace),

@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import { RecipeError, type RecipeIssue } from './errors.ts'
+import { unwrapSchema as unwrap } from './recipe-fields.ts'
 import {
   DEFAULT_L_BUF,
   DEFAULT_L_MAX,
@@ -54,6 +55,19 @@ export type Recipe = Omit<ParsedRecipe, 'budget'> & {
 
 const made = new WeakSet<object>()
 
+/**
+ * The key of the value a recipe was made from, on the recipe (not enumerable: JSON and equality
+ * leave it out). A registered symbol, so that a recipe made by another copy of this module (a
+ * CommonJS recipe file) carries it too.
+ */
+const INPUT = Symbol.for('triad.recipe.input')
+
+/** The recipe with the value it was made from under `INPUT` (a deep copy; before it is frozen). */
+function withInput<T extends object>(recipe: T, value: unknown): T {
+  Object.defineProperty(recipe, INPUT, { value: copyPlain(value), enumerable: false })
+  return recipe
+}
+
 /** Formats a zod path as `rl.eps_high` or `tasks[1].weight`. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = ''
@@ -77,15 +91,6 @@ export function pathsOverlap(a: string, b: string): boolean {
 /** The fields an object schema accepts at `path` (for "unknown field" messages). */
 function fieldsAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   let s: z.ZodType | undefined = schema
-  const unwrap = (t: z.ZodType): z.ZodType => {
-    let cur = t
-    for (;;) {
-      const def = cur.def as unknown as { type: string; innerType?: z.ZodType; in?: z.ZodType }
-      if (def.innerType) cur = def.innerType
-      else if (def.type === 'pipe' && def.in) cur = def.in
-      else return cur
-    }
-  }
   for (const p of path) {
     if (!s) return []
     const def = unwrap(s).def as unknown as {
@@ -359,7 +364,7 @@ export function checkRecipe(value: unknown): RecipeCheck {
   if (parsed.success) {
     const r = withOverlongDefaults(parsed.data, value)
     const issues = crossFieldIssues(r).map(({ path, message }) => ({ path, message }))
-    return { issues, recipe: deepFreeze(completeRecipe(r)) }
+    return { issues, recipe: deepFreeze(withInput(completeRecipe(r), value)) }
   }
   const fieldIssues = issuesFromZod(parsed.error)
   const rest = withoutBadFields(value, parsed.error.issues)
@@ -399,6 +404,18 @@ export function defineRecipe(input: RecipeInput): Recipe {
 /** True for a value made by `defineRecipe`/`parseRecipe` in this process. */
 export function isRecipe(value: unknown): value is Recipe {
   return typeof value === 'object' && value !== null && made.has(value)
+}
+
+/**
+ * The value a recipe was made from (`defineRecipe`'s input, as written: defaults not filled in), a
+ * fresh deep copy: changing a field of it and parsing it again (`triad ablate`) recomputes the
+ * defaults that follow from that field (`pipeline.stalenessBound` from `staleEvery`, `L_max` from
+ * `model.contextLength`), which changing the parsed recipe would not. Undefined for a value no
+ * `parseRecipe` made (a recipe read back from JSON).
+ */
+export function recipeInput(recipe: object): unknown {
+  const value = (recipe as { [INPUT]?: unknown })[INPUT]
+  return value === undefined ? undefined : structuredClone(value)
 }
 
 /**

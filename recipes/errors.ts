@@ -70,3 +70,25 @@ export class RecipeMismatchError extends Error {
     )
   }
 }
+
+/** A field path (`triad ablate --vary FIELD=...`) that names no field of the recipe, or is malformed. */
+export class RecipeFieldError extends Error {
+  override name = 'RecipeFieldError'
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`${path} ${reason}`)
+  }
+}
+
+/**
+ * A `triad ablate` request that cannot be run as given (a bad `--vary`, a value the recipe schema
+ * refuses, an output folder holding another ablation). Nothing was run.
+ */
+export class AblationInputError extends Error {
+  override name = 'AblationInputError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

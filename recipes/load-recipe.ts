@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { isRecipe } from './define-recipe.ts'
+import { isRecipe, recipeInput } from './define-recipe.ts'
 import { RecipeError, type RecipeIssue, RecipeLoadError } from './errors.ts'
 import { type ResolvedRecipe, resolveRecipe, resolveTasks, type TaskCatalog } from './task-catalog.ts'
 
@@ -35,6 +35,19 @@ export interface LoadRecipeOptions {
  *   task and level outside its task's range, all at once (`resolveRecipe`).
  */
 export async function loadRecipe(file: string, options: LoadRecipeOptions = {}): Promise<ResolvedRecipe> {
+  return (await loadRecipeSource(file, options)).recipe
+}
+
+/**
+ * `loadRecipe`, with the value the recipe was written as (`recipeInput`: the object given to
+ * `defineRecipe`, or the plain object the module exports; defaults not filled in), for callers that
+ * change fields of it and resolve it again (`triad ablate`).
+ * @throws as `loadRecipe`.
+ */
+export async function loadRecipeSource(
+  file: string,
+  options: LoadRecipeOptions = {},
+): Promise<{ recipe: ResolvedRecipe; input: unknown }> {
   const abs = resolve(file)
   const info = await stat(abs).catch(() => undefined)
   if (!info) throw new RecipeLoadError(file, 'no such file')
@@ -74,13 +87,16 @@ export async function loadRecipe(file: string, options: LoadRecipeOptions = {}):
   // (its `derived` block is recomputed).
   if (isRecipe(mod.default)) {
     try {
-      return resolveTasks(mod.default, options.catalog)
+      return { recipe: resolveTasks(mod.default, options.catalog), input: recipeInput(mod.default) }
     } catch (err) {
       if (err instanceof RecipeError) throw new RecipeError(err.issues, { file, cause: err })
       throw err
     }
   }
-  return resolveRecipeIn(file, mod.default, options.catalog)
+  const recipe = resolveRecipeIn(file, mod.default, options.catalog)
+  // A recipe of another copy of defineRecipe carries its input too; a plain object is its own.
+  const input = (typeof mod.default === 'object' && mod.default && recipeInput(mod.default)) ?? mod.default
+  return { recipe, input: structuredClone(input) }
 }
 
 /**

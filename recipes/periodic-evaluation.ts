@@ -1,6 +1,8 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import {
+  type EvalResult,
+  EvalResultSchema,
   EvalSchedule,
   type EvaluationSettings,
   type PipelineCheckpoint,
@@ -119,10 +121,11 @@ export function interruptedEvaluations(dir: RunDir, log: (line: string) => void)
  * output goes to `logs/eval.log`, each result row to `log`. The checkpoint is evaluated from a copy
  * (`pinnedCheckpointDir`, removed after), so pruning it meanwhile harms nothing; a `checkpoint.dir`
  * that is that copy already (a resumed run's interrupted evaluation) is used as it is. A step whose
- * file exists already (evaluated before a resume) is not evaluated again: its rows are returned.
+ * file exists already (evaluated before a resume) is not evaluated again: its contents are returned.
  * @param names `label` for the log lines (`step-50`), `title` for the file (`held-out evaluation at step 50`).
  * @param signal aborting it kills the process and keeps the copy, for a resume to evaluate it again.
- * @returns the rows of the evaluation (none when `signal` interrupted it).
+ * @returns the evaluation file's contents, its rows and every instance's result (undefined when
+ *   `signal` interrupted it).
  * @throws Error naming the log file when the process fails; the file-system error when the
  *   checkpoint is gone.
  */
@@ -133,12 +136,12 @@ export async function evaluateInProcess(
   names: { label: string; title: string },
   log: (line: string) => void,
   signal?: AbortSignal,
-): Promise<Record<string, unknown>[]> {
+): Promise<EvalResult | undefined> {
   const settings = heldOutSettings(recipe)
   const name = periodicEvalName(checkpoint.version)
   const file = join(dir.evalDir, `${name}.json`)
-  const rows = () => (JSON.parse(readFileSync(file, 'utf8')) as { rows: Record<string, unknown>[] }).rows
-  if (existsSync(file)) return rows() // evaluated before a resume
+  const read = () => EvalResultSchema.parse(JSON.parse(readFileSync(file, 'utf8')))
+  if (existsSync(file)) return read() // evaluated before a resume
   const pinned = pinnedCheckpointDir(dir, checkpoint.version)
   let interrupted = false
   try {
@@ -165,12 +168,12 @@ export async function evaluateInProcess(
     if (signal?.aborted && code !== 0) {
       interrupted = true
       log(`the evaluation of ${names.label} was interrupted by the run's stop; a resume evaluates it again`)
-      return []
+      return undefined
     }
     if (code !== 0)
       throw new Error(`triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`)
-    const out = rows()
-    for (const r of out) log(evalRowLine(names.label, r))
+    const out = read()
+    for (const r of out.rows) log(evalRowLine(names.label, r))
     return out
   } finally {
     if (!interrupted) rmSync(pinned, { recursive: true, force: true })

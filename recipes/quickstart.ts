@@ -6,8 +6,10 @@
  *   triad run recipes/quickstart.ts
  */
 import { defineRecipe } from './define-recipe.ts'
+import type { RecipeInput } from './recipe-schema.ts'
 
-export default defineRecipe({
+/** The quickstart as written (recipes/ablation.ts starts from it). */
+export const quickstartInput = {
   name: 'quickstart',
   seed: 1,
   tasks: [
@@ -54,4 +56,6 @@ export default defineRecipe({
   evaluation: { every: 0, k: 8, instancesPerTask: 32 },
   checkpoints: { every: 25, keep: 2 },
   budget: { maxSteps: 200, maxMinutes: 16 },
-})
+} satisfies RecipeInput
+
+export default defineRecipe(quickstartInput)

@@ -3,6 +3,10 @@ import { dirname, join } from 'node:path'
 import {
   appendRunLog,
   connectNats,
+  type EvalInstance,
+  type EvalPaired,
+  type EvalResult,
+  type Evaluation,
   evaluatePolicy,
   finalEvalName,
   findNatsServer,
@@ -15,6 +19,8 @@ import {
   type ProcessEvent,
   ProcessRestartReport,
   ProcessSupervisor,
+  pairedDifference,
+  pairedDifferenceLine,
   processEventLine,
   RoleGaveUpError,
   RUN_MAX_STEPS,
@@ -30,12 +36,13 @@ import {
   type Transport,
   writeEvalResult,
 } from '../actors/index.ts'
-import { CheckpointFile, chooseBackend, loadCheckpoint } from '../gpu/index.ts'
+import { CheckpointFile, chooseBackend, disposeTransformer, loadCheckpoint } from '../gpu/index.ts'
 import { nodeConfigOf } from './node-config.ts'
 import {
   evalRowLine,
   evaluateInProcess,
   heldOutSettings,
+  periodicEvalName,
   startPeriodicEvaluation,
 } from './periodic-evaluation.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
@@ -55,6 +62,14 @@ export interface StartRunOptions {
   log?: (line: string) => void
   /** Called with every metrics line as it is written (the live view). */
   onMetrics?: (line: { role: string; step: number; values: Record<string, number> }) => void
+  /**
+   * Stop after the cold start (the run's tokenizer, the policy's SFT and the reward model's cold
+   * start, each kept in the run directory) and evaluate the SFT checkpoint into
+   * `eval/step-000000.json`: no RL step is taken and the budget does not apply. A later run of the
+   * directory (`--resume`) starts RL from there. `triad ablate` prepares the SFT its variants share
+   * this way.
+   */
+  sftOnly?: boolean
 }
 
 /** What a finished run reports. */
@@ -115,7 +130,10 @@ export async function startRun(
   options: StartRunOptions,
 ): Promise<RunSummary> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
-  const { maxSteps, maxMs: budgetMs } = runBudgetOf(recipe)
+  // --sft-only: no RL step, and no time budget (the cold start is done whole).
+  const budget = runBudgetOf(recipe)
+  const maxSteps = options.sftOnly ? 0 : budget.maxSteps
+  const budgetMs = options.sftOnly ? undefined : budget.maxMs
   const config = nodeConfigOf(recipe, dir, maxSteps)
   let server: NatsServer | undefined
   let serverSupervision: NatsServerSupervision | undefined
@@ -174,7 +192,7 @@ export async function startRun(
     : undefined
   // Before the nodes: an evaluation a stopped run left unfinished starts from its checkpoint
   // before the learner can prune it.
-  const evaluations = startPeriodicEvaluation(recipe, dir, maxSteps, log)
+  const evaluations = options.sftOnly ? undefined : startPeriodicEvaluation(recipe, dir, maxSteps, log)
   const nodes = url
     ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e))
     : startInProcess(transport as InProcessTransport, config, dir, log)
@@ -207,7 +225,11 @@ export async function startRun(
   const serverGone = serverSupervision ? serverSupervision.failed.catch(fail) : new Promise<never>(() => {})
   const why = await Promise.race([finished, outOfTime, interrupted, serverGone])
   clearTimeout(timer)
-  const reasons = { steps: `${maxSteps} steps done`, time: 'time budget', signal: 'interrupted' }
+  const reasons = {
+    steps: options.sftOnly ? 'the cold start is done (--sft-only)' : `${maxSteps} steps done`,
+    time: 'time budget',
+    signal: 'interrupted',
+  }
   log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
   // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped;
   // so do the pending ones, unless a signal comes while they run: then they are left in
@@ -236,7 +258,9 @@ export async function startRun(
   const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
   if (signal) summary.signal = signal
   if (why !== 'signal' && why !== 'failed' && !signal && recipe.evaluation.k > 0)
-    summary.evalFile = await evaluateRun(recipe, dir, log)
+    summary.evalFile = options.sftOnly
+      ? (await evaluateSft(recipe, dir, log)).file
+      : await evaluateRun(recipe, dir, log)
   await appendRunLog(dir, 'run', { event: 'stop', time: Date.now(), reason: why, ...summary })
   if (why === 'failed') throw failure
   return summary
@@ -307,9 +331,41 @@ function startInProcess(
 }
 
 /**
+ * Evaluates the SFT checkpoint (`checkpoints/sft/`) on the held-out split in a `triad eval` process
+ * (`eval/step-000000.json`; one kept from an earlier attempt of a resumed run, or put there by
+ * `triad ablate`, is read instead). A failure is logged, not thrown.
+ * @returns the file and its contents; both undefined when the run has no SFT checkpoint or its
+ *   evaluation failed.
+ */
+async function evaluateSft(
+  recipe: ResolvedRecipe,
+  dir: RunDir,
+  log: (line: string) => void,
+): Promise<{ file?: string; result?: EvalResult }> {
+  const sftDir = join(dir.checkpointsDir, 'sft')
+  if (!existsSync(join(sftDir, CheckpointFile.Weights))) return {}
+  try {
+    const result = await evaluateInProcess(
+      recipe,
+      dir,
+      { dir: sftDir, version: 0 },
+      { label: 'sft', title: 'held-out evaluation of the SFT checkpoint (step 0)' },
+      log,
+    )
+    return result ? { file: join(dir.evalDir, `${periodicEvalName(0)}.json`), result } : {}
+  } catch (err) {
+    log(`evaluation of the SFT checkpoint failed: ${(err as Error).message}`)
+    return {}
+  }
+}
+
+/**
  * Evaluates the latest learner checkpoint and the SFT checkpoint on the held-out split, at once:
  * the SFT checkpoint in a `triad eval` process (`eval/step-000000.json`, kept from an earlier
- * attempt of a resumed run), the latest here. Both sets of rows go into `eval/final-<time>.json`.
+ * attempt of a resumed run), the latest here, both with the run's held-out settings
+ * (`heldOutSettings`: the same instances and the same sampling seeds). Both sets of rows and of
+ * per-instance results go into `eval/final-<time>.json`, with the paired difference of the latest
+ * minus the SFT checkpoint per task and for the mean (`pairedDifference`), which is also logged.
  */
 async function evaluateRun(
   recipe: ResolvedRecipe,
@@ -320,45 +376,54 @@ async function evaluateRun(
     backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
     log: () => {},
   })
+  const settings = heldOutSettings(recipe)
   const latest = readLatestCheckpoint(dir.checkpointsDir)
-  const sftDir = join(dir.checkpointsDir, 'sft')
-  const sft = existsSync(join(sftDir, CheckpointFile.Weights))
-    ? evaluateInProcess(
-        recipe,
-        dir,
-        { dir: sftDir, version: 0 },
-        { label: 'sft', title: 'held-out evaluation of the SFT checkpoint (step 0)' },
-        log,
-      ).catch((err: Error) => {
-        log(`evaluation of the SFT checkpoint failed: ${err.message}`)
-        return [] as Record<string, unknown>[]
-      })
-    : Promise.resolve([] as Record<string, unknown>[])
+  const sft = evaluateSft(recipe, dir, log).then((e) => e.result)
   const rows: Record<string, string | number>[] = []
-  if (latest) {
+  const instances: EvalInstance[] = []
+  let final: Evaluation | undefined
+  const name = latest ? `step-${latest.version}` : undefined
+  if (latest && name) {
     try {
       const loaded = await loadCheckpoint(latest.dir)
-      const name = `step-${latest.version}`
       log(
         `evaluating ${name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
       )
-      const result = await evaluatePolicy(loaded.model, loaded.tokenizer, heldOutSettings(recipe))
-      for (const r of result) {
+      final = await evaluatePolicy(loaded.model, loaded.tokenizer, settings)
+      disposeTransformer(loaded.model)
+      for (const r of final.rows) {
         rows.push({ checkpoint: name, ...r })
         log(evalRowLine(name, r))
       }
+      instances.push(...final.instances.map((r) => ({ checkpoint: name, ...r })))
     } catch (err) {
-      log(`evaluation of step-${latest.version} failed: ${(err as Error).message}`)
+      log(`evaluation of ${name} failed: ${(err as Error).message}`)
     }
   }
-  const sftRows = (await sft).map((r) => ({ checkpoint: 'sft', ...r }) as Record<string, string | number>)
-  rows.unshift(...sftRows)
+  const base = await sft
+  rows.unshift(
+    ...(base?.rows ?? []).map((r) => ({ checkpoint: 'sft', ...r }) as Record<string, string | number>),
+  )
+  instances.unshift(...(base?.instances ?? []).map((r) => ({ ...r, checkpoint: 'sft' })))
   if (rows.length === 0) return undefined
+  // The paired difference needs both checkpoints' instances, played with the same seed.
+  let paired: EvalPaired[] | undefined
+  if (final && name && base?.instances?.length && base.seed === settings.seed) {
+    try {
+      paired = pairedDifference(base.instances, final.instances).map((d) => ({ a: 'sft', b: name, ...d }))
+      for (const d of paired) log(pairedDifferenceLine(`${name} - sft`, settings.k, d))
+    } catch (err) {
+      log(`no paired difference of ${name} and the SFT checkpoint: ${(err as Error).message}`)
+    }
+  }
   return writeEvalResult(dir, finalEvalName(Date.now()), {
     title: 'held-out evaluation: SFT checkpoint vs final RL checkpoint',
     step: latest?.version,
     k: recipe.evaluation.k,
     time: Date.now(),
+    seed: settings.seed,
+    instances,
+    ...(paired ? { paired } : {}),
     rows,
   })
 }

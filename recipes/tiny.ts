@@ -5,8 +5,10 @@
  *   triad run recipes/tiny.ts
  */
 import { defineRecipe } from './define-recipe.ts'
+import type { RecipeInput } from './recipe-schema.ts'
 
-export default defineRecipe({
+/** The tiny recipe as written (tests start from it). */
+export const tinyInput = {
   name: 'tiny',
   seed: 0,
   tasks: [{ name: 'calc' }, { name: 'maze' }],
@@ -32,4 +34,6 @@ export default defineRecipe({
   evaluation: { every: 2, k: 2, instancesPerTask: 2 },
   checkpoints: { every: 2, keep: 1 },
   budget: { maxSteps: 3, maxMinutes: 1.5 },
-})
+} satisfies RecipeInput
+
+export default defineRecipe(tinyInput)

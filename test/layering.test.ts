@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url'
 
 /**
  * The layer table of DESIGN.md, checked on the source: an import never points up the table, a
- * cross-folder import goes through the folder's `index.ts`, and tensors live only in `gpu/`.
+ * cross-folder import goes through the folder's `index.ts`, tensors live only in `gpu/`, and
+ * progress bars only in `bin/`.
  */
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -68,9 +69,17 @@ describe('layering', () => {
     assert.deepEqual(bad, [])
   })
 
+  it('layering - progress bars only in bin/: no other folder imports cli-progress', () => {
+    const bad = imports()
+      .filter(({ folder, spec }) => folder !== 'bin' && spec === 'cli-progress')
+      .map(({ file }) => relative(root, file))
+    assert.deepEqual(bad, [])
+  })
+
   it('layering - the check sees imports: gpu/ imports tfjs, actors/ imports gpu/index.ts', () => {
     const all = imports()
     assert.ok(all.some(({ folder, spec }) => folder === 'gpu' && spec === '@tensorflow/tfjs'))
     assert.ok(all.some(({ folder, spec }) => folder === 'actors' && spec.endsWith('/gpu/index.ts')))
+    assert.ok(all.some(({ folder, spec }) => folder === 'bin' && spec === 'cli-progress'))
   })
 })

@@ -22,6 +22,29 @@ export interface EvaluationSettings {
   onProgress?: (done: number, total: number) => void
 }
 
+/**
+ * One held-out instance of an evaluation: how many of its k samples succeeded. Two evaluations
+ * with the same settings play the same instances with the same sampling seeds (the seed of sample
+ * j of instance i is `seed + 1009 i + 7919 j`), so their instances pair up (`pairedDifference`).
+ */
+export interface EvaluationInstance {
+  task: string
+  difficulty: number
+  /** Index in the task's eval split (an evaluation plays `0..instances-1`). */
+  index: number
+  /** Samples. */
+  k: number
+  /** Samples that succeeded, `0..k`; the instance's avg@k is `successes / k`. */
+  successes: number
+}
+
+/** What an evaluation measured: one row per task and difficulty, and every instance's result. */
+export interface Evaluation {
+  rows: EvaluationRow[]
+  /** Task by task, each in index order. */
+  instances: EvaluationInstance[]
+}
+
 /** One row per task and difficulty. */
 export interface EvaluationRow {
   [key: string]: string | number
@@ -48,13 +71,15 @@ export type EvalPolicyFor = (task: string, index: number, sample: number) => Pol
 /**
  * avg@k and pass@k on the held-out split: k sampled episodes of each of `instances` eval
  * instances per task, all played at once through one continuous batcher. `tokenizer` must be the
- * one the model was trained with (a checkpoint's `tokenizer.json`).
+ * one the model was trained with (a checkpoint's `tokenizer.json`). Sample j of instance i is drawn
+ * with seed `settings.seed + 1009 i + 7919 j` whatever the model, so two checkpoints evaluated with
+ * the same settings meet the same instances and seeds (`pairedDifference` compares them).
  */
 export async function evaluatePolicy(
   model: Transformer,
   tokenizer: Tokenizer,
   settings: EvaluationSettings,
-): Promise<EvaluationRow[]> {
+): Promise<Evaluation> {
   const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })
   try {
     return await evaluateEpisodes(
@@ -84,7 +109,7 @@ export async function evaluateEpisodes(
   settings: Pick<EvaluationSettings, 'tasks' | 'k' | 'instances' | 'onProgress'>,
   policyFor: EvalPolicyFor,
   concurrency: number,
-): Promise<EvaluationRow[]> {
+): Promise<Evaluation> {
   const total = settings.tasks.length * settings.instances * settings.k
   let done = 0
   const jobs = settings.tasks.flatMap((entry) => {
@@ -111,6 +136,7 @@ export async function evaluateEpisodes(
     }
   })
   const rows: EvaluationRow[] = []
+  const instances: EvaluationInstance[] = []
   let at = 0
   for (const entry of settings.tasks) {
     const difficulty = entry.difficulty ?? getTask(entry.name).difficulty.default
@@ -123,6 +149,15 @@ export async function evaluateEpisodes(
     const pass = passAtKOver(
       episodes.map((samples) => ({ n: samples.length, c: samples.filter((s) => s.success).length })),
       settings.k,
+    )
+    instances.push(
+      ...episodes.map((samples, index) => ({
+        task: entry.name,
+        difficulty,
+        index,
+        k: samples.length,
+        successes: samples.filter((s) => s.success).length,
+      })),
     )
     const flat = episodes.flat()
     rows.push({
@@ -138,5 +173,5 @@ export async function evaluateEpisodes(
       turns: flat.reduce((a, s) => a + s.turns, 0) / flat.length,
     })
   }
-  return rows
+  return { rows, instances }
 }

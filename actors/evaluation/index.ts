@@ -1,3 +1,6 @@
 export * from './bounded-play.ts'
+export * from './crossed-mean.ts'
+export * from './errors.ts'
 export * from './evaluate.ts'
 export * from './model-policy.ts'
+export * from './paired-difference.ts'

@@ -6,7 +6,12 @@ import { fileURLToPath } from 'node:url'
 import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { childLogLine } from '../runtime/role-logger.ts'
 
-const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
+/**
+ * The installed `triad` command: it registers tsx from this package itself, so the process starts
+ * from any working directory (`--import tsx` is resolved from the working directory, and fails
+ * outside the clone).
+ */
+const triadBin = fileURLToPath(new URL('../../bin/triad.js', import.meta.url))
 
 /** What one `triad eval` process evaluates and where it writes the table. */
 export interface EvalProcessOptions {
@@ -24,6 +29,8 @@ export interface EvalProcessOptions {
   instances: number
   maxNewTokens: number
   temperature: number
+  /** Nucleus sampling mass (absent: 1, off), as the run's other evaluations sample. */
+  top_p?: number
   seed: number
   /** Tensor backend to force (default: the best available). */
   backend?: string
@@ -64,6 +71,7 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
     String(o.maxNewTokens),
     '--temperature',
     String(o.temperature),
+    ...(o.top_p === undefined ? [] : ['--top-p', String(o.top_p)]),
     '--seed',
     String(o.seed),
     ...(o.backend ? ['--backend', o.backend] : []),
@@ -76,11 +84,7 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
  * is appended to `logFile`, each line as a pino line of role `eval` (`childLogLine`).
  */
 export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
-  const line = dieWithParent(
-    process.execPath,
-    ['--import', 'tsx', triadBin, ...evalProcessArgs(options)],
-    'SIGTERM',
-  )
+  const line = dieWithParent(process.execPath, [triadBin, ...evalProcessArgs(options)], 'SIGTERM')
   const log = createWriteStream(options.logFile, { flags: 'a' })
   const child = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'pipe', 'pipe'] })
   // Every line of the log file is a pino line of role `eval` (`childLogLine`).

@@ -2,7 +2,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ProcessSupervisor, SupervisedProcess } from './process-supervisor.ts'
 
-const triadBin = fileURLToPath(new URL('../../bin/triad.ts', import.meta.url))
+/**
+ * The installed `triad` command: it registers tsx from this package itself, so the process starts
+ * from any working directory (`--import tsx` is resolved from the working directory, and fails
+ * outside the clone).
+ */
+const triadBin = fileURLToPath(new URL('../../bin/triad.js', import.meta.url))
 
 /** Where the node processes of a run find their config and their NATS server. */
 export interface NodeProcessOptions {
@@ -30,8 +35,6 @@ export function startNodeProcesses(
       name: role,
       command: process.execPath,
       args: [
-        '--import',
-        'tsx',
         triadBin,
         'worker',
         '--role',

@@ -88,8 +88,9 @@ export async function latestCheckpoint(root: string): Promise<string | undefined
 /**
  * The RL learner as a plain class: packs trajectory groups, runs one GRPO-TCR step
  * (`gpu/rl-step.ts`) with AdamW, counts weight versions, writes checkpoints at an interval, and
- * hands out its weights. The learner actor (`behaviour.ts`) is a thin shell around it; the
- * pipeline's learner loop uses it as its `LearnerCore` (and then does the checkpointing itself).
+ * hands out its weights. The learner actor of the learner tree (`actors/node/learner-actor.ts`)
+ * runs it through the pipeline's learner loop, as its `LearnerCore` (the loop then does the
+ * checkpointing itself).
  */
 export class Learner {
   /** Weight version: the initial version plus the steps taken. */

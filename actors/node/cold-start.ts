@@ -183,7 +183,7 @@ export async function coldStart(
           totalSteps: steps,
         }),
         seed: config.seed,
-        onLog: (record) => onLog(record, steps),
+        onLog,
       })
       return { records, examples: examples.length, truncated, dropped }
     } finally {

@@ -95,9 +95,31 @@ export async function createRunDir(options: CreateRunDirOptions): Promise<RunDir
     }
   }
   if (!dir) throw new RunFileExistsError(join(options.runsDir, base))
+  await fillRunDir(dir, options.recipe)
+  return dir
+}
+
+/** The files and folders of a new run in its (made, empty) directory. */
+async function fillRunDir(dir: RunDir, recipe: unknown): Promise<void> {
   for (const sub of [dir.checkpointsDir, dir.evalDir, dir.logsDir]) await mkdir(sub)
-  await writeNewFile(dir.recipeFile, `${JSON.stringify(options.recipe, null, 2)}\n`)
+  await writeNewFile(dir.recipeFile, `${JSON.stringify(recipe, null, 2)}\n`)
   await writeNewFile(dir.metricsFile, '')
+}
+
+/**
+ * Makes a new run directory at `path` exactly (its parent made when missing), laid out as
+ * `createRunDir` lays one out: for callers that name their runs themselves (`triad ablate`), then
+ * run them with `triad run --resume`. The directory's name is the run id: one NATS token.
+ * @throws RunFileExistsError when `path` exists (an existing run is never touched).
+ */
+export async function createRunDirAt(path: string, recipe: unknown): Promise<RunDir> {
+  const dir = runDirPaths(path)
+  await mkdir(resolve(dir.path, '..'), { recursive: true })
+  await mkdir(dir.path).catch((err: unknown) => {
+    if (errno(err) === 'EEXIST') throw new RunFileExistsError(dir.path, err)
+    throw err
+  })
+  await fillRunDir(dir, recipe)
   return dir
 }
 

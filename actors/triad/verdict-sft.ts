@@ -214,7 +214,6 @@ export async function trainVerdictSft(
       }),
       seed: config.seed,
       workers: config.workers,
-      progress: false,
       onLog: (record) => config.onLog?.(record, total),
     })
   } finally {

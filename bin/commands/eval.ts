@@ -5,7 +5,7 @@ import type { Command } from 'commander'
 import {
   checkPolicyEndpoint,
   checkSandboxesOf,
-  type EvaluationRow,
+  type Evaluation,
   evalResultFile,
   evaluateEpisodes,
   evaluatePolicy,
@@ -44,7 +44,10 @@ export interface EvalOptions {
   /** Most new tokens per assistant turn, >= 1. */
   maxNewTokens?: number
   temperature: number
-  seed: number
+  /** Nucleus sampling mass, in (0, 1] (1: off). */
+  topP: number
+  /** Base sampling seed (default: a run directory's evaluation seed, else `EVAL_DEFAULTS.seed`). */
+  seed?: number
   /** Run id (or, as before, a run directory's path): the table also goes to its `eval/`. */
   run?: string
   /** With `run`: the folder that holds the run directory (default `runs`). */
@@ -87,7 +90,13 @@ export function runDirOf(run: string, runsDir = 'runs'): string {
 }
 
 /** What `triad eval` evaluates when neither an option nor a run's recipe says otherwise. */
-export const EVAL_DEFAULTS = { tasks: 'calc,sql,maze', k: 8, instances: 16, maxNewTokens: 96 } as const
+export const EVAL_DEFAULTS = {
+  tasks: 'calc,sql,maze',
+  k: 8,
+  instances: 16,
+  maxNewTokens: 96,
+  seed: 0,
+} as const
 
 /** The settings of `triad eval` that a run directory's recipe can fill in. */
 type RunEvalSetting = keyof typeof EVAL_DEFAULTS
@@ -107,7 +116,8 @@ export function resolveEvalCheckpoint(path: string, log: (line: string) => void 
  * The settings of `triad eval RUN_DIR` that the command line left out (`given[s] === undefined`),
  * taken from the run's `recipe.json` as the run's own evaluations use them (`heldOutSettings`):
  * its tasks, each at its `difficulty.start` level (at `difficulty` instead when given),
- * `evaluation.k`, `evaluation.instancesPerTask` and `pipeline.maxNewTokens`. One line to `log`
+ * `evaluation.k`, `evaluation.instancesPerTask`, `pipeline.maxNewTokens` and the sampling seed
+ * (so the numbers pair up with the run's own evaluations, `pairedDifference`). One line to `log`
  * says which; nothing is read or said when every setting was given.
  * @throws CliError when `recipe.json` is not JSON or not a valid recipe (the recipe's problems,
  *   and how to evaluate without it).
@@ -117,11 +127,11 @@ async function runEvalSettings(
   given: Record<RunEvalSetting, unknown>,
   difficulty: number | undefined,
   log: (line: string) => void,
-): Promise<{ tasks?: TaskLevel[]; k?: number; instances?: number; maxNewTokens?: number }> {
+): Promise<{ tasks?: TaskLevel[]; k?: number; instances?: number; maxNewTokens?: number; seed?: number }> {
   const missing = (Object.keys(given) as RunEvalSetting[]).filter((s) => given[s] === undefined)
   if (missing.length === 0) return {}
   const file = runDirPaths(path).recipeFile
-  const without = 'give --tasks, --k, --instances and --max-new-tokens to evaluate without it'
+  const without = 'give --tasks, --k, --instances, --max-new-tokens and --seed to evaluate without it'
   let stored: unknown
   try {
     stored = JSON.parse(readFileSync(file, 'utf8'))
@@ -139,7 +149,8 @@ async function runEvalSettings(
     if (err instanceof RecipeError) throw new CliError(`${err.message}\n${without}`, { cause: err })
     throw err
   }
-  const out: { tasks?: TaskLevel[]; k?: number; instances?: number; maxNewTokens?: number } = {}
+  const out: { tasks?: TaskLevel[]; k?: number; instances?: number; maxNewTokens?: number; seed?: number } =
+    {}
   const said: string[] = []
   if (given.tasks === undefined) {
     out.tasks = settings.tasks.map((t) => ({
@@ -164,6 +175,10 @@ async function runEvalSettings(
   if (given.maxNewTokens === undefined) {
     out.maxNewTokens = settings.maxNewTokens
     said.push(`at most ${settings.maxNewTokens} new tokens per turn`)
+  }
+  if (given.seed === undefined) {
+    out.seed = settings.seed
+    said.push(`sampling seed ${settings.seed}`)
   }
   log(`using the run's ${said.join(', ')} (${file}; an option given on the command line wins)`)
   return out
@@ -201,7 +216,7 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
     throw new UsageError(`--name must be a file name of letters, digits, '.', '_' and '-', got '${o.name}'`)
   const step = o.step
   const checkpoint = resolveEvalCheckpoint(path, (line) => process.stderr.write(`${line}\n`))
-  const given = { tasks: o.tasks, k: o.k, instances: o.instances, maxNewTokens: o.maxNewTokens }
+  const given = { tasks: o.tasks, k: o.k, instances: o.instances, maxNewTokens: o.maxNewTokens, seed: o.seed }
   // A checkpoint directory comes back as it is; a run directory as its latest checkpoint.
   const fromRun =
     checkpoint === path
@@ -211,6 +226,7 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
   const k = o.k ?? fromRun.k ?? EVAL_DEFAULTS.k
   const instances = o.instances ?? fromRun.instances ?? EVAL_DEFAULTS.instances
   const maxNewTokens = o.maxNewTokens ?? fromRun.maxNewTokens ?? EVAL_DEFAULTS.maxNewTokens
+  const seed = o.seed ?? fromRun.seed ?? EVAL_DEFAULTS.seed
   const { run, name } = await evalTarget(o)
   // The tasks' code sandbox before the evaluation: a dead one would only turn episodes into task_error.
   await checkSandboxesOf(tasks.map((t) => t.name)).catch((err: Error) => {
@@ -225,17 +241,19 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
       throw new CliError(`cannot load checkpoint: ${err.message}`, { cause: err })
     throw err
   }
-  const rows = await evaluatePolicy(loaded.model, loaded.tokenizer, {
+  const evaluation = await evaluatePolicy(loaded.model, loaded.tokenizer, {
     tasks,
     k,
     instances,
     maxNewTokens,
     temperature: o.temperature,
-    seed: o.seed,
+    top_p: o.topP,
+    seed,
     onProgress: progressLine,
   })
   if (process.stderr.isTTY) process.stderr.write('\n')
-  await reportEval(rows, {
+  await reportEval(evaluation, {
+    seed,
     run,
     name,
     title: o.title ?? `triad eval ${checkpoint}`,
@@ -257,6 +275,8 @@ interface EvalReport {
   step: number | undefined
   k: number
   instances: number
+  /** Base sampling seed of the episodes. */
+  seed: number
   json: boolean | undefined
 }
 
@@ -265,8 +285,9 @@ interface EvalReport {
  * JSON with `json`, else as a table with standard errors.
  * @throws CliError when the eval file was written meanwhile by another process.
  */
-async function reportEval(rows: EvaluationRow[], r: EvalReport): Promise<void> {
-  const { run, name, step, k, instances } = r
+async function reportEval(evaluation: Evaluation, r: EvalReport): Promise<void> {
+  const { run, name, step, k, instances, seed } = r
+  const { rows, instances: results } = evaluation
   if (run) {
     const file = await writeEvalResult(run, name, {
       title: r.title,
@@ -274,6 +295,8 @@ async function reportEval(rows: EvaluationRow[], r: EvalReport): Promise<void> {
       ...(step === undefined ? {} : { step }),
       k,
       time: Date.now(),
+      seed,
+      instances: results,
       rows,
     }).catch((err: unknown) => {
       // Written meanwhile by another process: the same one line as the check up front.
@@ -283,7 +306,9 @@ async function reportEval(rows: EvaluationRow[], r: EvalReport): Promise<void> {
     process.stderr.write(`written to ${file}\n`)
   }
   if (r.json) {
-    process.stdout.write(`${JSON.stringify({ ...r.source, k, instances, rows }, null, 2)}\n`)
+    process.stdout.write(
+      `${JSON.stringify({ ...r.source, k, instances, seed, rows, instance_results: results }, null, 2)}\n`,
+    )
     return
   }
   const table = new Table({
@@ -359,12 +384,12 @@ async function runServedEval(path: string | undefined, o: EvalOptions): Promise<
   await checkSandboxesOf(tasks.map((t) => t.name)).catch((err: Error) => {
     throw new CliError(err.message, { cause: err })
   })
-  let rows: EvaluationRow[]
+  const seed = o.seed ?? EVAL_DEFAULTS.seed
+  let evaluation: Evaluation
   try {
-    rows = await evaluateEpisodes(
+    evaluation = await evaluateEpisodes(
       { tasks, k, instances, onProgress: progressLine },
-      (_task, index, sample) =>
-        new OpenAIPolicy({ ...policy, seed: o.seed + index * 1_009 + sample * 7_919 }),
+      (_task, index, sample) => new OpenAIPolicy({ ...policy, seed: seed + index * 1_009 + sample * 7_919 }),
       o.concurrency ?? 8,
     )
   } catch (err) {
@@ -374,8 +399,9 @@ async function runServedEval(path: string | undefined, o: EvalOptions): Promise<
   } finally {
     if (process.stderr.isTTY) process.stderr.write('\n')
   }
-  await reportEval(rows, {
+  await reportEval(evaluation, {
     ...target,
+    seed,
     title: o.title ?? `triad eval ${o.policy} (model ${model})`,
     source: { policy: o.policy!, model },
     step: o.step,
@@ -423,7 +449,12 @@ export function registerEval(program: Command): void {
       integerOption({ min: 1 }),
     )
     .option('--temperature <t>', 'sampling temperature', numberOption({ min: 0 }), 1)
-    .option('--seed <n>', 'sampling seed', integerOption({ min: 0 }), 0)
+    .option('--top-p <p>', 'nucleus sampling mass (1: off)', numberOption({ min: 0, max: 1 }), 1)
+    .option(
+      '--seed <n>',
+      `base sampling seed (default: a run directory's evaluation seed, else ${EVAL_DEFAULTS.seed})`,
+      integerOption({ min: 0 }),
+    )
     .option('--run <id>', "also write the table into this run's eval/ (the run directory's name)")
     .option('--runs-dir <dir>', 'with --run: the folder that holds the run directory', 'runs')
     .option('--name <name>', 'with --run: the file name, eval/<name>.json (default eval-<time>)')

@@ -194,7 +194,7 @@ export async function checkNats(url: string): Promise<void> {
   await transport.close()
 }
 
-/** `triad run RECIPE [--nats URL | --in-process] [--resume DIR] [--runs-dir DIR] [--check]`. */
+/** `triad run RECIPE [--nats URL | --in-process] [--resume DIR] [--runs-dir DIR] [--sft-only] [--check]`. */
 export function registerRun(program: Command): void {
   program
     .command('run')
@@ -207,11 +207,22 @@ export function registerRun(program: Command): void {
     .option('--in-process', 'run learner and rollout in this process on the in-process transport (no NATS)')
     .option('--resume <dir>', 'continue the stopped run in this run directory')
     .option('--runs-dir <dir>', 'parent folder of new run directories', 'runs')
+    .option(
+      '--sft-only',
+      'stop after the cold start (tokenizer, SFT, reward-model cold start) and evaluate the SFT checkpoint; a resume trains RL from there',
+    )
     .option('--check', 'validate the recipe, print it resolved as JSON, and stop (creates nothing)')
     .action(
       async (
         recipeFile: string,
-        options: { nats?: string; inProcess?: boolean; resume?: string; runsDir: string; check?: boolean },
+        options: {
+          nats?: string
+          inProcess?: boolean
+          resume?: string
+          runsDir: string
+          sftOnly?: boolean
+          check?: boolean
+        },
       ) => {
         if (options.nats && options.inProcess)
           throw new UsageError(
@@ -243,6 +254,7 @@ export function registerRun(program: Command): void {
               nats: options.nats,
               inProcess: options.inProcess,
               resume: run.resumed,
+              sftOnly: options.sftOnly === true,
               onMetrics: (line) => view.add(line as MetricsLine),
               log: (line) => view.log(line),
             })

@@ -215,9 +215,9 @@ export const MonitorKeys = {
   /**
    * The first of these present is the loss column: the learner node's minimised RL loss
    * (`loss/total`, policy loss plus the KL and entropy terms; see `RlStepMetrics`), else its policy
-   * loss, else the loss of a learner actor (`startLearner`, which prefixes its keys `learner/`).
+   * loss.
    */
-  loss: ['loss/total', 'policy/loss', 'learner/loss/total'],
+  loss: ['loss/total', 'policy/loss'],
   maxSteps: RUN_MAX_STEPS,
   /** Restarts of a run's processes by the process supervisor (`process/<name>/restarts`). */
   processRestarts: /^process\/[^/]+\/restarts$/,

@@ -8,7 +8,7 @@ import { formatTick } from './tick-format.ts'
 const require = createRequire(import.meta.url)
 
 /** uPlot's browser build and stylesheet, read from node_modules to be inlined in the page. */
-function chartLibrary(): { js: string; css: string } {
+export function chartLibrary(): { js: string; css: string } {
   return {
     js: readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'),
     css: readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8'),

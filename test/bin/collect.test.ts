@@ -5,9 +5,11 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { parquetReadObjects } from 'hyparquet'
 import { getTask, readSftDataset } from '../../actors/index.ts'
+import { registerCollect } from '../../bin/commands/collect.ts'
 import type { CollectedRow } from '../../bin/trajectories/collected-rows.ts'
 import { closedPort, fakeEndpoint, plainCompletion } from '../support/bad-endpoint.ts'
 import { type ServedCheckpoint, serveTinyCheckpoint } from '../support/served-checkpoint.ts'
+import { runTriadInProcess } from '../support/triad-in-process.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 /** Two episodes of calc and of sql, turns of at most 16 tokens, seeded sampling at temperature 1. */
@@ -142,10 +144,10 @@ describe('bin/collect - against triad serve', () => {
 })
 
 describe('bin/collect - bad input', () => {
-  /** Runs collect against `base` with QUICK settings; returns its result and the out file. */
+  /** Runs collect (in this process) against `base` with QUICK settings; its result and out file. */
   const collect = async (base: string, extra: string[] = []) => {
     const out = join(tmp(), 'x.jsonl')
-    const r = await runTriad([
+    const r = await runTriadInProcess(registerCollect, [
       'collect',
       '--policy',
       `openai:${base}`,
@@ -166,7 +168,12 @@ describe('bin/collect - bad input', () => {
 
   it('collect - an endpoint that does not answer (nothing listening) fails at the start, one line naming the URL', async () => {
     const base = `http://127.0.0.1:${await closedPort()}/v1`
-    const r = await collect(base)
+    // The command as a user runs it: its exit status and the line it prints.
+    const out = join(tmp(), 'x.jsonl')
+    const r = {
+      ...(await runTriad(['collect', '--policy', `openai:${base}`, '--model', 'm', ...QUICK, '--out', out])),
+      out,
+    }
     assert.equal(r.code, 1)
     assert.match(r.stderr, failedCheck(base, 'request failed: fetch failed \\(.*ECONNREFUSED'))
     assert.equal(existsSync(r.out), false)
@@ -268,9 +275,16 @@ describe('bin/collect - bad input', () => {
       [['--policy', 'openai:http://127.0.0.1:9/v1', '--out', 'x.jsonl', '--episodes', '0'], /--episodes/],
     ]
     for (const [args, message] of cases) {
-      const r = await runTriad(['collect', ...args])
+      const r = await runTriadInProcess(registerCollect, ['collect', ...args])
       assert.equal(r.code, 2, args.join(' '))
       assert.match(r.stderr, message)
     }
+    // The command as a user runs it.
+    const cli = await runTriad(['collect', '--out', 'x.jsonl'])
+    assert.equal(cli.code, 2)
+    assert.equal(
+      cli.stderr,
+      'triad: --policy openai:URL is required (the endpoint that plays the episodes)\n',
+    )
   })
 })

@@ -4,13 +4,26 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createRunDir, getTask } from '../../actors/index.ts'
+import { registerEval } from '../../bin/commands/eval.ts'
 import { closedPort, fakeEndpoint } from '../support/bad-endpoint.ts'
 import { type ServedCheckpoint, serveTinyCheckpoint } from '../support/served-checkpoint.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
+import { runTriadInProcess } from '../support/triad-in-process.ts'
 import { runTriad } from '../support/triad-process.ts'
 
-/** One sample of one instance, at most 4 new tokens, on wasm: a quick eval of a tiny checkpoint. */
-const QUICK_EVAL = ['--k', '1', '--instances', '1', '--max-new-tokens', '4', '--backend', 'wasm']
+/** One sample of one instance, at most 4 new tokens, seed 0, on wasm: a quick eval of a tiny checkpoint. */
+const QUICK_EVAL = [
+  '--k',
+  '1',
+  '--instances',
+  '1',
+  '--max-new-tokens',
+  '4',
+  '--seed',
+  '0',
+  '--backend',
+  'wasm',
+]
 
 /** A run directory with `recipe` as its recipe.json and a tiny checkpoint at learner step 4. */
 async function runWithCheckpoint(recipe: object): Promise<{ path: string; recipeFile: string }> {
@@ -39,7 +52,9 @@ const CALC_RECIPE = {
 type EvalJson = {
   k: number
   instances: number
-  rows: { task: string; difficulty: number; n: number; k: number }[]
+  seed: number
+  rows: { task: string; difficulty: number; n: number; k: number; avg_at_k: number }[]
+  instance_results: { task: string; difficulty: number; index: number; k: number; successes: number }[]
 }
 
 describe('bin/eval - bad input', () => {
@@ -146,7 +161,7 @@ describe('bin/eval - bad input', () => {
     assert.equal(r.code, 1)
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
-      `triad: invalid recipe ${run.recipeFile}:\ntasks: is required (array)\ngive --tasks, --k, --instances and --max-new-tokens to evaluate without it\n`,
+      `triad: invalid recipe ${run.recipeFile}:\ntasks: is required (array)\ngive --tasks, --k, --instances, --max-new-tokens and --seed to evaluate without it\n`,
     )
     assert.equal(r.stdout, '')
   })
@@ -158,7 +173,7 @@ describe('bin/eval - bad input', () => {
     assert.equal(r.code, 1)
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
-      `triad: cannot read the run's recipe: ${run.recipeFile}: not JSON; give --tasks, --k, --instances and --max-new-tokens to evaluate without it\n`,
+      `triad: cannot read the run's recipe: ${run.recipeFile}: not JSON; give --tasks, --k, --instances, --max-new-tokens and --seed to evaluate without it\n`,
     )
   })
 
@@ -228,13 +243,24 @@ describe('bin/eval - into a run directory', () => {
       r.stderr
         .split('\n')
         .includes(
-          `using the run's tasks calc:1, k 2, 2 instances per task, at most 4 new tokens per turn (${run.recipeFile}; an option given on the command line wins)`,
+          `using the run's tasks calc:1, k 2, 2 instances per task, at most 4 new tokens per turn, sampling seed 4242 (${run.recipeFile}; an option given on the command line wins)`,
         ),
       r.stderr,
     )
     const out = JSON.parse(r.stdout) as EvalJson
     assert.equal(out.k, 2)
     assert.equal(out.instances, 2)
+    // The run's evaluation seed (recipe seed 0 + 4242), and every instance's result, so that this
+    // evaluation pairs up with the run's own (the same instances and sampling seeds).
+    assert.equal(out.seed, 4242)
+    assert.deepEqual(
+      out.instance_results.map((i) => [i.task, i.difficulty, i.index, i.k]),
+      [
+        ['calc', 1, 0, 2],
+        ['calc', 1, 1, 2],
+      ],
+    )
+    assert.equal(out.rows[0]!.avg_at_k, out.instance_results.reduce((a, i) => a + i.successes / i.k, 0) / 2)
     assert.deepEqual(
       out.rows.map((row) => [row.task, row.difficulty, row.n, row.k]),
       [['calc', 1, 2, 2]],
@@ -249,7 +275,7 @@ describe('bin/eval - into a run directory', () => {
       r.stderr
         .split('\n')
         .includes(
-          `using the run's 2 instances per task, at most 4 new tokens per turn (${run.recipeFile}; an option given on the command line wins)`,
+          `using the run's 2 instances per task, at most 4 new tokens per turn, sampling seed 4242 (${run.recipeFile}; an option given on the command line wins)`,
         ),
       r.stderr,
     )
@@ -373,7 +399,15 @@ describe('bin/eval - a served model (--policy openai:URL)', () => {
     )
     const e = await fakeEndpoint((_n, res) => res.writeHead(200).end('not json at all'))
     try {
-      const bad = await runTriad(['eval', '--policy', `openai:${e.base}`, '--model', 'm', '--tasks', 'calc'])
+      const bad = await runTriadInProcess(registerEval, [
+        'eval',
+        '--policy',
+        `openai:${e.base}`,
+        '--model',
+        'm',
+        '--tasks',
+        'calc',
+      ])
       assert.equal(bad.code, 1)
       assert.match(
         bad.stderr,
@@ -401,7 +435,7 @@ describe('bin/eval - a served model (--policy openai:URL)', () => {
       [['--policy', 'vllm'], /--policy vllm: use openai:URL/],
     ]
     for (const [args, message] of cases) {
-      const r = await runTriad(['eval', ...args])
+      const r = await runTriadInProcess(registerEval, ['eval', ...args])
       assert.equal(r.code, 2, args.join(' '))
       assert.match(r.stderr, message)
     }

@@ -330,7 +330,6 @@ describe('triad serve: a model that answers with a tool call', () => {
     await trainSft(model, opt, [chat], {
       epochs: 80,
       schedule: warmupCosine({ peakLr: 3e-2, warmupSteps: 5, totalSteps: 80 }),
-      progress: false,
     })
     opt.dispose()
     server = buildChatServer({ model, format: new TriadChatFormat(tok), name: MODEL })

@@ -13,10 +13,10 @@ import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { readRunTransport } from '../../actors/index.ts'
-import type { StatusReport } from '../../bin/commands/status.ts'
+import { collectStatus } from '../../bin/commands/status.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { checkTinyRun } from '../support/tiny-run-checks.ts'
-import { RUN_STARTED, runTriad, startTriad } from '../support/triad-process.ts'
+import { RUN_STARTED, startTriad } from '../support/triad-process.ts'
 import { within } from '../support/within.ts'
 
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
@@ -48,12 +48,15 @@ function files(dir: string): Map<string, Buffer> {
 }
 
 /**
- * The service names `triad status --run RUN --json` lists, asked again until the rollout driver is
- * among them (it starts once the learner published its first weights) or the run has exited.
+ * The service names that `triad status --run RUN` lists (its `collectStatus`, on the NATS server the
+ * run recorded in `dir`), asked every 100 ms until every name in `want` was seen or the run exited.
+ * In process, not through the CLI: a CLI start takes seconds on a loaded machine, and the engines
+ * and the rollout driver of the tiny run live for about as long.
  */
 async function servicesDuringRun(
   run: string,
-  runsDir: string,
+  dir: string,
+  want: readonly string[],
   exited: Promise<unknown>,
 ): Promise<Set<string>> {
   let over = false
@@ -61,11 +64,13 @@ async function servicesDuringRun(
     over = true
   })
   const seen = new Set<string>()
-  while (!over && !seen.has('triad-rollout')) {
-    const r = await runTriad(['status', '--run', run, '--runs-dir', runsDir, '--json'])
-    if (r.code !== 0) continue
-    for (const s of (JSON.parse(r.stdout) as StatusReport).services)
-      if (s.metadata.run === run) seen.add(s.name)
+  while (!over && !want.every((n) => seen.has(n))) {
+    const transport = await readRunTransport(dir)
+    if (transport?.transport === 'nats' && transport.url) {
+      const report = await collectStatus({ nats: transport.url, run, waitMs: 300 }).catch(() => undefined)
+      for (const s of report?.services ?? []) seen.add(s.name)
+    }
+    await new Promise((r) => setTimeout(r, 100))
   }
   return seen
 }
@@ -86,15 +91,16 @@ describe('e2e - triad run recipes/tiny.ts', () => {
     const created = await run.waitForText(RUN_STARTED, 60_000)
     // While the run goes on, `triad status --run` lists every actor group of its supervision
     // trees as a NATS service, the learner and the rollout driver included.
-    const seen = await servicesDuringRun(created[1]!, runsDir, run.exited)
-    for (const name of [
+    const want = [
       'triad-learner',
       'triad-rollout',
       'triad-policy',
       'triad-env-controller',
       'triad-env-admin',
       'triad-env-worker',
-    ])
+    ]
+    const seen = await servicesDuringRun(created[1]!, created[2]!, want, run.exited)
+    for (const name of want)
       assert.ok(seen.has(name), `${name} not listed by triad status; saw ${[...seen].join(', ')}`)
     const { code } = await run.exited
     assert.equal(code, 0, run.stderr())

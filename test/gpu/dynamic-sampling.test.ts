@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { maskUniformGroups } from '../../gpu/dynamic-sampling.ts'
-import type { RlBatch } from '../../gpu/rl-step.ts'
+import type { RlBatch } from '../../gpu/rl-batch.ts'
 
 /** A batch of rows of `seqLen` 4 whose columns `1..trained[i]` are trained. */
 function batchOf(

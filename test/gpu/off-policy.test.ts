@@ -11,7 +11,8 @@ import {
   type OffPolicyName,
   offPolicyMetrics,
 } from '../../gpu/off-policy.ts'
-import { RL_STEP_DEFAULTS, type RlBatch, rlStep } from '../../gpu/rl-step.ts'
+import type { RlBatch } from '../../gpu/rl-batch.ts'
+import { RL_STEP_DEFAULTS, rlStep } from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer } from '../../gpu/transformer.ts'
 
 // A batch of 2 x 4: column 0 untrained, row 1's last token padding. The raw importance weights

@@ -3,14 +3,11 @@ import { describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { AdamW } from '../../gpu/adamw.ts'
 import { chooseBackend } from '../../gpu/backend.ts'
+import { computeBatchAdvantages } from '../../gpu/batch-advantages.ts'
 import { ConfigError, ShapeError } from '../../gpu/errors.ts'
-import {
-  computeBatchAdvantages,
-  lengthBuckets,
-  RL_STEP_DEFAULTS,
-  type RlBatch,
-  rlStep,
-} from '../../gpu/rl-step.ts'
+import { lengthBuckets } from '../../gpu/micro-batch.ts'
+import type { RlBatch } from '../../gpu/rl-batch.ts'
+import { RL_STEP_DEFAULTS, rlStep } from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer, forward, type Transformer } from '../../gpu/transformer.ts'
 
 const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, mlpHidden: 32 }

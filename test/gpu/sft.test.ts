@@ -109,17 +109,22 @@ describe('gpu/sft', () => {
     )
     const opt = new AdamW(model.params, { weightDecay: 0 })
     const logged: SftLogRecord[] = []
+    const totals = new Set<number>()
     let clock = 0
     const records = await trainSft(model, opt, chats, {
       epochs: 40,
       batchTokens: 256,
       schedule: warmupCosine({ peakLr: 2e-2, warmupSteps: 5, totalSteps: 40 }),
-      onLog: (r) => logged.push(r),
-      progress: false,
+      onLog: (r, total) => {
+        logged.push(r)
+        totals.add(total)
+      },
       now: () => (clock += 10),
     })
     assert.equal(records.length, 40)
     assert.deepEqual(logged, records)
+    // progress goes out through onLog: every record comes with the step total
+    assert.deepEqual([...totals], [40])
     assert.deepEqual(
       records.slice(0, 3).map((r) => [r.step, r.epoch, r.ms, r.tokens, r.lossTokens]),
       [

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { METRIC_CATALOG, MetricKind, MetricPanel, metricKeyInfo } from '../../protocols/index.ts'
 import { REPO_ROOT, sourceFiles } from '../support/source-files.ts'

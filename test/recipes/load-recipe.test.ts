@@ -5,7 +5,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { loadRecipe, RecipeError, RecipeLoadError, type TaskCatalog } from '../../recipes/index.ts'
+import {
+  loadRecipe,
+  loadRecipeSource,
+  RecipeError,
+  RecipeLoadError,
+  recipeDifferences,
+  resolveRecipe,
+  type TaskCatalog,
+  withField,
+} from '../../recipes/index.ts'
 
 const recipesDir = fileURLToPath(new URL('../../recipes/', import.meta.url))
 const defineRecipePath = join(recipesDir, 'define-recipe.ts')
@@ -32,6 +41,24 @@ describe('recipes/load-recipe', () => {
     assert.ok(quick.budget.maxMinutes! <= 20)
     const tiny = await loadRecipe(join(recipesDir, 'tiny.ts'), { catalog })
     assert.ok(tiny.budget.maxMinutes! * 60 <= 90, 'the tiny recipe fits the 90 s CI budget')
+    // The ablations' baseline is the quickstart's setting with a 6-minute budget a run.
+    const ablation = await loadRecipe(join(recipesDir, 'ablation.ts'), { catalog })
+    assert.deepEqual(
+      recipeDifferences(quick, ablation).map((d) => d.path),
+      ['budget.maxMinutes', 'budget.maxSteps', 'name'],
+    )
+    assert.equal(ablation.budget.maxMinutes, 6)
+  })
+
+  it('loadRecipeSource - the recipe as written: a field changed and resolved again recomputes the defaults that follow from it', async () => {
+    const file = recipeFile(
+      "export default defineRecipe({ tasks: [{ name: 'calc' }], pipeline: { staleEvery: 3 } })",
+    )
+    const { recipe, input } = await loadRecipeSource(file, { catalog })
+    assert.equal(recipe.pipeline.stalenessBound, 7)
+    assert.deepEqual(input, { tasks: [{ name: 'calc' }], pipeline: { staleEvery: 3 } })
+    const changed = resolveRecipe(withField(input, ['pipeline', 'staleEvery'], 10), catalog)
+    assert.equal(changed.pipeline.stalenessBound, 14)
   })
 
   it('loadRecipe - a wrong field names the file and the field', async () => {

@@ -83,6 +83,7 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   const sft = JSON.parse(readFileSync(join(dir, 'eval', 'step-000000.json'), 'utf8')) as {
     step: number
     title: string
+    seed: number
   }
   assert.equal(sft.step, 0)
   assert.equal(sft.title, 'held-out evaluation of the SFT checkpoint (step 0)')
@@ -94,7 +95,34 @@ export function checkTinyRun(dir: string, stdout: readonly string[]): MetricsJso
   assert.deepEqual(periodic.rows.map((r) => r.task).sort(), ['calc', 'maze'])
   const table = JSON.parse(readFileSync(join(dir, 'eval', evals[0]!), 'utf8')) as {
     rows: { checkpoint: string }[]
+    seed: number
+    instances: { checkpoint: string; task: string; index: number; k: number }[]
+    paired: { a: string; b: string; task: string; n: number }[]
   }
+  // Both checkpoints played the same instances with the same sampling seed, and the file pairs
+  // them: step-3 minus sft per task and for the mean (evaluation.instancesPerTask 2, k 2).
+  assert.equal(table.seed, sft.seed)
+  const played = (c: string) =>
+    table.instances
+      .filter((r) => r.checkpoint === c)
+      .map((r) => `${r.task}:${r.index}:${r.k}`)
+      .sort()
+  assert.deepEqual(played('sft'), ['calc:0:2', 'calc:1:2', 'maze:0:2', 'maze:1:2'])
+  assert.deepEqual(played('step-3'), played('sft'))
+  assert.deepEqual(
+    table.paired.map((p) => [p.a, p.b, p.task, p.n]),
+    [
+      ['sft', 'step-3', 'calc', 2],
+      ['sft', 'step-3', 'maze', 2],
+      ['sft', 'step-3', 'mean', 2],
+    ],
+  )
+  assert.ok(
+    stdout.some((l) =>
+      /^ {2}step-3 - sft mean: avg@2 [+-]\d\.\d{3} ± \d\.\d{3} \(paired over 2 instances/.test(l),
+    ),
+    stdout.join('\n'),
+  )
   // The budget (3 steps) is off the checkpoint interval (2): the last step is checkpointed at the
   // end, and that is the one evaluated.
   assert.equal(readLatestCheckpoint(checkpoints)?.version, 3)

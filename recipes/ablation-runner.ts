@@ -1,0 +1,396 @@
+import { spawn } from 'node:child_process'
+import {
+  cpSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { basename, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { isDeepStrictEqual } from 'node:util'
+import {
+  createRunDirAt,
+  dieWithParent,
+  type EvalInstance,
+  isFinalEvalFile,
+  OWN_PROCESS_GROUP,
+  type RunDir,
+  readEvalResults,
+  runDirPaths,
+} from '../actors/index.ts'
+import { CheckpointFile } from '../gpu/index.ts'
+import {
+  type AblationPlan,
+  type AblationVariant,
+  BASELINE,
+  variantInput,
+  variantRecipe,
+} from './ablation-plan.ts'
+import { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
+import { AblationInputError } from './errors.ts'
+import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
+import type { ResolvedRecipe, TaskCatalog } from './task-catalog.ts'
+
+/** The installed `triad` command, which registers tsx itself (so it runs from any working directory). */
+const triadBin = fileURLToPath(new URL('../bin/triad.js', import.meta.url))
+
+/** The file an ablation writes and reads back when resumed: `<out>/ablation.json`. */
+export const ABLATION_FILE = 'ablation.json'
+
+/** `ablation.json`: what was run, on what, and the table. */
+export interface AblationFile {
+  /** The command that made it. */
+  command: string
+  /** The recipe file, and its baseline resolved (the seed of the first seed). */
+  recipe: { file: string; name: string; settings: Omit<ResolvedRecipe, 'derived'> }
+  /** The variants: the baseline, then one per varied value (one field at a time). */
+  variants: { id: string; field?: string; value?: unknown; sft: string }[]
+  seeds: number[]
+  tasks: string[]
+  /** Samples per instance and held-out instances per task of every evaluation. */
+  k: number
+  instancesPerTask: number
+  /** Every run: its status, directory, evaluated step, and why it failed. */
+  runs: Omit<AblationRun, 'instances'>[]
+  /** Per variant, per task and for the mean: avg@k and the paired difference to the baseline. */
+  rows: AblationRow[]
+  /** The machine it ran on. */
+  machine: { cpus: number; cpu: string; memoryGiB: number; node: string }
+  /** Last update, ISO 8601. */
+  updated: string
+}
+
+/** How `runAblation` runs. */
+export interface RunAblationOptions {
+  /** The ablation's folder: `ablation.json`, `runs/`, `sft/`, `recipes/`, `logs/`. */
+  out: string
+  /** The recipe file (recorded). */
+  recipeFile: string
+  /** The command line (recorded). */
+  command: string
+  catalog: TaskCatalog
+  /** Runs each `triad run` in one process on the in-process transport (`--in-process`). */
+  inProcess?: boolean
+  log: (line: string) => void
+  /** Called when a run starts (`current`) and ends, with the runs done (or failed) of the total. */
+  onProgress?: (p: { done: number; total: number; current?: string }) => void
+  /** Called with the file after every run (it is written already). */
+  onTable?: (file: AblationFile) => void | Promise<void>
+}
+
+/** What `runAblation` did. */
+export interface AblationOutcome {
+  file: AblationFile
+  /** Runs started by this call (not the ones found done). */
+  ran: number
+  /** The signal that stopped it, when one did (the run it interrupted is redone by the next call). */
+  signal?: 'SIGINT' | 'SIGTERM'
+}
+
+/** The final checkpoint's per-instance results of a run, from its newest end-of-run evaluation file. */
+async function resultOf(dir: RunDir): Promise<{ step: number; instances: EvalInstance[] } | undefined> {
+  if (!existsSync(dir.evalDir)) return undefined
+  const { results } = await readEvalResults(dir)
+  for (const { file, result } of results.filter((r) => isFinalEvalFile(basename(r.file))).reverse()) {
+    const name = `step-${result.step}`
+    const instances = (result.instances ?? []).filter((i) => i.checkpoint === name)
+    if (result.step !== undefined && instances.length > 0 && file)
+      return { step: result.step, instances: instances.map(({ checkpoint: _c, ...i }) => i) }
+  }
+  return undefined
+}
+
+/** True when a run directory holds the whole cold start its recipe makes (and the SFT's evaluation). */
+function coldStartReady(dir: RunDir, recipe: ResolvedRecipe): boolean {
+  const sft = recipe.sft.epochs > 0
+  const rm = recipe.triad.stepReward.enabled && recipe.triad.rewardModelSft.enabled
+  return (
+    existsSync(join(dir.path, 'tokenizer.json')) &&
+    (!sft || existsSync(join(dir.checkpointsDir, 'sft', CheckpointFile.Weights))) &&
+    (!rm || existsSync(join(dir.checkpointsDir, 'reward-sft', 'reward-sft.json'))) &&
+    (!sft || recipe.evaluation.k === 0 || existsSync(join(dir.evalDir, `${periodicEvalName(0)}.json`)))
+  )
+}
+
+/** A path as shown in a line: relative to the working directory when below it, else absolute. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path)
+  return rel.startsWith('..') || rel === '' ? path : rel
+}
+
+/** The machine, for the record. */
+function machine(): AblationFile['machine'] {
+  const c = cpus()
+  return {
+    cpus: c.length,
+    cpu: c[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  }
+}
+
+/** A `triad run` child: its exit and the last lines it printed. */
+interface RunProcess {
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; tail: string[] }>
+  kill(signal: NodeJS.Signals): void
+}
+
+/** Starts `triad <args>` in its own process group, its output appended to `logFile`. */
+function startTriad(args: readonly string[], logFile: string): RunProcess {
+  const line = dieWithParent(process.execPath, [triadBin, ...args], 'SIGTERM')
+  const log = createWriteStream(logFile, { flags: 'a' })
+  log.write(`$ triad ${args.join(' ')}\n`)
+  const child = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'pipe', 'pipe'] })
+  const tail: string[] = []
+  const keep = (chunk: Buffer) => {
+    log.write(chunk)
+    for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) tail.push(l.trim())
+    tail.splice(0, Math.max(0, tail.length - 20))
+  }
+  child.stdout!.on('data', keep)
+  child.stderr!.on('data', keep)
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; tail: string[] }>((done) =>
+    child.once('close', (code, signal) => log.end(() => done({ code, signal, tail }))),
+  )
+  return {
+    exited,
+    kill: (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    },
+  }
+}
+
+/**
+ * Why a `triad run` failed, in one line: its exit and its `triad: ...` line (else its last line
+ * naming an error, else its last line).
+ */
+function failureOf(exit: { code: number | null; signal: NodeJS.Signals | null; tail: string[] }): string {
+  const from = [...exit.tail].reverse()
+  const said =
+    from.find((l) => l.startsWith('triad:')) ?? from.find((l) => /Error\b/.test(l)) ?? from[0] ?? 'no output'
+  return `${exit.signal ? `killed by ${exit.signal}` : `exit ${exit.code}`}: ${said}`
+}
+
+/**
+ * Runs an ablation (`planAblation`): every variant at every seed is one `triad run` (a child
+ * process; its output in `<out>/logs/<run>.log`) in `<out>/runs/<variant>-s<seed>/`, seed by seed,
+ * each evaluated at its end on the recipe's held-out instances with the seed's sampling seeds
+ * (the same for every variant). The cold start is made once per seed and SFT group
+ * (`triad run --sft-only` in `<out>/sft/<group>-s<seed>/`) and copied into each run of the group
+ * before it starts (tokenizer, SFT checkpoint, the reward model's cold start, the SFT checkpoint's
+ * evaluation when the run evaluates alike), so the variants of one seed start RL from the same
+ * weights and the time budget is spent on RL. After every run `ablation.json` is written again
+ * with the table (`ablationTable`).
+ *
+ * Resumable: a run whose directory holds an end-of-run evaluation is done and not run again; a
+ * run that was interrupted or failed is removed and done again from the start (a resumed time
+ * budget would give it more RL time than the others); a cold start that was interrupted is
+ * resumed (`--resume --sft-only`, which does the SFT again). A run that fails is recorded with its
+ * exit and last line, and the others go on. SIGINT or SIGTERM stops the run in progress (the
+ * signal is passed on) and ends the ablation after it.
+ * @throws AblationInputError when `<out>/ablation.json` is of another recipe or other variants.
+ */
+export async function runAblation(plan: AblationPlan, options: RunAblationOptions): Promise<AblationOutcome> {
+  const out = resolve(options.out)
+  const fileOf = join(out, ABLATION_FILE)
+  const { derived: _d, ...settings } = plan.base
+  const variants = plan.variants.map((v) => ({
+    id: v.id,
+    ...(v.field === undefined ? {} : { field: v.field, value: v.value }),
+    sft: v.sftGroup,
+  }))
+  if (existsSync(fileOf)) {
+    const before = JSON.parse(readFileSync(fileOf, 'utf8')) as Partial<AblationFile>
+    if (
+      !isDeepStrictEqual(before.recipe?.settings, JSON.parse(JSON.stringify(settings))) ||
+      !isDeepStrictEqual(before.variants, JSON.parse(JSON.stringify(variants)))
+    )
+      throw new AblationInputError(
+        `${out} holds an ablation of another recipe or other variants (${fileOf}); give another --out, or the same recipe and --vary options (--seeds may change)`,
+      )
+  }
+  for (const sub of ['runs', 'sft', 'recipes', 'logs']) mkdirSync(join(out, sub), { recursive: true })
+  const total = plan.variants.length * plan.seeds.length
+  const runs = new Map<string, AblationRun>()
+  const key = (variant: string, seed: number) => `${variant}@${seed}`
+  const runDirOf = (v: AblationVariant, seed: number) => runDirPaths(join(out, 'runs', `${v.slug}-s${seed}`))
+  for (const seed of plan.seeds)
+    for (const v of plan.variants) {
+      const dir = runDirOf(v, seed)
+      const result = await resultOf(dir)
+      runs.set(key(v.id, seed), {
+        variant: v.id,
+        seed,
+        dir: relative(out, dir.path),
+        status: result ? AblationRunStatus.Done : AblationRunStatus.Missing,
+        ...(result ? { step: result.step, instances: result.instances } : {}),
+      })
+    }
+  const tasks = heldOutSettings(plan.base).tasks.map((t) => t.name)
+  const write = async (): Promise<AblationFile> => {
+    const all = [...runs.values()]
+    const file: AblationFile = {
+      command: options.command,
+      recipe: { file: options.recipeFile, name: plan.base.name, settings },
+      variants,
+      seeds: plan.seeds,
+      tasks,
+      k: plan.base.evaluation.k,
+      instancesPerTask: plan.base.evaluation.instancesPerTask,
+      runs: all.map(({ instances: _i, ...r }) => r),
+      rows: ablationTable(
+        tasks,
+        plan.variants.map((v) => v.id),
+        all,
+      ),
+      machine: machine(),
+      updated: new Date().toISOString(),
+    }
+    writeFileSync(fileOf, `${JSON.stringify(file, null, 2)}\n`)
+    await options.onTable?.(file)
+    return file
+  }
+  const finished = () => [...runs.values()].filter((r) => r.status !== AblationRunStatus.Missing).length
+
+  // A signal stops the child in progress (passed on) and ends the loop after it.
+  let signal: 'SIGINT' | 'SIGTERM' | undefined
+  let current: RunProcess | undefined
+  const onSignal = (s: 'SIGINT' | 'SIGTERM') => {
+    signal ??= s
+    current?.kill(s)
+  }
+  const onSigint = () => onSignal('SIGINT')
+  const onSigterm = () => onSignal('SIGTERM')
+  process.on('SIGINT', onSigint)
+  process.on('SIGTERM', onSigterm)
+  const triad = async (args: string[], name: string) => {
+    current = startTriad(
+      [...args, ...(options.inProcess ? ['--in-process'] : [])],
+      join(out, 'logs', `${name}.log`),
+    )
+    try {
+      return await current.exited
+    } finally {
+      current = undefined
+    }
+  }
+  /** Writes the recipe file of a variant at a seed, for `triad run`: the input as a plain module. */
+  const recipeFileOf = (v: AblationVariant, seed: number) => {
+    const file = join(out, 'recipes', `${v.slug}-s${seed}.mjs`)
+    writeFileSync(file, `export default ${JSON.stringify(variantInput(plan, v, seed), null, 2)}\n`)
+    return file
+  }
+
+  let ran = 0
+  let file = await write()
+  try {
+    for (const seed of plan.seeds) {
+      const sftFailed = new Map<string, string>()
+      for (const v of plan.variants) {
+        if (signal) break
+        const run = runs.get(key(v.id, seed))!
+        if (run.status === AblationRunStatus.Done) continue
+        const label = `${v.id} seed ${seed}`
+        options.onProgress?.({ done: finished(), total, current: label })
+        // The cold start of the variant's group at this seed, made once.
+        const members = plan.variants.filter((m) => m.sftGroup === v.sftGroup)
+        const holder =
+          members.find((m) => {
+            const r = variantRecipe(plan, m, seed, options.catalog)
+            return r.triad.stepReward.enabled && r.triad.rewardModelSft.enabled
+          }) ?? members[0]!
+        const holderRecipe = variantRecipe(plan, holder, seed, options.catalog)
+        const sftDir = runDirPaths(join(out, 'sft', `${v.sftGroup}-s${seed}`))
+        if (!sftFailed.has(v.sftGroup) && !coldStartReady(sftDir, holderRecipe)) {
+          const stored = existsSync(sftDir.recipeFile)
+            ? (JSON.parse(readFileSync(sftDir.recipeFile, 'utf8')) as unknown)
+            : undefined
+          if (!isDeepStrictEqual(stored, JSON.parse(JSON.stringify(holderRecipe)))) {
+            // Not made yet, or made for another recipe (the recipe file changed): made anew.
+            rmSync(sftDir.path, { recursive: true, force: true })
+            await createRunDirAt(sftDir.path, holderRecipe)
+          }
+          options.log(
+            `cold start of ${v.sftGroup === BASELINE ? 'the baseline' : v.id} at seed ${seed} (triad run --sft-only)`,
+          )
+          const exit = await triad(
+            ['run', recipeFileOf(holder, seed), '--resume', sftDir.path, '--sft-only'],
+            `sft-${basename(sftDir.path)}`,
+          )
+          if (signal) break
+          if (exit.code !== 0 || !coldStartReady(sftDir, holderRecipe))
+            sftFailed.set(
+              v.sftGroup,
+              `its cold start failed (${failureOf(exit)}; log ${shown(join(out, 'logs', `sft-${basename(sftDir.path)}.log`))})`,
+            )
+        }
+        const dir = runDirOf(v, seed)
+        const failedSft = sftFailed.get(v.sftGroup)
+        if (failedSft) {
+          Object.assign(run, { status: AblationRunStatus.Failed, reason: failedSft })
+          options.log(`${label} failed: ${failedSft}`)
+          file = await write()
+          continue
+        }
+        if (existsSync(dir.path)) {
+          options.log(
+            `${label}: ${shown(dir.path)} holds no result (interrupted or failed): running it again from the start`,
+          )
+          rmSync(dir.path, { recursive: true, force: true })
+        }
+        const recipe = variantRecipe(plan, v, seed, options.catalog)
+        await createRunDirAt(dir.path, recipe)
+        // The group's cold start, and the SFT checkpoint's evaluation when this run evaluates alike.
+        cpSync(join(sftDir.path, 'tokenizer.json'), join(dir.path, 'tokenizer.json'))
+        for (const sub of ['sft', 'reward-sft'])
+          if (existsSync(join(sftDir.checkpointsDir, sub)))
+            cpSync(join(sftDir.checkpointsDir, sub), join(dir.checkpointsDir, sub), { recursive: true })
+        const sftEval = join(sftDir.evalDir, `${periodicEvalName(0)}.json`)
+        if (existsSync(sftEval) && isDeepStrictEqual(heldOutSettings(recipe), heldOutSettings(holderRecipe)))
+          cpSync(sftEval, join(dir.evalDir, `${periodicEvalName(0)}.json`))
+        options.log(`running ${label} in ${shown(dir.path)}`)
+        const started = Date.now()
+        ran++
+        const exit = await triad(['run', recipeFileOf(v, seed), '--resume', dir.path], basename(dir.path))
+        if (signal) {
+          options.log(`${label} interrupted (${signal}): the next triad ablate runs it again`)
+          break
+        }
+        const result = await resultOf(dir)
+        if (exit.code === 0 && result) {
+          Object.assign(run, {
+            status: AblationRunStatus.Done,
+            step: result.step,
+            instances: result.instances,
+          })
+          options.log(
+            `${label} done: step ${result.step} in ${((Date.now() - started) / 60_000).toFixed(1)} min`,
+          )
+        } else {
+          const reason =
+            exit.code !== 0
+              ? failureOf(exit)
+              : existsSync(join(dir.checkpointsDir, 'latest.json'))
+                ? 'it ended (exit 0) without an end-of-run evaluation of its last step'
+                : `it ended (exit 0) without a step checkpoint to evaluate (see ${shown(join(dir.logsDir, 'learner.log'))})`
+          Object.assign(run, {
+            status: AblationRunStatus.Failed,
+            reason: `${reason} (log ${shown(join(out, 'logs', `${basename(dir.path)}.log`))})`,
+          })
+          options.log(`${label} failed: ${run.reason}`)
+        }
+        file = await write()
+      }
+      if (signal) break
+    }
+  } finally {
+    process.off('SIGINT', onSigint)
+    process.off('SIGTERM', onSigterm)
+  }
+  options.onProgress?.({ done: finished(), total })
+  return { file, ran, ...(signal ? { signal } : {}) }
+}

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { tinyInput } from '../../recipes/tiny.ts'
+import { runTriad } from '../support/triad-process.ts'
+
+/**
+ * recipes/tiny.ts with a budget of one RL step, a cold start of a few steps and an evaluation of
+ * k 1 on 2 instances per task: one run takes seconds (it learns nothing; the numbers are all 0).
+ */
+const TINY = {
+  ...tinyInput,
+  name: 'abl',
+  seed: 3,
+  pipeline: { ...tinyInput.pipeline, maxNewTokens: 16 },
+  triad: {
+    ...tinyInput.triad,
+    rewardModelSft: { steps: 2, expertTrajectoriesPerTask: 2, heldOutTrajectoriesPerTask: 1 },
+  },
+  evaluation: { every: 0, k: 1, instancesPerTask: 2 },
+  checkpoints: { every: 1, keep: 1 },
+  budget: { maxSteps: 1, maxMinutes: 1 },
+}
+
+/** A folder with the tiny recipe as `abl.mjs` (a plain object is a recipe too). */
+function tinyRecipe(): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'triad-ablate-'))
+  const file = join(dir, 'abl.mjs')
+  writeFileSync(file, `export default ${JSON.stringify(TINY)}\n`)
+  return { dir, file }
+}
+
+interface AblationJson {
+  seeds: number[]
+  variants: { id: string; sft: string }[]
+  runs: { variant: string; seed: number; status: string; dir: string; reason?: string }[]
+  rows: {
+    variant: string
+    task: string
+    seeds: number
+    n: number
+    avg_at_k: number | null
+    diff: number | null
+    paired_seeds: number
+  }[]
+}
+
+describe('bin/ablate - bad input', () => {
+  it('ablate - a field the recipe does not have is named with the nearest ones and the fields beside it; nothing is run', async () => {
+    const { dir, file } = tinyRecipe()
+    const out = join(dir, 'out')
+    const r = await runTriad(['ablate', file, '--vary', 'rl.eps_hgh=0.2', '--seeds', '1', '--out', out])
+    assert.equal(r.code, 2)
+    assert.equal(
+      r.stderr,
+      'triad: --vary rl.eps_hgh is not a recipe field; nearest: rl.eps_high, rl.eps_low, sft.epochs; the fields of rl: groupSize, advantage, eps_low, eps_high, c, aggregation, overlong, kl, entropyCoef, lr, weightDecay, gradClip, taskAdvantageNorm, dynamicSampling, offPolicy\n',
+    )
+    assert.equal(existsSync(out), false)
+  })
+
+  it('ablate - a value the schema refuses is one line naming the option and the field; nothing is run', async () => {
+    const { dir, file } = tinyRecipe()
+    const out = join(dir, 'out')
+    const r = await runTriad(['ablate', file, '--vary', 'rl.eps_high=0.2,-1', '--seeds', '1', '--out', out])
+    assert.equal(r.code, 2)
+    assert.equal(r.stderr, 'triad: --vary rl.eps_high=-1: rl.eps_high: must be > 0\n')
+    assert.equal(existsSync(out), false)
+    const seed = await runTriad(['ablate', file, '--vary', 'seed=1,2', '--seeds', '1', '--out', out])
+    assert.equal(seed.code, 2)
+    assert.equal(
+      seed.stderr,
+      "triad: --vary seed: the seeds of an ablation are --seeds N (the recipe's seed, +1, ...)\n",
+    )
+    const instances = await runTriad([
+      'ablate',
+      file,
+      '--vary',
+      'evaluation.k=2',
+      '--seeds',
+      '1',
+      '--out',
+      out,
+    ])
+    assert.equal(instances.code, 2)
+    assert.match(instances.stderr, /^triad: --vary evaluation\.k=2: it changes the held-out instances/)
+    assert.equal(existsSync(out), false)
+  })
+})
+
+describe('bin/ablate - end to end', () => {
+  it('ablate - 2 variants x 2 seeds and one that fails; the SFT is shared; a deleted result is run again, alone', async () => {
+    const { dir, file } = tinyRecipe()
+    const out = join(dir, 'out')
+    // rl.eps_high shares the baseline's cold start; sft.datasets makes its own, which fails (no such file).
+    const args = [
+      'ablate',
+      file,
+      '--vary',
+      'rl.eps_high=0.2',
+      '--vary',
+      'sft.datasets=[{"path":"/nonexistent/d.jsonl"}]',
+      '--seeds',
+      '2',
+      '--out',
+      out,
+      '--in-process',
+    ]
+    const first = await runTriad(args)
+    assert.equal(first.code, 1, first.stderr)
+    assert.match(
+      first.stdout,
+      /^ablation of abl: 3 variants \(one field at a time: baseline, rl\.eps_high=0\.2, sft\.datasets=/m,
+    )
+    assert.match(first.stdout, /^ablation ░+ 0\/6 runs {2}now: baseline seed 3/m)
+    const file1 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(file1.seeds, [3, 4])
+    assert.deepEqual(
+      file1.variants.map((v) => [v.id, v.sft]),
+      [
+        ['baseline', 'baseline'],
+        ['rl.eps_high=0.2', 'baseline'],
+        ['sft.datasets=[{"path":"/nonexistent/d.jsonl"}]', 'v2-sft_datasets-_path_nonexistent_d_jsonl_'],
+      ],
+    )
+    const status = (f: AblationJson) => f.runs.map((r) => `${r.variant}@${r.seed}:${r.status}`)
+    assert.deepEqual(status(file1), [
+      'baseline@3:done',
+      'rl.eps_high=0.2@3:done',
+      'sft.datasets=[{"path":"/nonexistent/d.jsonl"}]@3:failed',
+      'baseline@4:done',
+      'rl.eps_high=0.2@4:done',
+      'sft.datasets=[{"path":"/nonexistent/d.jsonl"}]@4:failed',
+    ])
+    // The failure says why, and the rest went on.
+    const failed = file1.runs.find((r) => r.status === 'failed')!
+    assert.match(failed.reason!, /^its cold start failed \(exit 1: triad: .*\/nonexistent\/d\.jsonl/)
+    assert.match(first.stderr, /^triad: 2 of 6 runs failed/)
+    // One cold start per seed for the baseline's group, copied into both of its variants' runs.
+    assert.deepEqual(readdirSync(join(out, 'sft')).sort(), [
+      'baseline-s3',
+      'baseline-s4',
+      'v2-sft_datasets-_path_nonexistent_d_jsonl_-s3',
+      'v2-sft_datasets-_path_nonexistent_d_jsonl_-s4',
+    ])
+    for (const run of ['baseline-s3', 'v1-rl_eps_high-0_2-s4']) {
+      const learner = readFileSync(join(out, 'runs', run, 'logs', 'learner.log'), 'utf8')
+      assert.match(learner, /starting from the SFT checkpoint/)
+      assert.doesNotMatch(learner, /cold-start SFT on expert trajectories/)
+      assert.ok(existsSync(join(out, 'runs', run, 'eval', 'step-000000.json')))
+    }
+    // The table: per task and the mean, each with its seeds; the variant paired with the baseline.
+    const mean = file1.rows.find((r) => r.variant === 'rl.eps_high=0.2' && r.task === 'mean')!
+    assert.deepEqual(
+      [mean.seeds, mean.n, mean.paired_seeds, mean.avg_at_k === null, mean.diff === null],
+      [2, 2, 2, false, false],
+    )
+    assert.deepEqual(
+      file1.rows.filter((r) => r.variant === 'baseline').map((r) => r.task),
+      ['calc', 'maze', 'mean'],
+    )
+    const html = readFileSync(join(out, 'ablation.html'), 'utf8')
+    assert.match(html, /uPlot/)
+    assert.match(html, /<td>rl\.eps_high=0\.2<\/td><td>mean<\/td>/)
+    assert.match(html, /Runs without a result/)
+    assert.doesNotMatch(html, /<script src=|<link /, 'the page loads nothing from elsewhere')
+
+    // Resume: one run's result deleted; only that run (and the failed ones) run again.
+    const victim = join(out, 'runs', 'v1-rl_eps_high-0_2-s4', 'eval')
+    for (const f of readdirSync(victim).filter((f) => f.startsWith('final-'))) rmSync(join(victim, f))
+    const second = await runTriad(args)
+    assert.equal(second.code, 1, second.stderr)
+    const ran = second.stdout.split('\n').filter((l) => l.startsWith('running '))
+    assert.deepEqual(
+      ran.map((l) => l.replace(/ in .*/, '')),
+      ['running rl.eps_high=0.2 seed 4'],
+    )
+    assert.match(
+      second.stdout,
+      /rl\.eps_high=0\.2 seed 4: .* holds no result \(interrupted or failed\): running it again from the start/,
+    )
+    assert.doesNotMatch(second.stdout, /cold start of the baseline/)
+    const file2 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(status(file2), status(file1))
+  })
+})
