@@ -172,9 +172,9 @@ export function judgedSteps(groups: readonly TrajectoryGroupPayload[], m: number
  * and adds nothing to the GRPO-TCR loss. The balance keeps the judge from learning the share of
  * failed episodes instead of the steps: on the quickstart's policy most judged steps come from
  * failed episodes (longer, and more of them), and ten unbalanced updates replayed on them took the
- * judge from saying `-` to 64% of good steps to 95% (balanced accuracy 0.54 to 0.51); balanced,
- * to 41% (greedy balanced accuracy 0.52 to 0.66). Bounds the cost of an update (each step is a
- * forward/backward pass over its judge prompt).
+ * judge from saying `-` to 66% of good steps to 95% (balanced accuracy of its sampled verdicts 0.54
+ * to 0.51); balanced, twenty updates took it to 41% (sampled 0.54 to 0.64, greedy 0.52 to 0.74).
+ * Bounds the cost of an update (each step is a forward/backward pass over its judge prompt).
  * @returns `2 * min(solved, failed, floor(cap / 2))` steps (steps with O = 0 are never drawn), or,
  *   when the steps are all of solved or all of failed episodes, at most `cap` of them, mixed first
  *   (nothing to balance: the judge of a policy that fails everything still trains).
