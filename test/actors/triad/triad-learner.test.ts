@@ -135,28 +135,44 @@ describe('node - triad learner glue', () => {
     const unjudged = { ...sample(1, 1, 1), judgements: undefined }
     assert.equal(judgedSteps([group([unjudged])], 1).length, 0)
   })
-  it('node - a reward-model update takes at most cap steps, the ones with mixed judgements first, seeded', () => {
-    const step = (i: number, judgements: number[]) => ({
+  it('node - a reward-model update takes as many steps of solved as of failed episodes, at most cap, mixed judgements first, seeded', () => {
+    const step = (i: number, outcome: number, judgements: number[]) => ({
       prompt: Int32Array.from([i + 1]),
-      outcome: 1,
+      outcome,
       tokens: Int32Array.from(judgements.map((j) => (j > 0 ? 0x2b : 0x2d))),
       logprobs: Float32Array.from(judgements.map(() => -0.7)),
       judgements: Int8Array.from(judgements),
     })
-    const judged = Array.from({ length: 40 }, (_, i) => step(i, i % 8 === 0 ? [1, -1] : [1, 1])) // 5 mixed
-    const picked = sampleJudgedSteps(judged, 12, 3)
-    assert.equal(picked.length, 12)
-    assert.deepEqual(
-      picked
-        .slice(0, 5)
-        .map((s) => s.prompt[0]! - 1)
-        .sort((a, b) => a - b),
-      [0, 8, 16, 24, 32],
+    // Steps 0-9 of solved episodes (0, 4, 8 mixed), steps 10-39 of failed ones (10, 15, ..., 35 mixed).
+    const judged = Array.from({ length: 40 }, (_, i) =>
+      i < 10 ? step(i, 1, i % 4 === 0 ? [1, -1] : [1, 1]) : step(i, 0, i % 5 === 0 ? [1, -1] : [-1, -1]),
     )
-    assert.equal(new Set(picked.map((s) => s.prompt[0])).size, 12) // without replacement
+    const picked = sampleJudgedSteps(judged, 12, 3)
+    const ids = picked.map((s) => s.prompt[0]! - 1)
+    assert.deepEqual(
+      picked.map((s) => s.outcome),
+      [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0],
+    )
+    const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
+    assert.deepEqual(sorted(ids.slice(0, 3)), [0, 4, 8]) // the solved side's mixed steps first
+    assert.deepEqual(sorted(ids.slice(6, 12)), [10, 15, 20, 25, 30, 35]) // the failed side's
+    assert.equal(new Set(ids).size, 12) // without replacement
     assert.deepEqual(sampleJudgedSteps(judged, 12, 3), picked) // seeded
     assert.notDeepEqual(sampleJudgedSteps(judged, 12, 4), picked)
-    assert.equal(sampleJudgedSteps(judged, 64, 3).length, 40)
+    // Without a cap in the way the smaller side decides: 10 solved, 10 of the 30 failed.
+    const all = sampleJudgedSteps(judged, 64, 3)
+    assert.equal(all.filter((s) => s.outcome === 1).length, 10)
+    assert.equal(all.filter((s) => s.outcome === 0).length, 10)
+    // Failed episodes only: nothing to balance, at most cap steps, mixed first.
+    const failedOnly = sampleJudgedSteps(judged.slice(10), 12, 3).map((s) => s.prompt[0]! - 1)
+    assert.equal(failedOnly.length, 12)
+    assert.deepEqual(sorted(failedOnly.slice(0, 6)), [10, 15, 20, 25, 30, 35])
+    // A neutral outcome (r = 0.5: O = 0) is on neither side.
+    const neutral = [step(0, 0.5, [1, -1]), step(1, 1, [1, -1]), step(2, 0, [1, -1])]
+    assert.deepEqual(
+      sampleJudgedSteps(neutral, 12, 3).map((s) => s.outcome),
+      [1, 0],
+    )
   })
   it('node - trust gate: step rewards only when the pooled online balanced accuracy reaches minAccuracy', () => {
     // sample(reward, verdict, good label): three good steps judged +, one bad step judged +.
