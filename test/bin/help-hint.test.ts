@@ -4,10 +4,20 @@ import { runTriad } from '../support/triad-process.ts'
 
 describe('bin/help-hint', () => {
   it('usage errors - a missing argument prints the error and one line naming the command help, not the help, and exits 2', async () => {
+    const r = await runTriad(['export'])
+    assert.equal(r.code, 2)
+    assert.equal(r.stdout, '')
+    assert.equal(r.stderr, "error: missing required argument 'checkpoint'\nsee `triad export --help`\n")
+  })
+
+  it('usage errors - triad eval with neither a model path nor --policy says what it needs and exits 2', async () => {
     const r = await runTriad(['eval'])
     assert.equal(r.code, 2)
     assert.equal(r.stdout, '')
-    assert.equal(r.stderr, "error: missing required argument 'checkpoint'\nsee `triad eval --help`\n")
+    assert.equal(
+      r.stderr,
+      'triad: give a checkpoint or run directory to evaluate, or --policy openai:URL for a served model\n',
+    )
   })
 
   it('usage errors - an unknown option, of a command and of a nested command', async () => {
