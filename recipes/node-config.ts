@@ -97,6 +97,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
         enabled: recipe.triad.rewardModelSft.enabled && recipe.triad.stepReward.enabled,
         steps: recipe.triad.rewardModelSft.steps,
         expertTrajectoriesPerTask: recipe.triad.rewardModelSft.expertTrajectoriesPerTask,
+        policyTrajectoriesPerTask: recipe.triad.rewardModelSft.policyTrajectoriesPerTask,
         heldOutTrajectoriesPerTask: recipe.triad.rewardModelSft.heldOutTrajectoriesPerTask,
         errorRate: recipe.triad.rewardModelSft.errorRate,
         successRate: recipe.triad.rewardModelSft.successRate,

@@ -284,7 +284,13 @@ export const RewardModelSftSchema = z.strictObject({
   lr: positive().default(3e-3),
   /** Expert trajectories per task whose steps are the training data (default 128). */
   expertTrajectoriesPerTask: int(1).default(128),
-  /** Expert trajectories per task (other seeds) that measure accuracy before and after (default 8). */
+  /**
+   * Trajectories per task the policy samples after its cold-start SFT (train instances, the run's
+   * sampling), whose labelled steps the reward model also trains on: the mistakes the policy
+   * itself makes (default 64; 0: expert steps only).
+   */
+  policyTrajectoriesPerTask: int(0).default(64),
+  /** Expert trajectories per task (other seeds) that measure accuracy before and after, and as many of the policy's when it plays (default 8). */
   heldOutTrajectoriesPerTask: int(1).default(8),
   /** Per-step probability of an expert mistake: the bad steps to learn from (default 0.3). */
   errorRate: z.number().gt(0).lt(1).default(0.3),

@@ -34,7 +34,12 @@ export interface RewardModelSftConfig {
   steps: number
   /** Expert episodes per task whose steps are the training data. */
   expertTrajectoriesPerTask: number
-  /** Expert episodes per task (other seeds) whose steps measure accuracy before and after. */
+  /**
+   * Episodes per task the policy samples after its cold start (train instances, the run's
+   * sampling) whose labelled steps are training data too: the policy's own mistakes. 0: none.
+   */
+  policyTrajectoriesPerTask: number
+  /** Expert episodes per task (other seeds) whose steps measure accuracy before and after; as many policy episodes too when it plays. */
   heldOutTrajectoriesPerTask: number
   /** Per-step probability of an expert mistake (bad steps to learn from). */
   errorRate: number

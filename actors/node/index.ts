@@ -24,6 +24,7 @@ export {
   type PolicyStepAdvantages,
   parseTriadSwitches,
   playLabelledSteps,
+  playPolicyLabelledSteps,
   policyStepAdvantages,
   REWARD_MODEL_CHECKPOINT_DIR,
   REWARD_MODEL_SFT_DIR,

@@ -16,6 +16,10 @@ export function runSeeds(seed: number) {
     rewardModelSftTrain: (i: number) => seed * 7919 + 1_000_003 + i,
     /** The i-th expert episode of a task the reward model's cold start measures accuracy on. */
     rewardModelSftHeldOut: (i: number) => seed * 7919 + 2_000_003 + i,
+    /** The i-th episode of a task the policy plays for the reward model's cold start to train on (instance and samples). */
+    rewardModelSftPolicyTrain: (i: number) => seed * 7919 + 3_000_003 + i,
+    /** The i-th episode of a task the policy plays for the reward model's cold start to measure accuracy on. */
+    rewardModelSftPolicyHeldOut: (i: number) => seed * 7919 + 4_000_003 + i,
     /** The i-th env worker of the rollout process (its sessions' random instances). */
     envWorker: (i: number) => seed + i,
     /** Cross-policy sampling: which turns go to a stale engine. */

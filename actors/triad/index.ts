@@ -34,6 +34,7 @@ export {
   type ColdStartNodeConfig,
   loadRewardModelSft,
   playLabelledSteps,
+  playPolicyLabelledSteps,
   REWARD_MODEL_SFT_DIR,
   REWARD_MODEL_SFT_FILE,
   type RewardModelSftReport,

@@ -390,6 +390,10 @@ const cases: Record<string, Case> = {
     set: 5,
     lands: { 'node.triad.rewardModelSft.expertTrajectoriesPerTask': 5 },
   },
+  'triad.rewardModelSft.policyTrajectoriesPerTask': {
+    set: 5,
+    lands: { 'node.triad.rewardModelSft.policyTrajectoriesPerTask': 5 },
+  },
   'triad.rewardModelSft.heldOutTrajectoriesPerTask': {
     set: 5,
     lands: { 'node.triad.rewardModelSft.heldOutTrajectoriesPerTask': 5 },

@@ -6,14 +6,22 @@ import { after, before, describe, it } from 'node:test'
 import {
   loadRewardModelSft,
   playLabelledSteps,
+  playPolicyLabelledSteps,
   REWARD_MODEL_SFT_FILE,
   type RewardModelSftConfig,
   rewardModelColdStart,
   rewardModelColdStartOnce,
   rewardModelSftMetrics,
 } from '../../../actors/node/index.ts'
+import { runSeeds } from '../../../actors/runtime/index.ts'
 import { RewardModel } from '../../../actors/triad/index.ts'
-import { chooseBackend, getWeights, Tokenizer } from '../../../gpu/index.ts'
+import {
+  chooseBackend,
+  createTransformer,
+  disposeTransformer,
+  getWeights,
+  Tokenizer,
+} from '../../../gpu/index.ts'
 import { defineRecipe, nodeConfigOf, resolveTasks } from '../../../recipes/index.ts'
 
 const run = { seed: 3, tasks: [{ name: 'calc', weight: 1, difficulty: 1 }] }
@@ -21,6 +29,7 @@ const sft: RewardModelSftConfig = {
   enabled: true,
   steps: 12,
   expertTrajectoriesPerTask: 6,
+  policyTrajectoriesPerTask: 0,
   heldOutTrajectoriesPerTask: 2,
   errorRate: 0.3,
   successRate: 0.5,
@@ -127,6 +136,58 @@ describe('actors/triad/reward-model-cold-start', () => {
     }
   })
 
+  it("reward-model-cold-start - the policy's own episodes add their labelled steps (policyTrajectoriesPerTask), measured apart on held-out ones", async () => {
+    // A random policy on calc: its turns rarely parse, so its steps are the invalid actions a
+    // fresh policy makes, labelled bad by the environment.
+    const policy = {
+      model: createTransformer(modelConfig, { seed: 21 }),
+      tokenizer: new Tokenizer(),
+      sampling: { maxNewTokens: 6, temperature: 1, top_p: 1 },
+    }
+    const own = { ...sft, steps: 2, policyTrajectoriesPerTask: 3 }
+    try {
+      const a = await playPolicyLabelledSteps(run, 3, policy, runSeeds(run.seed).rewardModelSftPolicyTrain)
+      const b = await playPolicyLabelledSteps(run, 3, policy, runSeeds(run.seed).rewardModelSftPolicyTrain)
+      assert.ok(a.length >= 3, `at least a step per episode: ${a.length}`)
+      assert.deepEqual(b, a, 'the same seeds give the same episodes')
+      assert.ok(a.every((s) => s.step.task === 'calc' && s.step.step.role === 'assistant'))
+      const rm = new RewardModel({ config: modelConfig, seed: 10 })
+      try {
+        const withPolicy = await rewardModelColdStart(rm, run, own, undefined, 'wasm', policy)
+        assert.equal(withPolicy.policySteps, a.length)
+        assert.equal(
+          withPolicy.trainGood + withPolicy.trainBad,
+          withPolicy.policySteps +
+            (await playLabelledSteps(run, 6, { ...sft, seedOf: runSeeds(run.seed).rewardModelSftTrain }))
+              .length,
+        )
+        assert.ok(withPolicy.policyAfter && withPolicy.policyAfter.steps > 0, JSON.stringify(withPolicy))
+        assert.equal(
+          rewardModelSftMetrics(withPolicy)['reward_model/sft/policy_balanced_accuracy_after'],
+          withPolicy.policyAfter.balancedAccuracy,
+        )
+        const without = await rewardModelColdStart(
+          rm,
+          run,
+          { ...own, policyTrajectoriesPerTask: 0 },
+          undefined,
+          'wasm',
+          policy,
+        )
+        assert.equal(without.policySteps, 0)
+        assert.equal(without.policyAfter, undefined)
+        assert.equal(
+          'reward_model/sft/policy_balanced_accuracy_after' in rewardModelSftMetrics(without),
+          false,
+        )
+      } finally {
+        rm.dispose()
+      }
+    } finally {
+      disposeTransformer(policy.model)
+    }
+  })
+
   it('reward-model-cold-start - an incomplete folder is no cold start; one of another size is an error', async () => {
     const rm = new RewardModel({ config: modelConfig, seed: 1 })
     assert.equal(await loadRewardModelSft(join(dir, 'nothing'), rm), undefined)
@@ -147,6 +208,7 @@ describe('actors/triad/reward-model-cold-start', () => {
       enabled: true,
       steps: 300,
       expertTrajectoriesPerTask: 128,
+      policyTrajectoriesPerTask: 64,
       heldOutTrajectoriesPerTask: 8,
       errorRate: 0.3,
       successRate: 0.8,
