@@ -29,7 +29,12 @@ export const tinyInput = {
   triad: {
     adaptEvery: 1,
     stepReward: { m: 1 },
-    rewardModelSft: { steps: 3, expertTrajectoriesPerTask: 4, heldOutTrajectoriesPerTask: 1 },
+    rewardModelSft: {
+      steps: 3,
+      expertTrajectoriesPerTask: 4,
+      policyTrajectoriesPerTask: 2,
+      heldOutTrajectoriesPerTask: 1,
+    },
   },
   evaluation: { every: 2, k: 2, instancesPerTask: 2 },
   checkpoints: { every: 2, keep: 1 },

@@ -17,7 +17,12 @@ const TINY = {
   pipeline: { ...tinyInput.pipeline, maxNewTokens: 16 },
   triad: {
     ...tinyInput.triad,
-    rewardModelSft: { steps: 2, expertTrajectoriesPerTask: 2, heldOutTrajectoriesPerTask: 1 },
+    rewardModelSft: {
+      steps: 2,
+      expertTrajectoriesPerTask: 2,
+      policyTrajectoriesPerTask: 2,
+      heldOutTrajectoriesPerTask: 1,
+    },
   },
   evaluation: { every: 0, k: 1, instancesPerTask: 2 },
   checkpoints: { every: 1, keep: 1 },
