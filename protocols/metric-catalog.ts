@@ -384,6 +384,20 @@ export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
     gauge,
     P.namespace,
   ),
+  m(
+    'reward_model/sft/policy_steps',
+    "labelled steps of the policy's own episodes the reward model SFT trained on",
+    'count',
+    gauge,
+    P.namespace,
+  ),
+  m(
+    'reward_model/sft/policy_balanced_accuracy_after',
+    "balanced accuracy after the reward model SFT on held-out steps of the policy's own episodes",
+    'fraction',
+    gauge,
+    P.rewardModel,
+  ),
   // policy engines (actors/policy/engine.ts)
   m('engine/tokens_per_s', 'tokens generated per second by the engine', 'tokens/s', rate, P.throughput),
   m('engine/batch_size_mean', 'mean sequences per decode step', 'count', gauge, P.namespace),
