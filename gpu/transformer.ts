@@ -534,6 +534,15 @@ function toHeads(x: tf.Tensor, b: number, t: number, h: number, hd: number): tf.
 }
 
 /**
+ * `x` split into `n` equal parts along axis 0. One part is `x` itself: tfjs's gradient of a split
+ * into one part fails ("Pass at least one tensor to concat"), which a single sequence-head (batch 1,
+ * one key/value head) would otherwise meet.
+ */
+function splitRows<T extends tf.Tensor>(x: T, n: number): T[] {
+  return n === 1 ? [x] : (tf.split(x, n, 0) as T[])
+}
+
+/**
  * How attention multiplies: `batched` uses one 3-D matmul for all heads; `per-head` one 2-D matmul
  * per sequence and head (on wasm about a third faster for long blocks, since batched and transposed
  * matmuls leave XNNPACK's fast path, but it costs a split per head); `auto` takes `per-head` for
@@ -571,13 +580,13 @@ function attention(
     return tf.reshape(tf.matMul(tf.reshape(tf.softmax(masked), [bkv, g * t, keyLen]), v), [bh, t, hd])
   }
   const kvHeads = bkv / (bh / heads)
-  const qs = tf.split(qg, bkv, 0)
-  const kts = tf.split(tf.transpose(k, [0, 2, 1]), bkv, 0)
-  const vs = tf.split(v, bkv, 0)
+  const qs = splitRows(qg, bkv)
+  const kts = splitRows(tf.transpose(k, [0, 2, 1]), bkv)
+  const vs = splitRows(v, bkv)
   const masks =
     maskBatch === 1
       ? [tf.reshape(mask, [t, keyLen])]
-      : tf.split(tf.reshape(mask, [maskBatch, t * keyLen]), maskBatch, 0)
+      : splitRows(tf.reshape(mask, [maskBatch, t * keyLen]), maskBatch)
   const outs = qs.map((qi, i) => {
     const m = tf.reshape(masks[maskBatch === 1 ? 0 : Math.floor(i / kvHeads)]!, [t, keyLen])
     const raw = matmul(tf.reshape(qi, [g * t, hd]), tf.reshape(kts[i]!, [hd, keyLen])) // q k^T

@@ -87,6 +87,32 @@ describe('gpu/transformer variants', () => {
     disposeTransformer(model)
   })
 
+  it('one key/value head at batch 1: per-head attention takes gradients and agrees with batched', async () => {
+    // Qwen3's smallest layouts and the tiny test models have num_key_value_heads 1: per-head
+    // attention then has a single sequence-head, whose split (and its gradient) must still work.
+    const one: TransformerConfig = { ...variant, kvHeads: 1 }
+    const weights = initWeights(one, 4)
+    const model = createTransformer(one, { weights })
+    const rng = createRng(6)
+    const row = () => Array.from({ length: 70 }, () => rng.int(11))
+    const tokens = tf.tensor2d([row()], [1, 70], 'int32')
+    const targets = tf.tensor2d([row()], [1, 70], 'int32')
+    const per = () => tf.sum(tokenLogprobs(model, tokens, targets, { attention: 'per-head' })) as tf.Scalar
+    const batched = () => tf.sum(tokenLogprobs(model, tokens, targets, { attention: 'batched' })) as tf.Scalar
+    const a = tf.variableGrads(per, [...model.params.values()])
+    const b = tf.variableGrads(batched, [...model.params.values()])
+    assert.ok(Math.abs(a.value.dataSync()[0]! - b.value.dataSync()[0]!) < 1e-3)
+    for (const name of Object.keys(b.grads)) {
+      const ga = a.grads[name]!.dataSync()
+      const gb = b.grads[name]!.dataSync()
+      let diff = 0
+      for (let i = 0; i < gb.length; i++) diff = Math.max(diff, Math.abs(ga[i]! - gb[i]!))
+      assert.ok(diff < 1e-3, `${name}: max gradient diff ${diff}`)
+    }
+    tf.dispose([a.value, b.value, a.grads, b.grads, tokens, targets])
+    disposeTransformer(model)
+  })
+
   for (const attention of ['batched', 'per-head'] as const) {
     it(`${attention}: analytic gradients match finite differences for every parameter`, async () => {
       const weights = spread(5)
