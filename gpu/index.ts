@@ -203,6 +203,7 @@ export {
   type Transformer,
   type TransformerConfig,
   tokenLogprobs,
+  tokenStatsAt,
   trainingFlopsPerToken,
   withAdapters,
 } from './transformer.ts'

@@ -840,6 +840,65 @@ export function tokenLogprobs(
 }
 
 /**
+ * Log-probabilities (and, with `options.entropy`, entropies) of given next tokens at chosen positions
+ * only: `logp[r] = log softmax(logits[r] / T)[targets[r]]` for each flat position `r = b * seqLen + i`
+ * in `positions`, 0 at every other position. The output head and the softmax, which dominate a pass
+ * for a large vocabulary (151,936 ids: 0.6 MB of logits per position), run on those rows alone; the
+ * transformer body runs on every position (attention needs them). Differentiable: the chosen hidden
+ * states are gathered and the results scattered back (`unsortedSegmentSum`), so positions outside
+ * `positions` get no gradient, as a loss mask of 0 gives them none.
+ * @param tokens `[batch, seqLen]` int32 inputs.
+ * @param targets `[batch, seqLen]` int32, usually the inputs shifted left by one.
+ * @param positions distinct flat positions in `[0, batch * seqLen)`, int32 (may be empty).
+ * @returns `logp` `[batch, seqLen]` float32 (nats); `entropy` `[batch, seqLen]` float32 (nats) with
+ *   `options.entropy`.
+ * @throws ShapeError for targets unlike tokens or a position out of range; ConfigError for a
+ *   temperature that is not > 0.
+ */
+export function tokenStatsAt(
+  model: Transformer,
+  tokens: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  positions: Int32Array,
+  options: LogprobOptions & { entropy?: boolean } = {},
+): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
+  if (targets.rank !== 2 || targets.shape[0] !== tokens.shape[0] || targets.shape[1] !== tokens.shape[1])
+    throw new ShapeError('targets', `[${tokens.shape.join(', ')}] like tokens`, targets.shape)
+  const temperature = options.temperature ?? 1
+  if (!(temperature > 0))
+    throw new ConfigError('temperature', temperature, 'must be > 0 for log-probabilities')
+  const [b, t] = tokens.shape
+  for (const r of positions)
+    if (!(r >= 0 && r < b * t)) throw new ShapeError('positions', `in [0, ${b * t})`, [r])
+  return tf.tidy(() => {
+    if (positions.length === 0) {
+      const zeros = tf.zeros([b, t]) as tf.Tensor2D
+      return options.entropy ? { logp: zeros, entropy: tf.zeros([b, t]) as tf.Tensor2D } : { logp: zeros }
+    }
+    const h = hiddenStates(model, tokens, {
+      attentionMask: options.attentionMask,
+      positions: options.positions,
+      attention: options.attention,
+    })
+    const rows = tf.tensor1d(positions, 'int32')
+    const n = positions.length
+    const vocab = model.config.vocabSize
+    let logits: tf.Tensor2D = projectOut(model, tf.gather(h, rows)) // [n, V]
+    if (temperature !== 1) logits = tf.div(logits, temperature)
+    const lse = tf.logSumExp(logits, -1) // [n]
+    const wanted = tf.gather(tf.reshape(targets.toInt(), [b * t]), rows)
+    const flat = tf.add(tf.mul(tf.range(0, n, 1, 'int32'), tf.scalar(vocab, 'int32')), wanted) as tf.Tensor1D
+    const picked = tf.sub(tf.gather(tf.reshape(logits, [n * vocab]), flat), lse) // log p = z_y - logsumexp(z)
+    const logp = tf.reshape(tf.unsortedSegmentSum(picked, rows, b * t), [b, t]) as tf.Tensor2D
+    if (!options.entropy) return { logp }
+    const logSm = tf.sub(logits, tf.reshape(lse, [n, 1]))
+    const h1 = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1)) // H = -sum p log p
+    const entropy = tf.reshape(tf.unsortedSegmentSum(h1, rows, b * t), [b, t]) as tf.Tensor2D
+    return { logp, entropy }
+  })
+}
+
+/**
  * Output heads at least this large (vocabSize x width values; 64 MiB of float32) take the
  * transpose-flag matmul for a few rows, see `projectOut`.
  */

@@ -13,6 +13,7 @@ import {
   paramShapes,
   type TransformerConfig,
   tokenLogprobs,
+  tokenStatsAt,
 } from '../../gpu/index.ts'
 
 /**
@@ -110,6 +111,49 @@ describe('gpu/transformer variants', () => {
       assert.ok(diff < 1e-3, `${name}: max gradient diff ${diff}`)
     }
     tf.dispose([a.value, b.value, a.grads, b.grads, tokens, targets])
+    disposeTransformer(model)
+  })
+
+  it('tokenStatsAt: log-probabilities and entropies at chosen positions, 0 elsewhere, with the masked gradients', async () => {
+    const model = createTransformer(variant, { weights: spread(8) })
+    const rng = createRng(3)
+    const row = () => Array.from({ length: 9 }, () => rng.int(11))
+    const tokens = tf.tensor2d([row(), row()], [2, 9], 'int32')
+    const targets = tf.tensor2d([row(), row()], [2, 9], 'int32')
+    const positions = Int32Array.from([2, 3, 8, 12, 17])
+    const mask = tf.tensor2d(
+      Array.from({ length: 18 }, (_, i) => (positions.includes(i) ? 1 : 0)),
+      [2, 9],
+    )
+    const full = tokenLogprobs(model, tokens, targets, { temperature: 0.7 }).dataSync()
+    const at = tokenStatsAt(model, tokens, targets, positions, { temperature: 0.7, entropy: true })
+    const lp = at.logp.dataSync()
+    const ent = at.entropy!.dataSync()
+    const logits = tf.div(forward(model, tokens), 0.7).reshape([18, 11]).logSoftmax()
+    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logits), logits), -1)).dataSync()
+    for (let i = 0; i < 18; i++) {
+      const chosen = positions.includes(i)
+      assert.ok(Math.abs(lp[i]! - (chosen ? full[i]! : 0)) < 1e-5, `logp[${i}]`)
+      assert.ok(Math.abs(ent[i]! - (chosen ? entropy[i]! : 0)) < 1e-5, `entropy[${i}]`)
+    }
+    const params = [...model.params.values()]
+    const a = tf.variableGrads(
+      () => tf.sum(tokenStatsAt(model, tokens, targets, positions).logp) as tf.Scalar,
+      params,
+    )
+    const b = tf.variableGrads(
+      () => tf.sum(tf.mul(tokenLogprobs(model, tokens, targets), mask)) as tf.Scalar,
+      params,
+    )
+    for (const name of Object.keys(b.grads)) {
+      const ga = a.grads[name]!.dataSync()
+      const gb = b.grads[name]!.dataSync()
+      let diff = 0
+      for (let i = 0; i < gb.length; i++) diff = Math.max(diff, Math.abs(ga[i]! - gb[i]!))
+      assert.ok(diff < 1e-4, `${name}: max gradient diff ${diff}`)
+    }
+    assert.throws(() => tokenStatsAt(model, tokens, targets, Int32Array.from([18])), /positions/)
+    tf.dispose([a.value, b.value, a.grads, b.grads, at.logp, at.entropy!, logits, tokens, targets, mask])
     disposeTransformer(model)
   })
 
