@@ -35,7 +35,7 @@ export const tinyHfInput = {
   triad: { adaptiveTasks: false },
   evaluation: { every: 0, k: 1, instancesPerTask: 1 },
   checkpoints: { every: 1, keep: 1 },
-  budget: { maxSteps: 2, maxMinutes: 3 },
+  budget: { maxSteps: 2, maxMinutes: 10 },
 } satisfies RecipeInput
 
 export default defineRecipe(tinyHfInput)
