@@ -561,14 +561,25 @@ function storedSettings(value: unknown): unknown {
 }
 
 /**
- * A stored recipe of a pretrained policy without the own-model fields (`OWN_MODEL_FIELDS`), which
- * were filled in from the model's `config.json` and would read as given beside `model.hf`.
+ * A stored recipe of a pretrained policy without the own-model fields (`OWN_MODEL_FIELDS`) that hold
+ * what `withPretrainedDefaults` filled in (the model's sizes from its `config.json`, `merges` 0),
+ * which would otherwise read as given beside `model.hf`. A value that differs (a recipe that gives
+ * `width: 64` beside `hf`) is kept, so it is refused.
  */
 function withoutPretrainedSizes(settings: Record<string, unknown>): Record<string, unknown> {
   const model = settings.model as Record<string, unknown> | undefined
-  if (!model || typeof model !== 'object' || model.hf === undefined) return settings
+  if (!model || typeof model !== 'object' || typeof model.hf !== 'string') return settings
+  const contextLength = typeof model.contextLength === 'number' ? model.contextLength : 1024
+  const read = readPretrained(model.hf, contextLength)
+  if (!read.ok) return settings
+  const filled: Record<string, number> = {
+    layers: read.layers,
+    width: read.width,
+    heads: read.heads,
+    merges: 0,
+  }
   const rest = { ...model }
-  for (const f of OWN_MODEL_FIELDS) delete rest[f]
+  for (const f of OWN_MODEL_FIELDS) if (rest[f] === filled[f]) delete rest[f]
   return { ...settings, model: rest }
 }
 

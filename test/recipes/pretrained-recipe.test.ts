@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { before, describe, it } from 'node:test'
 import {
+  checkStoredRecipe,
   defineRecipe,
   parseRecipe,
   parseStoredRecipe,
@@ -73,6 +74,13 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
       `model.heads: comes from the pretrained model (model.hf ${dir}): remove it`,
       `model.merges: comes from the pretrained model (model.hf ${dir}): remove it`,
     ])
+  })
+
+  it("refused - own-model fields beside model.hf in a plain-object recipe (checked as a stored one), unless they hold the model's values", () => {
+    assert.deepEqual(checkStoredRecipe(hf({}, { width: 64 })).issues, [
+      { path: 'model.width', message: `comes from the pretrained model (model.hf ${dir}): remove it` },
+    ])
+    assert.deepEqual(checkStoredRecipe(hf({}, { width: 16, layers: 2, heads: 2, merges: 0 })).issues, [])
   })
 
   it('refused - sft.threads above 1 with model.hf', () => {
