@@ -120,6 +120,25 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
     assert.equal(typeof out.text, 'string')
   })
 
+  it("e2e - triad eval RUN_DIR evaluates the run's latest checkpoint (adapters on the base) with the run's settings", async () => {
+    assert.ok(finished, 'the run above finished')
+    const ev = startTriad(['eval', finished, '--json'], env)
+    const { code } = await ev.exited
+    assert.equal(code, 0, ev.stderr())
+    const out = JSON.parse(ev.stdout.join('\n')) as {
+      checkpoint: string
+      k: number
+      instances: number
+      rows: { task: string }[]
+    }
+    assert.equal(out.checkpoint, join(finished, 'checkpoints', 'step-2'))
+    assert.deepEqual([out.k, out.instances], [1, 1])
+    assert.deepEqual(
+      out.rows.map((r) => r.task),
+      ['calc'],
+    )
+  })
+
   it('e2e - resumed with a larger step budget, the run continues from its adapters and optimizer', async () => {
     assert.ok(finished, 'the run above finished')
     const file = tinyHfWithSteps(mkdtempSync(join(tmpdir(), 'triad-e2e-hf-r-')), 3)
