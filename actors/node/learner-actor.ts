@@ -187,7 +187,10 @@ export async function startLearnerActor(
  * The learner's work: makes sure the trajectory stream exists, learns or loads the run's
  * tokenizer, restores the newest step checkpoint that can be read (`restoreNewestCheckpoint`: an
  * unreadable one is skipped with a line on `log`) or, when the run has none, runs the cold-start
- * SFT (or starts from random weights), publishes its weights, and makes the learner loop. Resolves
+ * SFT (or starts from random weights), publishes its weights, and makes the learner loop. With a
+ * pretrained policy (`config.pretrained`) the model's own tokenizer and chat template replace the
+ * run's tokenizer (nothing is learned or published), the policy is LoRA adapters on the base loaded
+ * once, and its checkpoints and published weights are the adapters alone. Resolves
  * with the loop's run (`done`, until `maxSteps`) once the first weights are out; `live` sees the learner and
  * the loop as soon as they exist.
  * @throws NoReadableCheckpointError when the run has step checkpoints but none can be read.
