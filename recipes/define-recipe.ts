@@ -267,7 +267,7 @@ export const OWN_MODEL_FIELDS = ['layers', 'width', 'heads', 'merges'] as const
 
 /** What a recipe reads of a pretrained model's `config.json`: its sizes, or why it cannot be read. */
 type PretrainedRead =
-  | { ok: true; layers: number; width: number; heads: number; headDim: number }
+  | { ok: true; layers: number; width: number; heads: number; headDim: number; maxContext: number }
   | { ok: false; message: string }
 
 /**
@@ -286,8 +286,10 @@ function readPretrained(dir: string, contextLength: number): PretrainedRead {
   }
   try {
     const { config } = readHfModelConfig(dir, { contextLength })
+    const maxContext = readHfModelConfig(dir).config.contextLength // max_position_embeddings
     return {
       ok: true,
+      maxContext,
       layers: config.layers,
       width: config.width,
       heads: config.heads,
@@ -304,7 +306,8 @@ function readPretrained(dir: string, contextLength: number): PretrainedRead {
  * the own-model fields (`OWN_MODEL_FIELDS`) may not be given beside it; `sft.threads` must be 1
  * (the gradient threads build triad's own model and cannot load a pretrained base); the reward
  * model (`triad.stepReward`) is triad's own small model over triad's tokenizer and is refused with
- * a pretrained policy; the directory must hold a model triad reads.
+ * a pretrained policy; the directory must hold a model triad reads, and `model.contextLength` may
+ * not exceed its `max_position_embeddings`.
  */
 function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
   const issues: RecipeIssue[] = []
@@ -349,6 +352,11 @@ function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
     })
   const read = readPretrained(m.hf, m.contextLength)
   if (!read.ok) issues.push({ path: 'model.hf', message: read.message })
+  else if (m.contextLength > read.maxContext)
+    issues.push({
+      path: 'model.contextLength',
+      message: `${m.contextLength} is beyond the pretrained model's max_position_embeddings (${read.maxContext})`,
+    })
   return issues
 }
 

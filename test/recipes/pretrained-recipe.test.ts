@@ -101,6 +101,12 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
     ])
   })
 
+  it("refused - model.contextLength beyond the model's max_position_embeddings", () => {
+    assert.deepEqual(problems(hf({}, { contextLength: 8192 })), [
+      "model.contextLength: 8192 is beyond the pretrained model's max_position_embeddings (4096)",
+    ])
+  })
+
   it('refused - a model directory that is missing says where to download it', () => {
     assert.deepEqual(problems(hf({}, { hf: 'models/Qwen3-0.6B' })), [
       'model.hf: models/Qwen3-0.6B is not a Hugging Face model directory (missing); download the model first: huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B',
