@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -222,6 +222,30 @@ export interface LoadedHfModel extends HfModelConfig {
 export async function loadHfModel(dir: string, options: LoadHfModelOptions = {}): Promise<LoadedHfModel> {
   const { weights, ...rest } = await readHfModelWeights(dir, options)
   return { ...rest, model: createTransformer(rest.config, { weights }) }
+}
+
+/**
+ * The model config of a Hugging Face directory (its `config.json` alone, read synchronously: recipe
+ * checks run while a recipe module loads), without reading a weight.
+ * @param options.contextLength cap on the context (default the model's `max_position_embeddings`).
+ * @throws CheckpointError naming `config.json` when it is missing, not JSON or has a bad field;
+ *   UnsupportedArchitectureError for an architecture triad does not implement.
+ */
+export function readHfModelConfig(dir: string, options: { contextLength?: number } = {}): HfModelConfig {
+  const file = path.join(dir, HfFile.Config)
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new CheckpointError(file, 'cannot read', { cause: err })
+  }
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (err) {
+    throw new CheckpointError(file, 'not JSON', { cause: err })
+  }
+  return fromHfConfig(raw, file, options)
 }
 
 /** Whether a directory looks like a Hugging Face model (a `config.json` with `architectures`). */

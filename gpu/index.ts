@@ -109,6 +109,8 @@ export {
   isHfModelDir,
   loadHfModel,
   modelMemoryBytes,
+  readHfGenerationConfig,
+  readHfModelConfig,
   readHfModelWeights,
 } from './hf-model.ts'
 export { hfTensorShapes } from './hf-tensors.ts'
@@ -141,6 +143,7 @@ export {
   shapeOverlongRewards,
 } from './overlong.ts'
 export { avgAtK, passAtK, passAtKOver } from './pass-at-k.ts'
+export { type CheckpointPolicy, loadCheckpointPolicy } from './policy-checkpoint.ts'
 export { loadPretrainedTokenizer } from './pretrained-tokenizer.ts'
 export { createRng, type Rng, shuffle } from './prng.ts'
 export {
@@ -190,6 +193,7 @@ export { loadTokenizer, saveTokenizer, tokenizerJson } from './tokenizer-file.ts
 export {
   createTransformer,
   disposeTransformer,
+  type FullTransformerConfig,
   forward,
   fullConfig,
   initWeights,
@@ -199,6 +203,7 @@ export {
   type Transformer,
   type TransformerConfig,
   tokenLogprobs,
+  tokenStatsAt,
   trainingFlopsPerToken,
   withAdapters,
 } from './transformer.ts'

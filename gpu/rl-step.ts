@@ -16,7 +16,7 @@ import {
   offPolicyMetrics,
 } from './off-policy.ts'
 import { checkBatch, type RlBatch } from './rl-batch.ts'
-import { forward, type Transformer } from './transformer.ts'
+import { type Transformer, tokenStatsAt } from './transformer.ts'
 
 /** Settings of one RL step: the advantage pipeline's (`BatchAdvantageConfig`) and the update's. */
 export interface RlStepConfig extends BatchAdvantageConfig {
@@ -113,26 +113,35 @@ function checkConfig(c: RlStepConfig, state: RlStepState): void {
   }
 }
 
-/** Per-token log-probabilities `[batch, seqLen]` (column 0 is 0) and entropies of `tokens` under `model`. */
+/**
+ * Per-token log-probabilities `[batch, seqLen]` (column 0 is 0) and entropies of `tokens` under
+ * `model`, at the positions where `mask` `[batch, seqLen]` is not 0 (0 elsewhere: every use of
+ * them is masked). The output head and softmax run on those positions alone (`tokenStatsAt`): a
+ * response is a small part of an agentic trajectory, and a pretrained vocabulary makes the head the
+ * bulk of a pass.
+ */
 function tokenStats(
   model: Transformer,
   tokens: tf.Tensor2D,
   temperature: number,
+  mask: tf.Tensor2D,
 ): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
   const [b, t] = tokens.shape
   const inputs = tokens.slice([0, 0], [b, t - 1])
   const targets = tokens.slice([0, 1], [b, t - 1])
-  let logits = forward(model, inputs) as tf.Tensor3D // [b, t-1, V]
-  if (temperature !== 1) logits = logits.div(temperature)
-  const logSm = logits.logSoftmax()
-  const picked = logSm
-    .mul(tf.oneHot(targets.reshape([-1]), model.config.vocabSize).reshape(logSm.shape))
-    .sum(-1) // log p(y_t | y_<t)
-  const entropy = logSm.exp().mul(logSm).sum(-1).neg() // H = -sum p log p
+  // Column j of the output predicts tokens[:, j] from position j - 1 of the inputs.
+  const m = mask.dataSync()
+  const positions: number[] = []
+  for (let r = 0; r < b; r++)
+    for (let j = 1; j < t; j++) if (m[r * t + j] !== 0) positions.push(r * (t - 1) + j - 1)
+  const stats = tokenStatsAt(model, inputs, targets, Int32Array.from(positions), {
+    temperature,
+    entropy: true,
+  })
   const pad = tf.zeros([b, 1])
   return {
-    logp: tf.concat([pad, picked], 1) as tf.Tensor2D,
-    entropy: tf.concat([pad, entropy], 1) as tf.Tensor2D,
+    logp: tf.concat([pad, stats.logp], 1) as tf.Tensor2D,
+    entropy: tf.concat([pad, stats.entropy!], 1) as tf.Tensor2D,
   }
 }
 
@@ -211,12 +220,12 @@ export async function rlStep(
       // The reference's log-probabilities of this micro-batch (no gradient through them).
       const mbRef =
         config.beta > 0 && state.reference
-          ? tf.tidy(() => tokenStats(state.reference!, mbTokens, config.temperature).logp)
+          ? tf.tidy(() => tokenStats(state.reference!, mbTokens, config.temperature, mbMask).logp)
           : undefined
       // The proximal log-probabilities: the weights this step starts from (the optimizer steps only
       // after every micro-batch), one forward pass without gradient, only when the correction needs it.
       const mbProx = correction.needsProximal
-        ? tf.tidy(() => tokenStats(state.model, mbTokens, config.temperature).logp)
+        ? tf.tidy(() => tokenStats(state.model, mbTokens, config.temperature, mbMask).logp)
         : undefined
       index.dispose()
       let corrected: OffPolicyResult | undefined
@@ -227,7 +236,7 @@ export async function rlStep(
         )
         const { anchorLogProbs, weights: tokenWeights } = corrected
         await accumulator.add(weight, (keep) => {
-          const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature)
+          const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature, mbMask)
           const { loss, metrics: policy } = computePolicyLossGrpoTcr(
             {
               logProbs: logp,

@@ -6,7 +6,7 @@ import { lossAndGrads } from './gradients.ts'
 import type { LrSchedule } from './lr-schedule.ts'
 import { createRng, shuffle } from './prng.ts'
 import type { SftWorkers } from './sft-workers.ts'
-import { type Transformer, tokenLogprobs } from './transformer.ts'
+import { type Transformer, tokenStatsAt } from './transformer.ts'
 import { getWeights } from './weights.ts'
 
 /**
@@ -102,10 +102,16 @@ export function makeBatches(examples: readonly RenderedChat[], config: BatchingC
 export function sftLoss(model: Transformer, batch: SftBatch): tf.Scalar {
   return tf.tidy(() => {
     const shape: [number, number] = [batch.batch, batch.seqLen]
-    const lp = tokenLogprobs(
+    // The head and softmax on the trained positions alone (a large vocabulary makes them the bulk of a pass).
+    const trained: number[] = []
+    batch.mask.forEach((m, i) => {
+      if (m !== 0) trained.push(i)
+    })
+    const { logp: lp } = tokenStatsAt(
       model,
       tf.tensor2d(batch.inputs, shape, 'int32'),
       tf.tensor2d(batch.targets, shape, 'int32'),
+      Int32Array.from(trained),
     )
     const mask = tf.tensor2d(batch.mask, shape)
     return tf.div(tf.neg(tf.sum(tf.mul(lp, mask))), Math.max(1, batch.lossTokens)) as tf.Scalar // -sum(m log p)/sum(m)

@@ -534,6 +534,15 @@ function toHeads(x: tf.Tensor, b: number, t: number, h: number, hd: number): tf.
 }
 
 /**
+ * `x` split into `n` equal parts along axis 0. One part is `x` itself: tfjs's gradient of a split
+ * into one part fails ("Pass at least one tensor to concat"), which a single sequence-head (batch 1,
+ * one key/value head) would otherwise meet.
+ */
+function splitRows<T extends tf.Tensor>(x: T, n: number): T[] {
+  return n === 1 ? [x] : (tf.split(x, n, 0) as T[])
+}
+
+/**
  * How attention multiplies: `batched` uses one 3-D matmul for all heads; `per-head` one 2-D matmul
  * per sequence and head (on wasm about a third faster for long blocks, since batched and transposed
  * matmuls leave XNNPACK's fast path, but it costs a split per head); `auto` takes `per-head` for
@@ -571,13 +580,13 @@ function attention(
     return tf.reshape(tf.matMul(tf.reshape(tf.softmax(masked), [bkv, g * t, keyLen]), v), [bh, t, hd])
   }
   const kvHeads = bkv / (bh / heads)
-  const qs = tf.split(qg, bkv, 0)
-  const kts = tf.split(tf.transpose(k, [0, 2, 1]), bkv, 0)
-  const vs = tf.split(v, bkv, 0)
+  const qs = splitRows(qg, bkv)
+  const kts = splitRows(tf.transpose(k, [0, 2, 1]), bkv)
+  const vs = splitRows(v, bkv)
   const masks =
     maskBatch === 1
       ? [tf.reshape(mask, [t, keyLen])]
-      : tf.split(tf.reshape(mask, [maskBatch, t * keyLen]), maskBatch, 0)
+      : splitRows(tf.reshape(mask, [maskBatch, t * keyLen]), maskBatch)
   const outs = qs.map((qi, i) => {
     const m = tf.reshape(masks[maskBatch === 1 ? 0 : Math.floor(i / kvHeads)]!, [t, keyLen])
     const raw = matmul(tf.reshape(qi, [g * t, hd]), tf.reshape(kts[i]!, [hd, keyLen])) // q k^T
@@ -827,6 +836,65 @@ export function tokenLogprobs(
     ) as tf.Tensor1D
     const picked = tf.gather(tf.reshape(logits, [b * t * vocab]), flat)
     return tf.reshape(tf.sub(picked, lse), [b, t]) // log p = z_y - logsumexp(z)
+  })
+}
+
+/**
+ * Log-probabilities (and, with `options.entropy`, entropies) of given next tokens at chosen positions
+ * only: `logp[r] = log softmax(logits[r] / T)[targets[r]]` for each flat position `r = b * seqLen + i`
+ * in `positions`, 0 at every other position. The output head and the softmax, which dominate a pass
+ * for a large vocabulary (151,936 ids: 0.6 MB of logits per position), run on those rows alone; the
+ * transformer body runs on every position (attention needs them). Differentiable: the chosen hidden
+ * states are gathered and the results scattered back (`unsortedSegmentSum`), so positions outside
+ * `positions` get no gradient, as a loss mask of 0 gives them none.
+ * @param tokens `[batch, seqLen]` int32 inputs.
+ * @param targets `[batch, seqLen]` int32, usually the inputs shifted left by one.
+ * @param positions distinct flat positions in `[0, batch * seqLen)`, int32 (may be empty).
+ * @returns `logp` `[batch, seqLen]` float32 (nats); `entropy` `[batch, seqLen]` float32 (nats) with
+ *   `options.entropy`.
+ * @throws ShapeError for targets unlike tokens or a position out of range; ConfigError for a
+ *   temperature that is not > 0.
+ */
+export function tokenStatsAt(
+  model: Transformer,
+  tokens: tf.Tensor2D,
+  targets: tf.Tensor2D,
+  positions: Int32Array,
+  options: LogprobOptions & { entropy?: boolean } = {},
+): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
+  if (targets.rank !== 2 || targets.shape[0] !== tokens.shape[0] || targets.shape[1] !== tokens.shape[1])
+    throw new ShapeError('targets', `[${tokens.shape.join(', ')}] like tokens`, targets.shape)
+  const temperature = options.temperature ?? 1
+  if (!(temperature > 0))
+    throw new ConfigError('temperature', temperature, 'must be > 0 for log-probabilities')
+  const [b, t] = tokens.shape
+  for (const r of positions)
+    if (!(r >= 0 && r < b * t)) throw new ShapeError('positions', `in [0, ${b * t})`, [r])
+  return tf.tidy(() => {
+    if (positions.length === 0) {
+      const zeros = tf.zeros([b, t]) as tf.Tensor2D
+      return options.entropy ? { logp: zeros, entropy: tf.zeros([b, t]) as tf.Tensor2D } : { logp: zeros }
+    }
+    const h = hiddenStates(model, tokens, {
+      attentionMask: options.attentionMask,
+      positions: options.positions,
+      attention: options.attention,
+    })
+    const rows = tf.tensor1d(positions, 'int32')
+    const n = positions.length
+    const vocab = model.config.vocabSize
+    let logits: tf.Tensor2D = projectOut(model, tf.gather(h, rows)) // [n, V]
+    if (temperature !== 1) logits = tf.div(logits, temperature)
+    const lse = tf.logSumExp(logits, -1) // [n]
+    const wanted = tf.gather(tf.reshape(targets.toInt(), [b * t]), rows)
+    const flat = tf.add(tf.mul(tf.range(0, n, 1, 'int32'), tf.scalar(vocab, 'int32')), wanted) as tf.Tensor1D
+    const picked = tf.sub(tf.gather(tf.reshape(logits, [n * vocab]), flat), lse) // log p = z_y - logsumexp(z)
+    const logp = tf.reshape(tf.unsortedSegmentSum(picked, rows, b * t), [b, t]) as tf.Tensor2D
+    if (!options.entropy) return { logp }
+    const logSm = tf.sub(logits, tf.reshape(lse, [n, 1]))
+    const h1 = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1)) // H = -sum p log p
+    const entropy = tf.reshape(tf.unsortedSegmentSum(h1, rows, b * t), [b, t]) as tf.Tensor2D
+    return { logp, entropy }
   })
 }
 

@@ -1,4 +1,7 @@
+import { existsSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import type { z } from 'zod'
+import { readHfModelConfig } from '../gpu/index.ts'
 import { RecipeError, type RecipeIssue } from './errors.ts'
 import { unwrapSchema as unwrap } from './recipe-fields.ts'
 import {
@@ -207,9 +210,9 @@ function crossFieldIssues(r: ParsedRecipe): CrossFieldIssue[] {
   })
 
   const m = r.model
-  if (m.width % m.heads !== 0)
+  if (m.hf === undefined && m.width % m.heads !== 0)
     add('model.width', `must be a multiple of model.heads (${m.heads})`, ['model.heads'])
-  else if ((m.width / m.heads) % 2 !== 0)
+  else if (m.hf === undefined && (m.width / m.heads) % 2 !== 0)
     add('model.width', `width / heads (${m.width / m.heads}) must be even for rotary positions`, [
       'model.heads',
     ])
@@ -259,6 +262,130 @@ function crossFieldIssues(r: ParsedRecipe): CrossFieldIssue[] {
   return issues
 }
 
+/** The own-model fields of `model` that a pretrained model (`model.hf`) fixes itself. */
+export const OWN_MODEL_FIELDS = ['layers', 'width', 'heads', 'merges'] as const
+
+/** What a recipe reads of a pretrained model's `config.json`: its sizes, or why it cannot be read. */
+type PretrainedRead =
+  | { ok: true; layers: number; width: number; heads: number; headDim: number; maxContext: number }
+  | { ok: false; message: string }
+
+/**
+ * The sizes of the Hugging Face directory `dir` (its `config.json`), or the one line that says why
+ * it is not a model triad can train: a missing directory or `config.json` (with how to download
+ * one), an unsupported architecture or setting.
+ */
+function readPretrained(dir: string, contextLength: number): PretrainedRead {
+  if (!existsSync(join(dir, 'config.json'))) {
+    const name = basename(dir)
+    const repo = /^(qwen|Qwen)/.test(name) ? `Qwen/${name}` : `<org>/${name}`
+    return {
+      ok: false,
+      message: `${dir} is not a Hugging Face model directory (${existsSync(dir) ? 'no config.json' : 'missing'}); download the model first: huggingface-cli download ${repo} --local-dir ${dir}`,
+    }
+  }
+  try {
+    const { config } = readHfModelConfig(dir, { contextLength })
+    const maxContext = readHfModelConfig(dir).config.contextLength // max_position_embeddings
+    return {
+      ok: true,
+      maxContext,
+      layers: config.layers,
+      width: config.width,
+      heads: config.heads,
+      headDim: config.headDim,
+    }
+  } catch (err) {
+    return { ok: false, message: (err as Error).message }
+  }
+}
+
+/**
+ * The checks of a pretrained policy (`model.hf`), which read the value as written (`input`, before
+ * zod's defaults) and the model directory: `lora` is required with `hf` and refused without it;
+ * the own-model fields (`OWN_MODEL_FIELDS`) may not be given beside it; `sft.threads` must be 1
+ * (the gradient threads build triad's own model and cannot load a pretrained base); the reward
+ * model (`triad.stepReward`) is triad's own small model over triad's tokenizer and is refused with
+ * a pretrained policy; the directory must hold a model triad reads, and `model.contextLength` may
+ * not exceed its `max_position_embeddings`.
+ */
+function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
+  const issues: RecipeIssue[] = []
+  const given = input as {
+    model?: Record<string, unknown>
+    triad?: { stepReward?: { enabled?: unknown }; trainRewardModel?: unknown }
+  }
+  const m = r.model
+  if (m.hf === undefined) {
+    if (m.lora !== undefined)
+      issues.push({
+        path: 'model.lora',
+        message:
+          "LoRA adapters train on a pretrained model: give model.hf too (triad's own model trains every weight)",
+      })
+    return issues
+  }
+  if (m.lora === undefined)
+    issues.push({
+      path: 'model.hf',
+      message:
+        'needs model.lora (lora: {} for rank 8 on every projection): a run trains a pretrained model through LoRA adapters; full fine-tuning of one is not offered (on CPU even Qwen3-0.6B does not fit it, README "Starting from a pretrained model")',
+    })
+  for (const f of OWN_MODEL_FIELDS)
+    if (given?.model?.[f] !== undefined)
+      issues.push({
+        path: `model.${f}`,
+        message: `comes from the pretrained model (model.hf ${m.hf}): remove it`,
+      })
+  if (r.sft.threads > 1)
+    issues.push({
+      path: 'sft.threads',
+      message:
+        "must be 1 with model.hf: the SFT gradient threads build triad's own model and cannot load a pretrained base",
+    })
+  if (given?.triad?.stepReward?.enabled === true || given?.triad?.trainRewardModel === true)
+    issues.push({
+      path:
+        given?.triad?.stepReward?.enabled === true ? 'triad.stepReward.enabled' : 'triad.trainRewardModel',
+      message:
+        "the reward model is triad's own small model over triad's tokenizer and does not judge a pretrained policy (model.hf) yet: leave step rewards off (outcome rewards only)",
+    })
+  const read = readPretrained(m.hf, m.contextLength)
+  if (!read.ok) issues.push({ path: 'model.hf', message: read.message })
+  else if (m.contextLength > read.maxContext)
+    issues.push({
+      path: 'model.contextLength',
+      message: `${m.contextLength} is beyond the pretrained model's max_position_embeddings (${read.maxContext})`,
+    })
+  return issues
+}
+
+/**
+ * A pretrained policy's defaults (`model.hf`): `layers`, `width` and `heads` are the model's (read
+ * from its `config.json`), `merges` 0 (its tokenizer is its own), and step rewards and reward-model
+ * training off unless the recipe says otherwise (then `pretrainedIssues` refuses them). Unchanged
+ * without `model.hf`, or when its directory cannot be read.
+ */
+function withPretrainedDefaults(r: ParsedRecipe, input: unknown): ParsedRecipe {
+  if (r.model.hf === undefined) return r
+  const given = (input as { triad?: { stepReward?: { enabled?: unknown }; trainRewardModel?: unknown } })
+    ?.triad
+  const read = readPretrained(r.model.hf, r.model.contextLength)
+  const sizes = read.ok ? { layers: read.layers, width: read.width, heads: read.heads } : {}
+  return {
+    ...r,
+    model: { ...r.model, ...sizes, merges: 0 },
+    triad: {
+      ...r.triad,
+      stepReward: {
+        ...r.triad.stepReward,
+        enabled: given?.stepReward?.enabled === undefined ? false : r.triad.stepReward.enabled,
+      },
+      trainRewardModel: given?.trainRewardModel === undefined ? false : r.triad.trainRewardModel,
+    },
+  }
+}
+
 /**
  * The overlong defaults that depend on other fields, for the fields the recipe leaves out: `L_max`
  * is `DEFAULT_L_MAX` or `model.contextLength` when that is shorter; `L_buf` is `DEFAULT_L_BUF` or
@@ -274,6 +401,13 @@ function withOverlongDefaults(r: ParsedRecipe, input: unknown): ParsedRecipe {
   return { ...r, rl: { ...r.rl, overlong: { ...o, L_max, L_buf } } }
 }
 
+/** A pretrained model's head width (its `head_dim`, which need not be `width / heads`); undefined for triad's own. */
+function pretrainedHeadDim(r: ParsedRecipe): number | undefined {
+  if (r.model.hf === undefined) return undefined
+  const read = readPretrained(r.model.hf, r.model.contextLength)
+  return read.ok ? read.headDim : undefined
+}
+
 function deriveSizes(r: ParsedRecipe): DerivedSizes {
   const total = r.tasks.reduce((s, t) => s + t.weight, 0)
   const taskProbabilities: Record<string, number> = {}
@@ -283,7 +417,7 @@ function deriveSizes(r: ParsedRecipe): DerivedSizes {
   const sftStepsAtMost = Math.min(perEpoch * r.sft.epochs, r.sft.steps ?? Number.POSITIVE_INFINITY)
   return {
     taskProbabilities,
-    headDim: r.model.width / r.model.heads,
+    headDim: pretrainedHeadDim(r) ?? r.model.width / r.model.heads,
     engines: r.pipeline.freshEngines + r.pipeline.staleEngines,
     minBatchTrajectories: r.pipeline.minBatchGroups * r.rl.groupSize,
     bufferTrajectories: r.pipeline.bufferGroups * r.rl.groupSize,
@@ -362,19 +496,25 @@ export interface RecipeCheck {
 export function checkRecipe(value: unknown): RecipeCheck {
   const parsed = RecipeSchema.safeParse(value)
   if (parsed.success) {
-    const r = withOverlongDefaults(parsed.data, value)
-    const issues = crossFieldIssues(r).map(({ path, message }) => ({ path, message }))
+    const r = withPretrainedDefaults(withOverlongDefaults(parsed.data, value), value)
+    const issues = [
+      ...pretrainedIssues(parsed.data, value),
+      ...crossFieldIssues(r).map(({ path, message }) => ({ path, message })),
+    ]
     return { issues, recipe: deepFreeze(withInput(completeRecipe(r), value)) }
   }
   const fieldIssues = issuesFromZod(parsed.error)
   const rest = withoutBadFields(value, parsed.error.issues)
   const again = rest === undefined ? undefined : RecipeSchema.safeParse(rest)
   if (!again?.success) return { issues: fieldIssues }
-  const r = withOverlongDefaults(again.data, rest)
+  const r = withPretrainedDefaults(withOverlongDefaults(again.data, rest), rest)
   const cross = crossFieldIssues(r)
     .filter((c) => !c.involves.some((p) => fieldIssues.some((f) => pathsOverlap(p, f.path))))
     .map(({ path, message }) => ({ path, message }))
-  return { issues: [...fieldIssues, ...cross], recipe: deepFreeze(completeRecipe(r)) }
+  const pretrained = pretrainedIssues(again.data, rest).filter(
+    (c) => !fieldIssues.some((f) => pathsOverlap(c.path, f.path)),
+  )
+  return { issues: [...fieldIssues, ...pretrained, ...cross], recipe: deepFreeze(completeRecipe(r)) }
 }
 
 /**
@@ -425,7 +565,30 @@ export function recipeInput(recipe: object): unknown {
 function storedSettings(value: unknown): unknown {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return value
   const { derived: _derived, ...settings } = value as Record<string, unknown>
-  return withRenamedFields(settings)
+  return withRenamedFields(withoutPretrainedSizes(settings))
+}
+
+/**
+ * A stored recipe of a pretrained policy without the own-model fields (`OWN_MODEL_FIELDS`) that hold
+ * what `withPretrainedDefaults` filled in (the model's sizes from its `config.json`, `merges` 0),
+ * which would otherwise read as given beside `model.hf`. A value that differs (a recipe that gives
+ * `width: 64` beside `hf`) is kept, so it is refused.
+ */
+function withoutPretrainedSizes(settings: Record<string, unknown>): Record<string, unknown> {
+  const model = settings.model as Record<string, unknown> | undefined
+  if (!model || typeof model !== 'object' || typeof model.hf !== 'string') return settings
+  const contextLength = typeof model.contextLength === 'number' ? model.contextLength : 1024
+  const read = readPretrained(model.hf, contextLength)
+  if (!read.ok) return settings
+  const filled: Record<string, number> = {
+    layers: read.layers,
+    width: read.width,
+    heads: read.heads,
+    merges: 0,
+  }
+  const rest = { ...model }
+  for (const f of OWN_MODEL_FIELDS) if (rest[f] === filled[f]) delete rest[f]
+  return { ...settings, model: rest }
 }
 
 /** `settings` (copied where changed) with each field of `RENAMED_FIELDS` moved to its new path. */

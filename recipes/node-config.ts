@@ -1,6 +1,17 @@
 import { resolve } from 'node:path'
 import type { NodeConfig, RunDir } from '../actors/index.ts'
+import type { LoraConfig } from '../gpu/index.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
+
+/** The recipe's LoRA settings as the model takes them (`alpha` and `targets` left out take their defaults). */
+function loraOf(lora: NonNullable<ResolvedRecipe['model']['lora']>): LoraConfig {
+  return {
+    rank: lora.rank,
+    ...(lora.alpha === undefined ? {} : { alpha: lora.alpha }),
+    ...(lora.targets === undefined ? {} : { targets: [...lora.targets] }),
+    dropout: lora.dropout,
+  }
+}
 
 /**
  * What every node of a run needs, derived from a resolved recipe. The learner acknowledges
@@ -23,6 +34,9 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       heads: recipe.model.heads,
       contextLength: recipe.model.contextLength,
     },
+    ...(recipe.model.hf !== undefined && recipe.model.lora !== undefined
+      ? { pretrained: { dir: resolve(recipe.model.hf), lora: loraOf(recipe.model.lora) } }
+      : {}),
     tasks: recipe.tasks.map((t) => ({ name: t.name, weight: t.weight, difficulty: t.difficulty.start })),
     sft: {
       enabled:

@@ -50,8 +50,21 @@ export const pinnedCheckpointDir = (dir: RunDir, version: number) =>
 /** The suffix of a checkpoint copy being made (`.step-<n>-checkpoint.partial`): it may be incomplete. */
 const PARTIAL = '.partial'
 
+/** The files of a checkpoint an evaluation reads: weights or LoRA adapters, config, tokenizer (those present). */
+const EVALUATED_FILES = [
+  CheckpointFile.Weights,
+  CheckpointFile.Adapters,
+  CheckpointFile.AdapterConfig,
+  CheckpointFile.Config,
+  CheckpointFile.Tokenizer,
+] as const
+
+/** Whether `dir` holds a checkpoint's weights: `model.safetensors`, or LoRA adapters. */
+const hasWeights = (dir: string) =>
+  existsSync(join(dir, CheckpointFile.Weights)) || existsSync(join(dir, CheckpointFile.Adapters))
+
 /**
- * Copies the files an evaluation reads (weights, config, tokenizer) of a checkpoint to `to`, so
+ * Copies the files an evaluation reads (weights or adapters, config, tokenizer) of a checkpoint to `to`, so
  * that pruning the checkpoint (`checkpoints.keep`) while it is evaluated harms nothing. The copy is
  * made in `<to>.partial` and renamed: a `to` that exists is complete, whenever the process died.
  * @throws the file-system error when the checkpoint is gone already.
@@ -60,8 +73,10 @@ function pinCheckpoint(from: string, to: string): void {
   const partial = `${to}${PARTIAL}`
   rmSync(partial, { recursive: true, force: true })
   mkdirSync(partial, { recursive: true })
-  for (const f of [CheckpointFile.Weights, CheckpointFile.Config, CheckpointFile.Tokenizer])
-    copyFileSync(join(from, f), join(partial, f))
+  if (!hasWeights(from))
+    copyFileSync(join(from, CheckpointFile.Weights), join(partial, CheckpointFile.Weights))
+  for (const f of EVALUATED_FILES)
+    if (existsSync(join(from, f))) copyFileSync(join(from, f), join(partial, f))
   rmSync(to, { recursive: true, force: true })
   renameSync(partial, to)
 }
@@ -102,7 +117,7 @@ export function interruptedEvaluations(dir: RunDir, log: (line: string) => void)
       continue
     }
     const checkpoint = join(dir.checkpointsDir, `step-${version}`)
-    if (existsSync(join(checkpoint, CheckpointFile.Weights))) {
+    if (hasWeights(checkpoint)) {
       found.set(version, { version, usedSeqs: [], dir: checkpoint })
       log(
         `the evaluation of step-${version} was interrupted when the run stopped: evaluating it again (${checkpoint})`,

@@ -11,6 +11,7 @@ import {
   AggregationMode,
   BackendName,
   KlEstimatorName,
+  LoraTarget,
   OFF_POLICY_DEFAULTS,
   OffPolicyLevel,
   OffPolicyName,
@@ -50,8 +51,36 @@ export const TaskSchema = z.strictObject({
   difficulty: DifficultySchema.prefault({}),
 })
 
+/**
+ * LoRA adapters (Hu et al. 2021) on a pretrained policy (`model.hf`): the pretrained weights stay
+ * frozen, the adapters alone are trained, checkpointed (PEFT's `adapter_model.safetensors` and
+ * `adapter_config.json`) and published to the policy engines as weight versions.
+ */
+export const LoraSchema = z.strictObject({
+  /** `r`: inner size of every adapter (default 8). */
+  rank: int(1).default(8),
+  /** `alpha`: the update is scaled by `alpha / rank` (default `2 * rank`). */
+  alpha: positive().optional(),
+  /** Projections with an adapter (default all seven: q, k, v, o, gate, up, down). */
+  targets: z
+    .array(z.enum(Object.values(LoraTarget) as [LoraTarget, ...LoraTarget[]]))
+    .min(1)
+    .optional(),
+  /** Dropout probability on an adapter's input while training, in [0, 1) (default 0). */
+  dropout: z.number().min(0).lt(1).default(0),
+})
+
 /** The policy model (a decoder-only transformer; DESIGN.md "Policy model"). */
 export const ModelSchema = z.strictObject({
+  /**
+   * A pretrained policy: a Hugging Face model directory (Qwen3, Qwen2/Qwen2.5, Llama; path relative
+   * to the working directory). Its own tokenizer and Jinja chat template are used (no tokenizer is
+   * learned); `layers`, `width`, `heads` and `merges` come from the model and may not be given;
+   * `lora` is required. Default: none (triad's own model, trained from scratch).
+   */
+  hf: z.string().min(1).optional(),
+  /** LoRA adapters on the pretrained policy (`hf`); required with it, refused without it. */
+  lora: LoraSchema.optional(),
   /** Transformer blocks (default 2). */
   layers: int(1).default(2),
   /** Model width (embedding size); a multiple of `heads` with an even head size (default 128). */

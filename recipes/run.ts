@@ -36,7 +36,7 @@ import {
   type Transport,
   writeEvalResult,
 } from '../actors/index.ts'
-import { CheckpointFile, chooseBackend, disposeTransformer, loadCheckpoint } from '../gpu/index.ts'
+import { CheckpointFile, chooseBackend, disposeTransformer, loadCheckpointPolicy } from '../gpu/index.ts'
 import { nodeConfigOf } from './node-config.ts'
 import {
   evalRowLine,
@@ -343,7 +343,8 @@ async function evaluateSft(
   log: (line: string) => void,
 ): Promise<{ file?: string; result?: EvalResult }> {
   const sftDir = join(dir.checkpointsDir, 'sft')
-  if (!existsSync(join(sftDir, CheckpointFile.Weights))) return {}
+  if (!existsSync(join(sftDir, CheckpointFile.Weights)) && !existsSync(join(sftDir, CheckpointFile.Adapters)))
+    return {}
   try {
     const result = await evaluateInProcess(
       recipe,
@@ -385,11 +386,11 @@ async function evaluateRun(
   const name = latest ? `step-${latest.version}` : undefined
   if (latest && name) {
     try {
-      const loaded = await loadCheckpoint(latest.dir)
+      const loaded = await loadCheckpointPolicy(latest.dir)
       log(
         `evaluating ${name}: ${recipe.evaluation.instancesPerTask} held-out instances x k=${recipe.evaluation.k} per task`,
       )
-      final = await evaluatePolicy(loaded.model, loaded.tokenizer, settings)
+      final = await evaluatePolicy(loaded.model, loaded.format, settings)
       disposeTransformer(loaded.model)
       for (const r of final.rows) {
         rows.push({ checkpoint: name, ...r })

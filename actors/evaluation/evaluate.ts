@@ -1,4 +1,11 @@
-import { avgAtK, ContinuousBatcher, passAtKOver, type Tokenizer, type Transformer } from '../../gpu/index.ts'
+import {
+  avgAtK,
+  type ChatFormat,
+  ContinuousBatcher,
+  passAtKOver,
+  type Tokenizer,
+  type Transformer,
+} from '../../gpu/index.ts'
 import { getTask, type Policy, playEpisode } from '../environment/index.ts'
 import { playBounded } from './bounded-play.ts'
 import { ModelPolicy } from './model-policy.ts'
@@ -71,13 +78,14 @@ export type EvalPolicyFor = (task: string, index: number, sample: number) => Pol
 /**
  * avg@k and pass@k on the held-out split: k sampled episodes of each of `instances` eval
  * instances per task, all played at once through one continuous batcher. `tokenizer` must be the
- * one the model was trained with (a checkpoint's `tokenizer.json`). Sample j of instance i is drawn
+ * one the model was trained with: a checkpoint's `tokenizer.json`, or the chat format of a
+ * pretrained model (`loadCheckpointPolicy`). Sample j of instance i is drawn
  * with seed `settings.seed + 1009 i + 7919 j` whatever the model, so two checkpoints evaluated with
  * the same settings meet the same instances and seeds (`pairedDifference` compares them).
  */
 export async function evaluatePolicy(
   model: Transformer,
-  tokenizer: Tokenizer,
+  tokenizer: Tokenizer | ChatFormat,
   settings: EvaluationSettings,
 ): Promise<Evaluation> {
   const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })

@@ -40,8 +40,11 @@ export type LearnerCheckpointFile = (typeof LearnerCheckpointFile)[keyof typeof 
 export interface LearnerOptions {
   /** The policy to train (its parameters are updated in place). */
   model: Transformer
-  /** Saved with every checkpoint (`tokenizer.json`). */
-  tokenizer: Tokenizer
+  /**
+   * Saved with every checkpoint (`tokenizer.json`); may be left out only for a LoRA model on a
+   * Hugging Face base, whose checkpoints use the base's tokenizer.
+   */
+  tokenizer?: Tokenizer
   /** Learning rate: a number or a schedule of the optimizer step. */
   lr: number | LrSchedule
   /** RL step settings; missing fields take `RL_STEP_DEFAULTS` (DemyAgent GRPO-TCR). */
@@ -108,7 +111,7 @@ export class Learner {
   readonly config: RlStepConfig
   /** The policy's AdamW (its settings from `LearnerOptions.optimizer`). */
   readonly optimizer: AdamW
-  private readonly tokenizer: Tokenizer
+  private readonly tokenizer: Tokenizer | undefined
   private readonly schedule: LrSchedule
   private readonly options: LearnerOptions
   private busy = false
@@ -201,7 +204,7 @@ export class Learner {
     try {
       await mkdir(target, { recursive: true })
       await saveCheckpoint(target, this.model, {
-        tokenizer: this.tokenizer,
+        ...(this.tokenizer ? { tokenizer: this.tokenizer } : {}),
         metadata: { version: String(this.version) },
       })
       const state = await this.optimizer.state()

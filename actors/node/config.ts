@@ -1,4 +1,4 @@
-import type { AdamWConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
+import type { AdamWConfig, LoraConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
 import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
 import { runSeeds } from '../runtime/index.ts'
@@ -71,8 +71,19 @@ export interface NodeConfig {
   backend?: string
   /** Byte-pair merges learned from the expert corpus on top of the byte-level tokenizer (0: bytes only). */
   tokenizerMerges?: number
-  /** Policy model size (the vocabulary comes from the tokenizer). */
+  /**
+   * Policy model size (the vocabulary comes from the tokenizer). With `pretrained`, the sizes are
+   * the pretrained model's and only `contextLength` is read: the rest of its config comes from its
+   * `config.json`.
+   */
   model: Omit<TransformerConfig, 'vocabSize'>
+  /**
+   * A pretrained policy: a Hugging Face model directory (absolute path; it must be readable on every
+   * machine that runs the learner or the policy engines), trained through LoRA adapters. Its own
+   * tokenizer and Jinja chat template replace the run's tokenizer; the weight versions sent to the
+   * engines and the checkpoints hold the adapters alone. Absent: triad's own model from scratch.
+   */
+  pretrained?: { dir: string; lora: LoraConfig }
   tasks: TaskMixEntry[]
   /** Cold-start SFT on expert trajectories (DemyAgent), before RL. */
   sft: {

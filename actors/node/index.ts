@@ -89,7 +89,13 @@ export {
   rolloutSettingsOf,
 } from './config.ts'
 export { SftDatasetError, StartAbortedError } from './errors.ts'
-export { LEARNER_ACK_WAIT_MS, rlStartingPolicy, startLearnerActor } from './learner-actor.ts'
+export {
+  LEARNER_ACK_WAIT_MS,
+  LOGITS_BYTES_PER_PASS,
+  microBatchTokensFor,
+  rlStartingPolicy,
+  startLearnerActor,
+} from './learner-actor.ts'
 export { learnerTree, type NodeHandle, type NodeOptions, startLearnerNode } from './learner-node.ts'
 export {
   exposeLearner,
@@ -97,6 +103,12 @@ export {
   learnerState,
   learnerStatusAccepts,
 } from './learner-status.ts'
+export {
+  adaptersFromCheckpoint,
+  freshAdapters,
+  loadPretrainedPolicy,
+  type PretrainedPolicy,
+} from './pretrained-policy.ts'
 export { reportMetrics } from './report-metrics.ts'
 export {
   LOOPS_END_MS,

@@ -58,6 +58,12 @@ import {
 } from './cold-start.ts'
 import { learnerSettingsOf, type NodeConfig } from './config.ts'
 import { exposeLearner, type LearnerNodeStatus, learnerState } from './learner-status.ts'
+import {
+  adaptersFromCheckpoint,
+  freshAdapters,
+  loadPretrainedPolicy,
+  type PretrainedPolicy,
+} from './pretrained-policy.ts'
 import { reportMetrics } from './report-metrics.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
 
@@ -181,7 +187,10 @@ export async function startLearnerActor(
  * The learner's work: makes sure the trajectory stream exists, learns or loads the run's
  * tokenizer, restores the newest step checkpoint that can be read (`restoreNewestCheckpoint`: an
  * unreadable one is skipped with a line on `log`) or, when the run has none, runs the cold-start
- * SFT (or starts from random weights), publishes its weights, and makes the learner loop. Resolves
+ * SFT (or starts from random weights), publishes its weights, and makes the learner loop. With a
+ * pretrained policy (`config.pretrained`) the model's own tokenizer and chat template replace the
+ * run's tokenizer (nothing is learned or published), the policy is LoRA adapters on the base loaded
+ * once, and its checkpoints and published weights are the adapters alone. Resolves
  * with the loop's run (`done`, until `maxSteps`) once the first weights are out; `live` sees the learner and
  * the loop as soon as they exist.
  * @throws NoReadableCheckpointError when the run has step checkpoints but none can be read.
@@ -208,11 +217,22 @@ async function startLearnerLoop(
   // The run's tokenizer: learned once (byte-pair merges from the expert corpus), kept in the run
   // directory for resumes and published to the object store for the other nodes.
   const tokenizerFile = join(config.runDir, 'tokenizer.json')
-  let tokenizer: Tokenizer
+  // A pretrained policy brings its own tokenizer and chat template (nothing is learned or
+  // published: every node loads them from the model directory).
+  const pretrained = config.pretrained ? await loadPretrainedPolicy(config) : undefined
+  if (pretrained && (config.triad?.stepReward.enabled || config.triad?.trainRewardModel))
+    throw new Error(
+      'the reward model (triad.stepReward) does not judge a pretrained policy: run it with step rewards off',
+    )
+  let tokenizer: Tokenizer | undefined
   // The SFT data when the tokenizer is learned here: the first `sft.expertTrajectoriesPerTask` of each task
   // of its corpus (which has at least TOKENIZER_CORPUS_PER_TASK per task).
   let experts: ExpertEpisode[] | undefined
-  if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
+  if (pretrained)
+    log(
+      `tokenizer and chat template: the pretrained model's (${pretrained.chat.vocabSize} ids, ${pretrained.dir}); LoRA ${JSON.stringify(pretrained.lora)}`,
+    )
+  else if (existsSync(tokenizerFile)) tokenizer = await loadTokenizer(tokenizerFile)
   else {
     const merges = config.tokenizerMerges ?? 0
     const sftCount =
@@ -226,18 +246,25 @@ async function startLearnerLoop(
       `tokenizer: ${tokenizer.vocabSize} tokens (${merges} byte-pair merges learned from ${corpus.length} expert episodes)`,
     )
   }
-  await publishRunTokenizer(transport, config.run, tokenizer)
-  const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
+  if (tokenizer) await publishRunTokenizer(transport, config.run, tokenizer)
+  const modelConfig = pretrained?.modelConfig ?? { ...config.model, vocabSize: tokenizer!.vocabSize }
+  const chat = pretrained?.chat ?? tokenizer!
+  // The policy of a checkpoint directory (its weights, or its adapters on the shared pretrained base).
+  const policyFrom = async (dir: string) =>
+    pretrained ? adaptersFromCheckpoint(pretrained, dir, config.seed) : (await loadCheckpoint(dir)).model
 
   // The KL reference is read when the first learner is made: on a fresh run that is after the
   // cold-start SFT wrote checkpoints/sft (read before it, it would be the seeded random init).
   let reference: ReturnType<typeof createTransformer> | undefined
   const newLearner = async (model: ReturnType<typeof createTransformer>) => {
-    if ((config.rl.step.beta ?? 0) > 0) reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed)
+    if ((config.rl.step.beta ?? 0) > 0)
+      reference ??= await rlStartingPolicy(sftDir, modelConfig, config.seed, pretrained)
+    const settings = learnerSettingsOf(config)
     return Learner.create({
       model,
-      tokenizer,
-      ...learnerSettingsOf(config),
+      ...(tokenizer ? { tokenizer } : {}),
+      ...settings,
+      rl: { ...settings.rl, microBatchTokens: microBatchTokensFor(modelConfig.vocabSize, settings.rl) },
       version: 0,
       ...(reference ? { reference } : {}),
     })
@@ -248,7 +275,7 @@ async function startLearnerLoop(
   const rmLearner = triad?.trainRewardModel
     ? new RewardModelLearner(
         modelConfig,
-        tokenizer,
+        tokenizer!,
         config.seed,
         config.rl.lr,
         triad,
@@ -262,7 +289,7 @@ async function startLearnerLoop(
   const latest = await restoreNewestCheckpoint(
     checkpointDir,
     async (c) => {
-      const { model } = await loadCheckpoint(c.dir)
+      const model = await policyFrom(c.dir)
       const candidate = await newLearner(model)
       try {
         await candidate.loadCheckpoint(c.dir)
@@ -289,10 +316,12 @@ async function startLearnerLoop(
   } else {
     let model: ReturnType<typeof createTransformer>
     try {
-      model = (await loadCheckpoint(sftDir)).model
+      model = await policyFrom(sftDir)
       log(`starting from the SFT checkpoint ${sftDir}`)
     } catch {
-      model = createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
+      model = pretrained
+        ? freshAdapters(pretrained, config.seed)
+        : createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
       if (config.sft.enabled) {
         log('cold-start SFT on expert trajectories')
         const onLog = (r: SftLogRecord, total: number) =>
@@ -308,12 +337,12 @@ async function startLearnerLoop(
             MetricsAxes.sft,
           )
         const { episodes, fromDatasets } = await sftTrainingEpisodes(config, experts)
-        const sft = await coldStart(model, tokenizer, episodes, config, onLog, backend.name)
+        const sft = await coldStart(model, chat, episodes, config, onLog, backend.name)
         log(
           `SFT: ${sft.records.length} steps on ${sft.examples} trajectories (${fromDatasets} from sft.datasets, ${sft.truncated} cut to the context, ${sft.dropped} dropped: ended in task_error), final loss ${sft.records.at(-1)?.loss.toFixed(4)}`,
         )
         await saveCheckpoint(sftDir, model, {
-          tokenizer,
+          ...(tokenizer ? { tokenizer } : {}),
           metadata: { version: '0', phase: 'sft', backend: backend.name },
         })
       }
@@ -330,7 +359,7 @@ async function startLearnerLoop(
   if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
     const rm =
       rmLearner?.rm ??
-      new RewardModel({ config: modelConfig, tokenizer, seed: runSeeds(config.seed).rewardModel })
+      new RewardModel({ config: modelConfig, tokenizer: tokenizer!, seed: runSeeds(config.seed).rewardModel })
     try {
       const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
       if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)
@@ -443,16 +472,40 @@ async function startLearnerLoop(
 }
 
 /**
+ * Bytes of one float32 logits tensor `[tokens, vocabSize]` a training pass may hold: a pass keeps
+ * several tensors of that size (logits, log-softmax, their gradients), and the wasm heap fails past
+ * about 2.4 GB. A pretrained vocabulary (Qwen's 151,936 ids: 0.6 MB of logits per token) needs far
+ * fewer tokens per pass than triad's own.
+ */
+export const LOGITS_BYTES_PER_PASS = 128 * 2 ** 20
+
+/**
+ * Most padded tokens per RL forward/backward pass (`RlStepConfig.microBatchTokens`): the step's
+ * setting (default 4096), lowered so that one pass's logits stay within `LOGITS_BYTES_PER_PASS`
+ * (a row longer than that still goes alone). Unchanged for triad's own vocabularies.
+ */
+export function microBatchTokensFor(vocabSize: number, rl: { microBatchTokens?: number }): number {
+  const setting = rl.microBatchTokens ?? 4096
+  return Math.max(1, Math.min(setting, Math.floor(LOGITS_BYTES_PER_PASS / (4 * vocabSize))))
+}
+
+/**
  * The policy RL started from, the reference of the KL term: the SFT checkpoint when the run has
  * one, else the seeded initial weights (SFT off). The same model after a resume, whatever the
- * latest checkpoint holds.
+ * latest checkpoint holds. With a `pretrained` policy: the SFT adapters on its shared base, else
+ * fresh adapters (B zero: the base itself).
  * @throws the checkpoint's error when `sftDir` exists but cannot be read.
  */
 export async function rlStartingPolicy(
   sftDir: string,
   modelConfig: TransformerConfig,
   seed: number,
+  pretrained?: PretrainedPolicy,
 ): Promise<ReturnType<typeof createTransformer>> {
+  if (pretrained)
+    return existsSync(join(sftDir, CheckpointFile.Adapters))
+      ? adaptersFromCheckpoint(pretrained, sftDir, seed)
+      : freshAdapters(pretrained, seed)
   if (existsSync(join(sftDir, CheckpointFile.Weights))) return (await loadCheckpoint(sftDir)).model
   return createTransformer(modelConfig, { weights: initWeights(modelConfig, seed) })
 }

@@ -1,4 +1,4 @@
-import { createRng, type Tokenizer } from '../../gpu/index.ts'
+import { type ChatFormat, createRng, type Tokenizer } from '../../gpu/index.ts'
 import {
   EnvDifficulty,
   type Envelope,
@@ -44,7 +44,10 @@ export interface PolicyVersionWatch {
 
 /** What the rollout actor uses of the children started before it in the rollout tree. */
 export interface RolloutPeers {
-  tokenizer: Tokenizer
+  /** The run's own tokenizer (triad's model); absent with a pretrained policy, which has `chat`. */
+  tokenizer?: Tokenizer
+  /** A pretrained policy's tokenizer and chat template (`JinjaChatFormat`). */
+  chat?: ChatFormat
   weights: PolicyVersionWatch
   /** The engines, fresh ones first (`pipeline.freshEngines` of them). */
   engines: PolicyEngine[]
@@ -90,7 +93,7 @@ export async function startRolloutActor(
 ): Promise<Child> {
   const p = config.pipeline
   const triad = config.triad
-  const { judge, adapter, weights, tokenizer } = peers
+  const { judge, adapter, weights, tokenizer, chat } = peers
   const router = new PolicyRouter(
     transport,
     config.run,
@@ -103,8 +106,11 @@ export async function startRolloutActor(
     {
       env: new EnvClient(transport, config.run),
       policy: router,
-      tokenizer,
-      ...(judge ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) } : {}),
+      ...(tokenizer ? { tokenizer } : {}),
+      ...(chat ? { chat } : {}),
+      ...(judge && tokenizer
+        ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) }
+        : {}),
     },
     rolloutSettingsOf(config, judge !== undefined),
     async (group) => {

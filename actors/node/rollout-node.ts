@@ -1,4 +1,4 @@
-import { chooseBackend, type TransformerConfig } from '../../gpu/index.ts'
+import { chooseBackend, type LoraConfig, type Transformer, type TransformerConfig } from '../../gpu/index.ts'
 import {
   MessageRegistry,
   type Millis,
@@ -22,6 +22,7 @@ import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
 import type { NodeHandle, NodeOptions } from './learner-node.ts'
+import { loadPretrainedPolicy } from './pretrained-policy.ts'
 import { type PolicyVersionWatch, type RolloutPeers, startRolloutActor } from './rollout-actor.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
 
@@ -56,7 +57,13 @@ export function rolloutTree(
   id: string,
   modelConfig: TransformerConfig,
   peers: RolloutPeers,
-  options: { log: (line: string) => void; signal?: AbortSignal; onLoopsEnded?: (ms: number) => void },
+  options: {
+    log: (line: string) => void
+    signal?: AbortSignal
+    onLoopsEnded?: (ms: number) => void
+    /** A pretrained policy's shared base and LoRA settings: the engines take adapter-only versions. */
+    lora?: { base: Transformer; config: LoraConfig }
+  },
 ): TreeSpec {
   const p = config.pipeline
   const triad = config.triad
@@ -73,6 +80,7 @@ export function rolloutTree(
         run: config.run,
         id: `${id}-${stale ? 'stale' : 'fresh'}-${i}`,
         modelConfig,
+        ...(options.lora ? { lora: options.lora } : {}),
         stale,
         ...(stale ? { staleEvery: p.staleEvery } : {}),
         drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
@@ -119,7 +127,7 @@ export function rolloutTree(
               const reward = await startRewardModel(ctx.system, transport, config.run, {
                 model: {
                   config: modelConfig,
-                  tokenizer: peers.tokenizer,
+                  tokenizer: peers.tokenizer!,
                   seed: runSeeds(config.seed).rewardModel,
                 },
                 m: triad.stepReward.m,
@@ -196,20 +204,26 @@ export async function startRolloutNode(
 ): Promise<NodeHandle> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[rollout] ${line}\n`))
   await chooseBackend({ backend: config.backend, log })
-  const tokenizer = await unlessAborted(
-    fetchRunTokenizer(transport, config.run),
-    options.signal,
-    () => new StartAbortedError('rollout', "the learner's tokenizer"),
-  )
-  const modelConfig = { ...config.model, vocabSize: tokenizer.vocabSize }
+  // A pretrained policy: its base loaded once, shared by every engine; its own tokenizer and template.
+  const pretrained = config.pretrained ? await loadPretrainedPolicy(config) : undefined
+  const tokenizer = pretrained
+    ? undefined
+    : await unlessAborted(
+        fetchRunTokenizer(transport, config.run),
+        options.signal,
+        () => new StartAbortedError('rollout', "the learner's tokenizer"),
+      )
+  const modelConfig = pretrained?.modelConfig ?? { ...config.model, vocabSize: tokenizer!.vocabSize }
   const peers: RolloutPeers = {
-    tokenizer,
+    ...(tokenizer ? { tokenizer } : {}),
+    ...(pretrained ? { chat: pretrained.chat } : {}),
     engines: [],
     weights: { version: () => 0, untilVersion: async () => {} },
   }
   let loopsMs = 0
   const spec = rolloutTree(transport, config, id, modelConfig, peers, {
     log,
+    ...(pretrained ? { lora: { base: pretrained.base, config: pretrained.lora } } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     onLoopsEnded: (ms) => {
       loopsMs = ms

@@ -34,8 +34,8 @@ export interface EpisodeSettings {
 export interface EpisodeDeps {
   env: EnvClient
   policy: PolicyRouter
-  /** triad's own tokenizer, used with its ChatML template when `chat` is not given. */
-  tokenizer: Tokenizer
+  /** triad's own tokenizer, used with its ChatML template when `chat` is not given (one of the two is needed). */
+  tokenizer?: Tokenizer
   /**
    * The policy's tokenizer and chat template (a pretrained model's `JinjaChatFormat`); default
    * `new TriadChatFormat(tokenizer, {toolFormat})`.
@@ -78,7 +78,8 @@ export async function runEpisode(
   signal?: AbortSignal,
 ): Promise<Episode> {
   const t0 = performance.now()
-  const chat = deps.chat ?? new TriadChatFormat(deps.tokenizer, { toolFormat: settings.toolFormat })
+  if (!deps.chat && !deps.tokenizer) throw new Error('an episode needs a tokenizer or a chat format')
+  const chat = deps.chat ?? new TriadChatFormat(deps.tokenizer!, { toolFormat: settings.toolFormat })
   let session: EnvSession
   try {
     session = await deps.env.start(request, signal)

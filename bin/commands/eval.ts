@@ -19,7 +19,7 @@ import {
   runDirPaths,
   writeEvalResult,
 } from '../../actors/index.ts'
-import { CheckpointError, chooseBackend, loadCheckpoint } from '../../gpu/index.ts'
+import { CheckpointError, chooseBackend, loadCheckpointPolicy, TemplateError } from '../../gpu/index.ts'
 import { checkToken } from '../../protocols/index.ts'
 import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
@@ -233,15 +233,15 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
     throw new CliError(err.message, { cause: err })
   })
   await chooseBackend({ backend: o.backend, log: (line) => process.stderr.write(`${line}\n`) })
-  let loaded: Awaited<ReturnType<typeof loadCheckpoint>>
+  let loaded: Awaited<ReturnType<typeof loadCheckpointPolicy>>
   try {
-    loaded = await loadCheckpoint(checkpoint)
+    loaded = await loadCheckpointPolicy(checkpoint)
   } catch (err) {
-    if (err instanceof CheckpointError)
+    if (err instanceof CheckpointError || err instanceof TemplateError)
       throw new CliError(`cannot load checkpoint: ${err.message}`, { cause: err })
     throw err
   }
-  const evaluation = await evaluatePolicy(loaded.model, loaded.tokenizer, {
+  const evaluation = await evaluatePolicy(loaded.model, loaded.format, {
     tasks,
     k,
     instances,

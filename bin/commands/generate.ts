@@ -12,9 +12,13 @@ import {
   generate,
   isHfModelDir,
   loadCheckpoint,
+  loadCheckpointModel,
   loadHfModel,
   loadJinjaChatFormat,
   loadPretrainedTokenizer,
+  readCheckpointWeights,
+  readHfGenerationConfig,
+  readHfModelConfig,
   ShapeError,
   TemplateError,
   type Transformer,
@@ -83,7 +87,11 @@ interface LoadedModel {
   chat(): ChatFormat
 }
 
-/** Loads a triad checkpoint or a Hugging Face directory. @throws CliError (one line) when it cannot. */
+/**
+ * Loads a triad checkpoint, a Hugging Face directory, or a checkpoint of LoRA adapters on a Hugging
+ * Face base (a run's checkpoint of a pretrained policy: the base's tokenizer, chat template and end
+ * ids). @throws CliError (one line) when it cannot.
+ */
 async function loadModel(dir: string, contextLength: number | undefined): Promise<LoadedModel> {
   try {
     if (await isHfModelDir(dir)) {
@@ -94,6 +102,18 @@ async function loadModel(dir: string, contextLength: number | undefined): Promis
         stopTokens: hf.generation?.eosTokenIds ?? hf.eosTokenIds,
         codec,
         chat: () => loadJinjaChatFormat(dir),
+      }
+    }
+    const read = await readCheckpointWeights(dir)
+    if (read.lora && read.base && (await isHfModelDir(read.base))) {
+      const base = read.base
+      const { model } = await loadCheckpointModel(dir)
+      const generation = await readHfGenerationConfig(base)
+      return {
+        model,
+        stopTokens: generation?.eosTokenIds ?? readHfModelConfig(base).eosTokenIds,
+        codec: existsSync(join(base, 'tokenizer.json')) ? loadPretrainedTokenizer(base) : undefined,
+        chat: () => loadJinjaChatFormat(base),
       }
     }
     const ckpt = await loadCheckpoint(dir)

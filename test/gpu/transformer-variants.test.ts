@@ -13,6 +13,7 @@ import {
   paramShapes,
   type TransformerConfig,
   tokenLogprobs,
+  tokenStatsAt,
 } from '../../gpu/index.ts'
 
 /**
@@ -84,6 +85,75 @@ describe('gpu/transformer variants', () => {
     for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i]! - b[i]!))
     assert.ok(diff < 1e-4, `max diff ${diff}`)
     tf.dispose([tokens, targets, mask])
+    disposeTransformer(model)
+  })
+
+  it('one key/value head at batch 1: per-head attention takes gradients and agrees with batched', async () => {
+    // Qwen3's smallest layouts and the tiny test models have num_key_value_heads 1: per-head
+    // attention then has a single sequence-head, whose split (and its gradient) must still work.
+    const one: TransformerConfig = { ...variant, kvHeads: 1 }
+    const weights = initWeights(one, 4)
+    const model = createTransformer(one, { weights })
+    const rng = createRng(6)
+    const row = () => Array.from({ length: 70 }, () => rng.int(11))
+    const tokens = tf.tensor2d([row()], [1, 70], 'int32')
+    const targets = tf.tensor2d([row()], [1, 70], 'int32')
+    const per = () => tf.sum(tokenLogprobs(model, tokens, targets, { attention: 'per-head' })) as tf.Scalar
+    const batched = () => tf.sum(tokenLogprobs(model, tokens, targets, { attention: 'batched' })) as tf.Scalar
+    const a = tf.variableGrads(per, [...model.params.values()])
+    const b = tf.variableGrads(batched, [...model.params.values()])
+    assert.ok(Math.abs(a.value.dataSync()[0]! - b.value.dataSync()[0]!) < 1e-3)
+    for (const name of Object.keys(b.grads)) {
+      const ga = a.grads[name]!.dataSync()
+      const gb = b.grads[name]!.dataSync()
+      let diff = 0
+      for (let i = 0; i < gb.length; i++) diff = Math.max(diff, Math.abs(ga[i]! - gb[i]!))
+      assert.ok(diff < 1e-3, `${name}: max gradient diff ${diff}`)
+    }
+    tf.dispose([a.value, b.value, a.grads, b.grads, tokens, targets])
+    disposeTransformer(model)
+  })
+
+  it('tokenStatsAt: log-probabilities and entropies at chosen positions, 0 elsewhere, with the masked gradients', async () => {
+    const model = createTransformer(variant, { weights: spread(8) })
+    const rng = createRng(3)
+    const row = () => Array.from({ length: 9 }, () => rng.int(11))
+    const tokens = tf.tensor2d([row(), row()], [2, 9], 'int32')
+    const targets = tf.tensor2d([row(), row()], [2, 9], 'int32')
+    const positions = Int32Array.from([2, 3, 8, 12, 17])
+    const mask = tf.tensor2d(
+      Array.from({ length: 18 }, (_, i) => (positions.includes(i) ? 1 : 0)),
+      [2, 9],
+    )
+    const full = tokenLogprobs(model, tokens, targets, { temperature: 0.7 }).dataSync()
+    const at = tokenStatsAt(model, tokens, targets, positions, { temperature: 0.7, entropy: true })
+    const lp = at.logp.dataSync()
+    const ent = at.entropy!.dataSync()
+    const logits = tf.div(forward(model, tokens), 0.7).reshape([18, 11]).logSoftmax()
+    const entropy = tf.neg(tf.sum(tf.mul(tf.exp(logits), logits), -1)).dataSync()
+    for (let i = 0; i < 18; i++) {
+      const chosen = positions.includes(i)
+      assert.ok(Math.abs(lp[i]! - (chosen ? full[i]! : 0)) < 1e-5, `logp[${i}]`)
+      assert.ok(Math.abs(ent[i]! - (chosen ? entropy[i]! : 0)) < 1e-5, `entropy[${i}]`)
+    }
+    const params = [...model.params.values()]
+    const a = tf.variableGrads(
+      () => tf.sum(tokenStatsAt(model, tokens, targets, positions).logp) as tf.Scalar,
+      params,
+    )
+    const b = tf.variableGrads(
+      () => tf.sum(tf.mul(tokenLogprobs(model, tokens, targets), mask)) as tf.Scalar,
+      params,
+    )
+    for (const name of Object.keys(b.grads)) {
+      const ga = a.grads[name]!.dataSync()
+      const gb = b.grads[name]!.dataSync()
+      let diff = 0
+      for (let i = 0; i < gb.length; i++) diff = Math.max(diff, Math.abs(ga[i]! - gb[i]!))
+      assert.ok(diff < 1e-4, `${name}: max gradient diff ${diff}`)
+    }
+    assert.throws(() => tokenStatsAt(model, tokens, targets, Int32Array.from([18])), /positions/)
+    tf.dispose([a.value, b.value, a.grads, b.grads, at.logp, at.entropy!, logits, tokens, targets, mask])
     disposeTransformer(model)
   })
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, describe, it } from 'node:test'
+import { after, before, describe, it } from 'node:test'
 import type { z } from 'zod'
 import {
   createRunDir,
@@ -28,6 +28,7 @@ import {
   resolveTasks,
   runBudgetOf,
 } from '../../recipes/index.ts'
+import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 
 /**
  * Every leaf field of a zod schema as a recipe path (`rl.kl.beta`, `tasks[0].difficulty.start`):
@@ -98,6 +99,11 @@ function leaves(value: unknown, prefix = '', out = new Map<string, unknown>()): 
 
 const runsDir = mkdtempSync(join(tmpdir(), 'triad-recipe-fields-'))
 after(() => rmSync(runsDir, { recursive: true, force: true }))
+/** Two tiny pretrained models (Qwen3 layout) for the `model.hf` and `model.lora` fields: 1 and 2 layers. */
+const hfDir = join(runsDir, 'tiny-qwen3')
+const hfDir2 = join(runsDir, 'tiny-qwen3-2')
+/** The base recipe's model with a pretrained policy (both sides of the `model.hf`/`model.lora` cases). */
+const withHf = { model: { hf: hfDir, lora: {} } }
 const tokenizer = new Tokenizer(DEFAULT_TOKENIZER_SETTINGS)
 
 /**
@@ -108,7 +114,12 @@ const tokenizer = new Tokenizer(DEFAULT_TOKENIZER_SETTINGS)
  */
 async function lowered(input: Record<string, unknown>) {
   const recipe = resolveTasks(defineRecipe(input as RecipeInput), builtinTaskCatalog())
-  const dir: RunDir = await createRunDir({ runsDir, name: recipe.name, recipe })
+  // A folder per call: createRunDir makes at most 100 runs of one name in one second.
+  const dir: RunDir = await createRunDir({
+    runsDir: mkdtempSync(join(runsDir, 'r-')),
+    name: recipe.name,
+    recipe,
+  })
   const budget = runBudgetOf(recipe)
   const node = nodeConfigOf(recipe, dir, budget.maxSteps)
   const modelConfig = { layers: 1, width: 8, heads: 2, contextLength: 8, vocabSize: tokenizer.vocabSize }
@@ -188,6 +199,19 @@ const cases: Record<string, Case> = {
     lands: { 'node.triad.levels.calc.min': 2 },
   },
   'tasks[0].difficulty.max': { set: 2, lands: { 'node.triad.levels.calc.max': 2 } },
+  'model.hf': {
+    set: hfDir2,
+    with: withHf,
+    lands: { 'node.pretrained.dir': hfDir2, 'node.model.layers': 2 },
+  },
+  'model.lora.rank': { set: 4, with: withHf, lands: { 'node.pretrained.lora.rank': 4 } },
+  'model.lora.alpha': { set: 3, with: withHf, lands: { 'node.pretrained.lora.alpha': 3 } },
+  'model.lora.targets': {
+    set: ['q_proj'],
+    with: withHf,
+    lands: { 'node.pretrained.lora.targets[0]': 'q_proj' },
+  },
+  'model.lora.dropout': { set: 0.1, with: withHf, lands: { 'node.pretrained.lora.dropout': 0.1 } },
   'model.layers': { set: 3, lands: { 'node.model.layers': 3 } },
   'model.width': { set: 64, lands: { 'node.model.width': 64 } },
   'model.heads': { set: 2, lands: { 'node.model.heads': 2 } },
@@ -419,6 +443,11 @@ const cases: Record<string, Case> = {
 }
 
 describe('recipes/recipe-schema', () => {
+  before(async () => {
+    await writeTinyQwen3(hfDir, { layers: 1 })
+    await writeTinyQwen3(hfDir2, { layers: 2 })
+  })
+
   it('recipe fields - every leaf of the schema has a case here', () => {
     const paths = leafPaths(RecipeSchema)
     assert.deepEqual(

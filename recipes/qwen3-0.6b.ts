@@ -1,0 +1,29 @@
+/**
+ * Qwen3-0.6B with LoRA adapters on calc and maze: SFT on the scripted experts' episodes through
+ * Qwen3's own chat template, then GRPO-TCR with outcome rewards. The model is downloaded first
+ * (README "Starting from a pretrained model"):
+ *
+ *   huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B
+ *   triad run recipes/qwen3-0.6b.ts
+ *
+ * It wants a GPU (`@tensorflow/tfjs-node-gpu`): on the wasm backend the model does not fit a
+ * training step (the README gives the measured numbers).
+ */
+import { defineRecipe } from './define-recipe.ts'
+
+export default defineRecipe({
+  name: 'qwen3-0_6b',
+  seed: 0,
+  tasks: [{ name: 'calc' }, { name: 'maze' }],
+  model: {
+    hf: 'models/Qwen3-0.6B',
+    lora: { rank: 16, alpha: 32 },
+    contextLength: 2048,
+  },
+  sft: { epochs: 1, batchSize: 4, expertTrajectoriesPerTask: 64, lr: 1e-4 },
+  rl: { groupSize: 8, lr: 2e-5 },
+  pipeline: { minBatchGroups: 4, bufferGroups: 16, concurrency: 32, maxTurns: 8, maxNewTokens: 256 },
+  evaluation: { every: 25, k: 4, instancesPerTask: 16 },
+  checkpoints: { every: 25, keep: 3 },
+  budget: { maxSteps: 200 },
+})

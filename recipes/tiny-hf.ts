@@ -1,0 +1,41 @@
+/**
+ * Tiny on a pretrained model: the smallest run of a Hugging Face policy with LoRA adapters (SFT
+ * through the model's own chat template, RL steps whose weight versions are the adapters alone,
+ * evaluation of the SFT and the last checkpoint). For the end-to-end test, on the tiny random
+ * Qwen3-layout model it writes (`test/support/tiny-qwen3.ts`); it does not learn. The model
+ * directory comes from `TRIAD_TINY_HF_DIR`:
+ *
+ *   TRIAD_TINY_HF_DIR=/tmp/tiny-qwen3 triad run recipes/tiny-hf.ts
+ */
+import { defineRecipe } from './define-recipe.ts'
+import type { RecipeInput } from './recipe-schema.ts'
+
+/** The tiny pretrained recipe as written (tests start from it). */
+export const tinyHfInput = {
+  name: 'tiny-hf',
+  seed: 0,
+  tasks: [{ name: 'calc' }],
+  model: {
+    hf: process.env.TRIAD_TINY_HF_DIR ?? 'models/tiny-qwen3',
+    lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj', 'down_proj'] },
+    contextLength: 512,
+  },
+  sft: { epochs: 1, batchSize: 1, expertTrajectoriesPerTask: 2 },
+  rl: { groupSize: 2, overlong: { L_max: 64, L_buf: 16 } },
+  pipeline: {
+    freshEngines: 1,
+    staleEngines: 0,
+    rho: 0,
+    minBatchGroups: 1,
+    bufferGroups: 1,
+    concurrency: 2,
+    maxTurns: 1,
+    maxNewTokens: 12,
+  },
+  triad: { adaptiveTasks: false },
+  evaluation: { every: 0, k: 1, instancesPerTask: 1 },
+  checkpoints: { every: 1, keep: 1 },
+  budget: { maxSteps: 2, maxMinutes: 10 },
+} satisfies RecipeInput
+
+export default defineRecipe(tinyHfInput)

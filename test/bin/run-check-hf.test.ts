@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
+import { startTriad } from '../support/triad-process.ts'
+
+const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
+const qwenDir = fileURLToPath(new URL('../../models/Qwen3-0.6B', import.meta.url))
+
+/**
+ * `triad run --check` of recipes that name a Hugging Face model (`model.hf`): the resolved recipe
+ * with the model's sizes, or the refusal as the recipe's error, and nothing made either way.
+ */
+describe('triad run --check - a pretrained policy', () => {
+  const root = mkdtempSync(join(tmpdir(), 'triad-run-check-hf-'))
+  const model = join(root, 'tiny-qwen3')
+  before(async () => {
+    await writeTinyQwen3(model, { layers: 2 })
+  })
+
+  it('recipes/qwen3-0.6b.ts without the downloaded model: one line naming the directory and how to download it; nothing made', {
+    skip: existsSync(qwenDir) && 'models/Qwen3-0.6B is downloaded here',
+  }, async () => {
+    const runs = join(root, 'runs-a')
+    const child = startTriad(['run', 'recipes/qwen3-0.6b.ts', '--check', '--runs-dir', runs])
+    assert.equal((await child.exited).code, 1)
+    assert.equal(
+      child.stderr(),
+      'triad: invalid recipe recipes/qwen3-0.6b.ts:\nmodel.hf: models/Qwen3-0.6B is not a Hugging Face model directory (missing); download the model first: huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B\n',
+    )
+    assert.deepEqual(child.stdout, [])
+    assert.equal(existsSync(runs), false)
+  })
+
+  it('recipes/tiny-hf.ts with TRIAD_TINY_HF_DIR: the resolved recipe takes its sizes from the model', async () => {
+    const child = startTriad(['run', 'recipes/tiny-hf.ts', '--check'], { TRIAD_TINY_HF_DIR: model })
+    assert.equal((await child.exited).code, 0, child.stderr())
+    const recipe = JSON.parse(child.stdout.join('\n'))
+    assert.equal(recipe.model.hf, model)
+    assert.deepEqual([recipe.model.layers, recipe.model.width, recipe.model.heads], [2, 16, 2])
+    assert.equal(recipe.model.merges, 0)
+    assert.equal(recipe.derived.headDim, 8)
+    assert.equal(recipe.triad.stepReward.enabled, false)
+  })
+
+  it('refusals name their fields, one line each; nothing made', async () => {
+    const file = join(root, 'bad.ts')
+    writeFileSync(
+      file,
+      `import { defineRecipe } from ${JSON.stringify(defineRecipePath)}\nexport default defineRecipe(${JSON.stringify(
+        {
+          tasks: [{ name: 'calc' }],
+          model: { hf: model, lora: { rank: 4 }, width: 64 },
+          sft: { threads: 2 },
+          triad: { stepReward: { enabled: true }, trainRewardModel: false },
+        },
+      )})\n`,
+    )
+    const runs = join(root, 'runs-b')
+    const child = startTriad(['run', file, '--check', '--runs-dir', runs])
+    assert.equal((await child.exited).code, 1)
+    assert.equal(
+      child.stderr(),
+      `triad: invalid recipe ${file}:\n` +
+        `model.width: comes from the pretrained model (model.hf ${model}): remove it\n` +
+        "sft.threads: must be 1 with model.hf: the SFT gradient threads build triad's own model and cannot load a pretrained base\n" +
+        "triad.stepReward.enabled: the reward model is triad's own small model over triad's tokenizer and does not judge a pretrained policy (model.hf) yet: leave step rewards off (outcome rewards only)\n",
+    )
+    assert.equal(existsSync(runs), false)
+  })
+})
