@@ -382,7 +382,8 @@ async function startLearnerLoop(
         backend.name,
         {
           model: learner.model,
-          tokenizer,
+          // Step rewards are refused for a pretrained policy (above), so the run's tokenizer is here.
+          tokenizer: tokenizer!,
           sampling: {
             maxNewTokens: config.pipeline.maxNewTokens,
             temperature: config.pipeline.temperature,
