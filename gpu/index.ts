@@ -143,7 +143,7 @@ export {
   shapeOverlongRewards,
 } from './overlong.ts'
 export { avgAtK, passAtK, passAtKOver } from './pass-at-k.ts'
-export { type CheckpointPolicy, loadCheckpointPolicy } from './policy-checkpoint.ts'
+export { type CheckpointPolicy, loadChatFormatOf, loadCheckpointPolicy } from './policy-checkpoint.ts'
 export { loadPretrainedTokenizer } from './pretrained-tokenizer.ts'
 export { createRng, type Rng, shuffle } from './prng.ts'
 export {

@@ -35,20 +35,30 @@ export async function loadCheckpointPolicy(dir: string): Promise<CheckpointPolic
   const read = await readCheckpointWeights(dir)
   if (read.lora && read.base && (await isHfModelDir(read.base))) {
     const { model, metadata } = await loadCheckpointModel(dir)
-    let format: ChatFormat
-    try {
-      format = loadJinjaChatFormat(read.base)
-      if (format.vocabSize > model.config.vocabSize)
-        throw new CheckpointError(
-          read.base,
-          `the tokenizer has ${format.vocabSize} ids, the model's vocabulary ${model.config.vocabSize}`,
-        )
-    } catch (err) {
-      disposeTransformer(model)
-      throw err
-    }
-    return { model, format, metadata }
+    return { model, format: loadChatFormatOf(read.base, model), metadata }
   }
   const ckpt = await loadCheckpoint(dir)
   return { model: ckpt.model, format: new TriadChatFormat(ckpt.tokenizer), metadata: ckpt.metadata }
+}
+
+/**
+ * The Jinja chat format of the Hugging Face directory `dir` for `model` (loaded from it, or adapters
+ * on it): its tokenizer must fit the model's embedding rows. On any error `model` is disposed, so
+ * a caller that just loaded it leaks nothing.
+ * @throws TemplateError for a directory without a chat template (what `loadJinjaChatFormat`
+ *   throws); CheckpointError when the tokenizer has more ids than the model's vocabulary.
+ */
+export function loadChatFormatOf(dir: string, model: Transformer): ChatFormat {
+  try {
+    const format = loadJinjaChatFormat(dir)
+    if (format.vocabSize > model.config.vocabSize)
+      throw new CheckpointError(
+        dir,
+        `the tokenizer has ${format.vocabSize} ids, the model's vocabulary ${model.config.vocabSize}`,
+      )
+    return format
+  } catch (err) {
+    disposeTransformer(model)
+    throw err
+  }
 }

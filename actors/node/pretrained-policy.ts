@@ -1,13 +1,12 @@
 import {
   type ChatFormat,
   CheckpointError,
-  disposeTransformer,
   type FullTransformerConfig,
   fullLoraConfig,
   initAdapters,
   type LoraConfig,
+  loadChatFormatOf,
   loadHfModel,
-  loadJinjaChatFormat,
   readCheckpointWeights,
   type Transformer,
   withAdapters,
@@ -42,18 +41,7 @@ export async function loadPretrainedPolicy(config: NodeConfig): Promise<Pretrain
   const p = config.pretrained
   if (!p) throw new Error('the run names no pretrained model (node config without pretrained)')
   const { model: base } = await loadHfModel(p.dir, { contextLength: config.model.contextLength })
-  let chat: ChatFormat
-  try {
-    chat = loadJinjaChatFormat(p.dir)
-    if (chat.vocabSize > base.config.vocabSize)
-      throw new CheckpointError(
-        p.dir,
-        `the tokenizer has ${chat.vocabSize} ids, the model's vocabulary ${base.config.vocabSize}`,
-      )
-  } catch (err) {
-    disposeTransformer(base)
-    throw err
-  }
+  const chat = loadChatFormatOf(p.dir, base)
   return { dir: p.dir, base, modelConfig: base.config, chat, lora: p.lora }
 }
 

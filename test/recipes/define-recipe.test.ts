@@ -11,17 +11,9 @@ import {
   type RecipeInput,
   recipeSettings,
 } from '../../recipes/index.ts'
+import { recipeProblems } from '../support/recipe-problems.ts'
 
-/** The issues of a recipe that must fail, as `path: message` lines. */
-function problems(input: unknown): string[] {
-  try {
-    parseRecipe(input)
-  } catch (err) {
-    assert.ok(err instanceof RecipeError, `expected RecipeError, got ${err}`)
-    return err.issues.map((i) => `${i.path}: ${i.message}`)
-  }
-  assert.fail('recipe was accepted')
-}
+const problems = recipeProblems
 
 const base: RecipeInput = { tasks: [{ name: 'calc' }] }
 

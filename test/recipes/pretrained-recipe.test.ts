@@ -6,24 +6,14 @@ import { before, describe, it } from 'node:test'
 import {
   checkStoredRecipe,
   defineRecipe,
-  parseRecipe,
   parseStoredRecipe,
-  RecipeError,
   type RecipeInput,
   recipeSettings,
 } from '../../recipes/index.ts'
+import { recipeProblems } from '../support/recipe-problems.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 
-/** The issues of a recipe that must fail, as `path: message` lines. */
-function problems(input: unknown): string[] {
-  try {
-    parseRecipe(input)
-  } catch (err) {
-    assert.ok(err instanceof RecipeError, `expected RecipeError, got ${err}`)
-    return err.issues.map((i) => `${i.path}: ${i.message}`)
-  }
-  assert.fail('recipe was accepted')
-}
+const problems = recipeProblems
 
 /**
  * A recipe's pretrained policy (`model.hf` with `model.lora`): its defaults come from the model's
