@@ -278,10 +278,13 @@ type PretrainedRead =
 function readPretrained(dir: string, contextLength: number): PretrainedRead {
   if (!existsSync(join(dir, 'config.json'))) {
     const name = basename(dir)
-    const repo = /^(qwen|Qwen)/.test(name) ? `Qwen/${name}` : `<org>/${name}`
+    // A Qwen name is the Hub's repository name under Qwen/; any other name may not be on the Hub.
+    const download = /^qwen/i.test(name)
+      ? `download the model first: huggingface-cli download Qwen/${name} --local-dir ${dir}`
+      : `download a model into it first (huggingface-cli download ORG/MODEL --local-dir ${dir})`
     return {
       ok: false,
-      message: `${dir} is not a Hugging Face model directory (${existsSync(dir) ? 'no config.json' : 'missing'}); download the model first: huggingface-cli download ${repo} --local-dir ${dir}`,
+      message: `${dir} is not a Hugging Face model directory (${existsSync(dir) ? 'no config.json' : 'missing'}); ${download}`,
     }
   }
   try {

@@ -93,6 +93,10 @@ interface LoadedModel {
  * ids). @throws CliError (one line) when it cannot.
  */
 async function loadModel(dir: string, contextLength: number | undefined): Promise<LoadedModel> {
+  if (!existsSync(dir))
+    throw new CliError(
+      `${dir}: no such directory (give a Hugging Face model directory or a triad checkpoint)`,
+    )
   try {
     if (await isHfModelDir(dir)) {
       const hf = await loadHfModel(dir, { contextLength })

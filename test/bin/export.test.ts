@@ -126,6 +126,12 @@ describe('bin/generate and bin/export', () => {
       bad.stderr.trim().split('\n').at(-1),
       "triad: --prompt-ids: 'x' is not a token id in 0..263 (give comma-separated ids, e.g. 1,2,3)",
     )
+    const missing = await runTriad(['generate', path.join(root, 'no-such-model'), '--prompt', 'hi'])
+    assert.equal(missing.code, 1)
+    assert.equal(
+      missing.stderr.trim().split('\n').at(-1),
+      `triad: ${path.join(root, 'no-such-model')}: no such directory (give a Hugging Face model directory or a triad checkpoint)`,
+    )
   })
 
   it('export --hf writes a loadable directory; bad input writes nothing and is one line', async () => {

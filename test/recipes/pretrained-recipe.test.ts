@@ -101,5 +101,9 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
     assert.deepEqual(problems(hf({}, { hf: 'models/Qwen3-0.6B' })), [
       'model.hf: models/Qwen3-0.6B is not a Hugging Face model directory (missing); download the model first: huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B',
     ])
+    // Another name may not be a Hub repository: no repository is made up for it.
+    assert.deepEqual(problems(hf({}, { hf: 'models/my-model' })), [
+      'model.hf: models/my-model is not a Hugging Face model directory (missing); download a model into it first (huggingface-cli download ORG/MODEL --local-dir models/my-model)',
+    ])
   })
 })
