@@ -37,7 +37,9 @@ export interface PretrainedPolicy {
  *   `loadJinjaChatFormat` throw (CheckpointError, ModelTooLargeError, TemplateError...);
  *   CheckpointError when the tokenizer has more ids than the model's embedding rows.
  */
-export async function loadPretrainedPolicy(config: NodeConfig): Promise<PretrainedPolicy> {
+export async function loadPretrainedPolicy(
+  config: Pick<NodeConfig, 'pretrained'> & { model: Pick<NodeConfig['model'], 'contextLength'> },
+): Promise<PretrainedPolicy> {
   const p = config.pretrained
   if (!p) throw new Error('the run names no pretrained model (node config without pretrained)')
   const { model: base } = await loadHfModel(p.dir, { contextLength: config.model.contextLength })

@@ -3,12 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { before, describe, it } from 'node:test'
-import {
-  adaptersFromCheckpoint,
-  freshAdapters,
-  loadPretrainedPolicy,
-  type NodeConfig,
-} from '../../../actors/index.ts'
+import { adaptersFromCheckpoint, freshAdapters, loadPretrainedPolicy } from '../../../actors/index.ts'
 import {
   CheckpointError,
   chooseBackend,
@@ -27,9 +22,9 @@ describe('actors/node/pretrained-policy', () => {
   const dir = join(root, 'tiny-qwen3')
   const lora = { rank: 2, alpha: 3, targets: ['k_proj', 'up_proj'] as const, dropout: 0.25 }
   const config = {
-    model: { layers: 1, width: 16, heads: 2, contextLength: 64 },
+    model: { contextLength: 64 },
     pretrained: { dir, lora: { ...lora, targets: [...lora.targets] } },
-  } as unknown as NodeConfig
+  }
   before(async () => {
     await chooseBackend({ backend: 'wasm', log: () => {} })
     await writeTinyQwen3(dir)
