@@ -1,10 +1,11 @@
 /**
  * Ablation: the quickstart's setting (calc, sql and maze with the whole triad: the same model,
- * SFT, GRPO-TCR and pipeline) as the baseline of `triad ablate`, with a time budget of 6 minutes a
- * run. `triad ablate` makes the cold start (SFT and the reward model's) once per seed and copies it
- * into each variant's run, so those 6 minutes are the RL phase (after a start-up of some seconds);
- * then the final checkpoint is evaluated on the same 32 held-out instances per task as every other
- * run. The claims it checks, each one `--vary` of a quickstart setting, are in
+ * SFT, GRPO-TCR and pipeline) as the baseline of `triad ablate`, with a budget of 30 RL learner
+ * steps a run (about 5 to 6 minutes on an idle 2-core machine). The budget is steps, not minutes,
+ * so that the variants compared get the same number of updates whatever else the machine is doing;
+ * `maxMinutes` 20 is only a guard. `triad ablate` makes the cold start (SFT and the reward model's)
+ * once per seed and copies it into each variant's run; then the final checkpoint is evaluated on
+ * the same 32 held-out instances per task as every other run. The claims it checks, each one `--vary` of a quickstart setting, are in
  * docs/ablations/README.md.
  *
  *   triad ablate recipes/ablation.ts --vary rl.eps_high=0.2 --seeds 3
@@ -15,5 +16,5 @@ import { quickstartInput } from './quickstart.ts'
 export default defineRecipe({
   ...quickstartInput,
   name: 'ablation',
-  budget: { maxSteps: 1000, maxMinutes: 6 },
+  budget: { maxSteps: 30, maxMinutes: 20 },
 })

@@ -41,13 +41,14 @@ describe('recipes/load-recipe', () => {
     assert.ok(quick.budget.maxMinutes! <= 20)
     const tiny = await loadRecipe(join(recipesDir, 'tiny.ts'), { catalog })
     assert.ok(tiny.budget.maxMinutes! * 60 <= 90, 'the tiny recipe fits the 90 s CI budget')
-    // The ablations' baseline is the quickstart's setting with a 6-minute budget a run.
+    // The ablations' baseline is the quickstart's setting with a budget of 30 learner steps a run.
     const ablation = await loadRecipe(join(recipesDir, 'ablation.ts'), { catalog })
     assert.deepEqual(
       recipeDifferences(quick, ablation).map((d) => d.path),
       ['budget.maxMinutes', 'budget.maxSteps', 'name'],
     )
-    assert.equal(ablation.budget.maxMinutes, 6)
+    assert.equal(ablation.budget.maxSteps, 30)
+    assert.equal(ablation.budget.maxMinutes, 20)
   })
 
   it('loadRecipeSource - the recipe as written: a field changed and resolved again recomputes the defaults that follow from it', async () => {
