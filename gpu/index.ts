@@ -67,6 +67,7 @@ export {
 } from './chat-template.ts'
 export {
   CheckpointFile,
+  type CheckpointWeights,
   type LoadedCheckpoint,
   loadCheckpoint,
   loadCheckpointModel,
@@ -152,6 +153,7 @@ export {
   type RewardModelStepConfig,
   type RewardModelTrainState,
   rewardModelStep,
+  type VerdictTokens,
 } from './reward-model-step.ts'
 export type { RlBatch } from './rl-batch.ts'
 export { RL_STEP_DEFAULTS, type RlStepConfig, type RlStepMetrics, rlStep } from './rl-step.ts'

@@ -307,17 +307,13 @@ function readPretrained(dir: string, contextLength: number): PretrainedRead {
  * The checks of a pretrained policy (`model.hf`), which read the value as written (`input`, before
  * zod's defaults) and the model directory: `lora` is required with `hf` and refused without it;
  * the own-model fields (`OWN_MODEL_FIELDS`) may not be given beside it; `sft.threads` must be 1
- * (the gradient threads build triad's own model and cannot load a pretrained base); the reward
- * model (`triad.stepReward`) is triad's own small model over triad's tokenizer and is refused with
- * a pretrained policy; the directory must hold a model triad reads, and `model.contextLength` may
- * not exceed its `max_position_embeddings`.
+ * (the gradient threads build triad's own model and cannot load a pretrained base); the directory
+ * must hold a model triad reads, and `model.contextLength` may not exceed its
+ * `max_position_embeddings`.
  */
 function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
   const issues: RecipeIssue[] = []
-  const given = input as {
-    model?: Record<string, unknown>
-    triad?: { stepReward?: { enabled?: unknown }; trainRewardModel?: unknown }
-  }
+  const given = input as { model?: Record<string, unknown> }
   const m = r.model
   if (m.hf === undefined) {
     if (m.lora !== undefined)
@@ -346,13 +342,6 @@ function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
       message:
         "must be 1 with model.hf: the SFT gradient threads build triad's own model and cannot load a pretrained base",
     })
-  if (given?.triad?.stepReward?.enabled === true || given?.triad?.trainRewardModel === true)
-    issues.push({
-      path:
-        given?.triad?.stepReward?.enabled === true ? 'triad.stepReward.enabled' : 'triad.trainRewardModel',
-      message:
-        "the reward model is triad's own small model over triad's tokenizer and does not judge a pretrained policy (model.hf) yet: leave step rewards off (outcome rewards only)",
-    })
   const read = readPretrained(m.hf, m.contextLength)
   if (!read.ok) issues.push({ path: 'model.hf', message: read.message })
   else if (m.contextLength > read.maxContext)
@@ -366,8 +355,9 @@ function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
 /**
  * A pretrained policy's defaults (`model.hf`): `layers`, `width` and `heads` are the model's (read
  * from its `config.json`), `merges` 0 (its tokenizer is its own), and step rewards and reward-model
- * training off unless the recipe says otherwise (then `pretrainedIssues` refuses them). Unchanged
- * without `model.hf`, or when its directory cannot be read.
+ * training off unless the recipe turns them on: the reward model is then its own LoRA adapters on
+ * the same base, and judging every step costs about as much as generating it, which a CPU run of a
+ * pretrained model rarely affords. Unchanged without `model.hf`, or when its directory cannot be read.
  */
 function withPretrainedDefaults(r: ParsedRecipe, input: unknown): ParsedRecipe {
   if (r.model.hf === undefined) return r

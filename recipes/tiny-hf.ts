@@ -1,7 +1,9 @@
 /**
  * Tiny on a pretrained model: the smallest run of a Hugging Face policy with LoRA adapters (SFT
  * through the model's own chat template, RL steps whose weight versions are the adapters alone,
- * evaluation of the SFT and the last checkpoint). For the end-to-end test, on the tiny random
+ * evaluation of the SFT and the last checkpoint) and the whole dynamic triad on it: the reward
+ * model is its own adapters on the same base, cold-started on labelled steps, judging every step
+ * through the model's template and trained by consistency beside the policy. For the end-to-end test, on the tiny random
  * Qwen3-layout model it writes (`test/support/tiny-qwen3.ts`); it does not learn. The model
  * directory comes from `TRIAD_TINY_HF_DIR`:
  *
@@ -32,7 +34,18 @@ export const tinyHfInput = {
     maxTurns: 1,
     maxNewTokens: 12,
   },
-  triad: { adaptiveTasks: false },
+  triad: {
+    adaptiveTasks: false,
+    // The step rewards are used from the first step (no trust gate): the tiny model does not learn.
+    stepReward: { enabled: true, m: 2, minAccuracy: 0 },
+    trainRewardModel: true,
+    rewardModelSft: {
+      steps: 2,
+      expertTrajectoriesPerTask: 4,
+      policyTrajectoriesPerTask: 1,
+      heldOutTrajectoriesPerTask: 1,
+    },
+  },
   evaluation: { every: 0, k: 1, instancesPerTask: 1 },
   checkpoints: { every: 1, keep: 1 },
   budget: { maxSteps: 2, maxMinutes: 10 },

@@ -8,6 +8,7 @@ export {
   episodeJudgeSteps,
   GOOD_VERDICT_TOKEN,
   type JudgedStep,
+  type JudgeFormat,
   type JudgementFields,
   type Judgements,
   type JudgePromptOptions,
@@ -22,6 +23,7 @@ export {
   OnlineStepAccuracy,
   outcomeOnly,
   type PolicyStepAdvantages,
+  type PretrainedJudgeBase,
   parseTriadSwitches,
   playLabelledSteps,
   playPolicyLabelledSteps,
@@ -57,6 +59,7 @@ export {
   switchMetrics,
   TRIAD_SWITCHES_DEFAULTS,
   TRIAD_SWITCHES_OFF,
+  TRIAD_VERDICT_TOKENS,
   TriadConfigError,
   type TriadSwitches,
   trainRewardModelStep,
@@ -67,6 +70,7 @@ export {
   verdictAccuracy,
   verdictOf,
   verdictSftExample,
+  verdictTokensOf,
 } from '../triad/index.ts'
 export {
   coldStart,

@@ -220,10 +220,6 @@ async function startLearnerLoop(
   // A pretrained policy brings its own tokenizer and chat template (nothing is learned or
   // published: every node loads them from the model directory).
   const pretrained = config.pretrained ? await loadPretrainedPolicy(config) : undefined
-  if (pretrained && (config.triad?.stepReward.enabled || config.triad?.trainRewardModel))
-    throw new Error(
-      'the reward model (triad.stepReward) does not judge a pretrained policy: run it with step rewards off',
-    )
   let tokenizer: Tokenizer | undefined
   // The SFT data when the tokenizer is learned here: the first `sft.expertTrajectoriesPerTask` of each task
   // of its corpus (which has at least TOKENIZER_CORPUS_PER_TASK per task).
@@ -272,10 +268,12 @@ async function startLearnerLoop(
   // The dynamic triad: a reward model trained beside the policy (restored with it on a resume).
   const triad = config.triad
   const maxTokens = config.model.contextLength + 1
+  // The reward model: triad's own model over the run's tokenizer, or its own adapters on the
+  // pretrained policy's base (shared, loaded once per process) with the model's chat format.
+  const rewardModelKind = pretrained ? { pretrained } : { config: modelConfig, tokenizer: tokenizer! }
   const rmLearner = triad?.trainRewardModel
     ? new RewardModelLearner(
-        modelConfig,
-        tokenizer!,
+        rewardModelKind,
         config.seed,
         config.rl.lr,
         triad,
@@ -358,8 +356,7 @@ async function startLearnerLoop(
   const rmSft = triad?.rewardModelSft
   if (triad?.stepReward.enabled && rmSft?.enabled && !restored) {
     const rm =
-      rmLearner?.rm ??
-      new RewardModel({ config: modelConfig, tokenizer: tokenizer!, seed: runSeeds(config.seed).rewardModel })
+      rmLearner?.rm ?? new RewardModel({ ...rewardModelKind, seed: runSeeds(config.seed).rewardModel })
     try {
       const dir = join(checkpointDir, REWARD_MODEL_SFT_DIR)
       if (rmSft.init === 'policy') rm.loadWeights(await getWeights(learner.model), rm.version)
@@ -382,8 +379,7 @@ async function startLearnerLoop(
         backend.name,
         {
           model: learner.model,
-          // Step rewards are refused for a pretrained policy (above), so the run's tokenizer is here.
-          tokenizer: tokenizer!,
+          tokenizer: chat,
           sampling: {
             maxNewTokens: config.pipeline.maxNewTokens,
             temperature: config.pipeline.temperature,

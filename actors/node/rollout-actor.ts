@@ -108,8 +108,8 @@ export async function startRolloutActor(
       policy: router,
       ...(tokenizer ? { tokenizer } : {}),
       ...(chat ? { chat } : {}),
-      ...(judge && tokenizer
-        ? { annotate: stepJudgeAnnotator(judge, tokenizer, config.model.contextLength - 1) }
+      ...(judge && (chat ?? tokenizer)
+        ? { annotate: stepJudgeAnnotator(judge, (chat ?? tokenizer)!, config.model.contextLength - 1) }
         : {}),
     },
     rolloutSettingsOf(config, judge !== undefined),

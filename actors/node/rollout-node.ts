@@ -1,4 +1,4 @@
-import { chooseBackend, type LoraConfig, type Transformer, type TransformerConfig } from '../../gpu/index.ts'
+import { chooseBackend, type TransformerConfig } from '../../gpu/index.ts'
 import {
   MessageRegistry,
   type Millis,
@@ -22,7 +22,7 @@ import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
 import type { NodeHandle, NodeOptions } from './learner-node.ts'
-import { loadPretrainedPolicy } from './pretrained-policy.ts'
+import { loadPretrainedPolicy, type PretrainedPolicy } from './pretrained-policy.ts'
 import { type PolicyVersionWatch, type RolloutPeers, startRolloutActor } from './rollout-actor.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
 
@@ -61,8 +61,11 @@ export function rolloutTree(
     log: (line: string) => void
     signal?: AbortSignal
     onLoopsEnded?: (ms: number) => void
-    /** A pretrained policy's shared base and LoRA settings: the engines take adapter-only versions. */
-    lora?: { base: Transformer; config: LoraConfig }
+    /**
+     * A pretrained policy: its shared base and LoRA settings (the engines take adapter-only
+     * versions; the reward model is its own adapters on the same base) and its chat format.
+     */
+    pretrained?: PretrainedPolicy
   },
 ): TreeSpec {
   const p = config.pipeline
@@ -80,7 +83,9 @@ export function rolloutTree(
         run: config.run,
         id: `${id}-${stale ? 'stale' : 'fresh'}-${i}`,
         modelConfig,
-        ...(options.lora ? { lora: options.lora } : {}),
+        ...(options.pretrained
+          ? { lora: { base: options.pretrained.base, config: options.pretrained.lora } }
+          : {}),
         stale,
         ...(stale ? { staleEvery: p.staleEvery } : {}),
         drainTimeoutMs: NODE_ENGINE_DRAIN_MS,
@@ -126,8 +131,9 @@ export function rolloutTree(
             child('reward-model', async (ctx) => {
               const reward = await startRewardModel(ctx.system, transport, config.run, {
                 model: {
-                  config: modelConfig,
-                  tokenizer: peers.tokenizer!,
+                  ...(options.pretrained
+                    ? { pretrained: options.pretrained }
+                    : { config: modelConfig, tokenizer: peers.tokenizer! }),
                   seed: runSeeds(config.seed).rewardModel,
                 },
                 m: triad.stepReward.m,
@@ -223,7 +229,7 @@ export async function startRolloutNode(
   let loopsMs = 0
   const spec = rolloutTree(transport, config, id, modelConfig, peers, {
     log,
-    ...(pretrained ? { lora: { base: pretrained.base, config: pretrained.lora } } : {}),
+    ...(pretrained ? { pretrained } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     onLoopsEnded: (ms) => {
       loopsMs = ms

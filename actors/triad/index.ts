@@ -3,10 +3,13 @@ export {
   BAD_VERDICT_TOKEN,
   episodeJudgeSteps,
   GOOD_VERDICT_TOKEN,
+  type JudgeFormat,
   type JudgePromptOptions,
   judgeSystem,
   renderJudgePrompt,
+  TRIAD_VERDICT_TOKENS,
   verdictOf,
+  verdictTokensOf,
 } from './judge-prompt.ts'
 export { ONLINE_ACCURACY_WINDOW, OnlineStepAccuracy } from './online-accuracy.ts'
 export {
@@ -23,7 +26,12 @@ export {
   rewardReplies,
   startRewardModel,
 } from './reward-actor.ts'
-export { type Judgements, RewardModel, type RewardModelOptions } from './reward-model.ts'
+export {
+  type Judgements,
+  type PretrainedJudgeBase,
+  RewardModel,
+  type RewardModelOptions,
+} from './reward-model.ts'
 export {
   loadRewardModelCheckpoint,
   REWARD_MODEL_CHECKPOINT_DIR,

@@ -1,9 +1,11 @@
-import { renderPrompt, type Tokenizer } from '../../gpu/index.ts'
+import { type ChatFormat, renderPrompt, Tokenizer, type VerdictTokens } from '../../gpu/index.ts'
 import type { ChatMessage, JudgeStep } from '../../protocols/index.ts'
-import { JudgePromptTooLongError } from './errors.ts'
+import { JudgePromptTooLongError, RewardModelConfigError } from './errors.ts'
 
 /**
- * The reward model's judge prompt, rendered with the policy's ChatML template:
+ * The reward model's judge prompt, rendered with the judge's chat format (`JudgeFormat`): triad's
+ * own ChatML template, as below, or a pretrained model's own Jinja template (the same messages,
+ * then its generation prompt):
  *
  * ```text
  * <|im_start|>system\nJudge the last step of this <task> episode: + good, - bad.<|im_end|>\n
@@ -23,15 +25,49 @@ import { JudgePromptTooLongError } from './errors.ts'
  * (byte 0x2D) means it is bad (`S = -1`); any other token is unparseable (`S = 0`, penalised).
  */
 
-/** Token id of the `+` verdict (its byte). */
-export const GOOD_VERDICT_TOKEN = 0x2b
-/** Token id of the `-` verdict (its byte). */
-export const BAD_VERDICT_TOKEN = 0x2d
+/**
+ * What renders a judge prompt: triad's own `Tokenizer` (its ChatML template) or a pretrained model's
+ * `ChatFormat` (its `tokenizer.json` and Jinja chat template), the same two the policy takes.
+ */
+export type JudgeFormat = Tokenizer | ChatFormat
 
-/** The judgement a sampled token stands for: +1 for `+`, -1 for `-`, 0 (unparseable) for anything else. */
-export function verdictOf(token: number): -1 | 0 | 1 {
-  if (token === GOOD_VERDICT_TOKEN) return 1
-  if (token === BAD_VERDICT_TOKEN) return -1
+/** Token id of the `+` verdict in triad's own tokenizer (its byte). */
+export const GOOD_VERDICT_TOKEN = 0x2b
+/** Token id of the `-` verdict in triad's own tokenizer (its byte). */
+export const BAD_VERDICT_TOKEN = 0x2d
+/** The verdict ids of triad's own tokenizer. */
+export const TRIAD_VERDICT_TOKENS: Readonly<VerdictTokens> = Object.freeze({
+  good: GOOD_VERDICT_TOKEN,
+  bad: BAD_VERDICT_TOKEN,
+})
+
+/**
+ * The ids of the verdicts `+` and `-` in a judge's vocabulary: each text encoded alone must be one
+ * id (Qwen's byte-level BPE: `+` 10, `-` 12; triad's tokenizer: its bytes 0x2b, 0x2d).
+ * @throws RewardModelConfigError when a verdict is not a single token of the vocabulary.
+ */
+export function verdictTokensOf(format: JudgeFormat): VerdictTokens {
+  const one = (text: string): number => {
+    const ids = format.encode(text)
+    if (ids.length !== 1)
+      throw new RewardModelConfigError(
+        'verdict',
+        text,
+        `must encode to one token of the judge's vocabulary (it encodes to ${ids.length}: [${Array.from(ids).join(', ')}])`,
+      )
+    return ids[0]!
+  }
+  return { good: one('+'), bad: one('-') }
+}
+
+/**
+ * The judgement a sampled token stands for: +1 for the `+` id, -1 for the `-` id, 0 (unparseable)
+ * for anything else.
+ * @param verdicts the judge's verdict ids (`verdictTokensOf`); default triad's own tokenizer's.
+ */
+export function verdictOf(token: number, verdicts: VerdictTokens = TRIAD_VERDICT_TOKENS): -1 | 0 | 1 {
+  if (token === verdicts.good) return 1
+  if (token === verdicts.bad) return -1
   return 0
 }
 
@@ -56,16 +92,32 @@ function judgeMessages(
 }
 
 /**
+ * The judge messages as prompt ids `[n]` int32: triad's template through `renderPrompt`; a
+ * `ChatFormat` renders them without tool schemas (the judge calls no tool) and appends its
+ * generation prompt.
+ */
+function renderMessages(format: JudgeFormat, messages: readonly ChatMessage[]): Int32Array {
+  if (format instanceof Tokenizer) return renderPrompt(format, messages)
+  const chat = format.render(messages, [])
+  const header = format.generationPrompt()
+  const ids = new Int32Array(chat.length + header.length)
+  ids.set(chat)
+  ids.set(header, chat.length)
+  return ids
+}
+
+/**
  * Renders the judge prompt of one step; generation of the verdict starts right after it. When the
  * prompt does not fit `maxTokens`, the oldest history turns after the task statement (the messages
  * before the first assistant turn) are left out one by one.
  * @param maxTokens most prompt tokens (the model's context length minus one for the verdict).
  * @param stepIndex index of the step in its request, for the error.
  * @returns ids `[promptLen]` int32.
- * @throws JudgePromptTooLongError when even the shortest form does not fit.
+ * @throws JudgePromptTooLongError when even the shortest form does not fit; TemplateError when a
+ *   pretrained template cannot render the messages.
  */
 export function renderJudgePrompt(
-  tokenizer: Tokenizer,
+  format: JudgeFormat,
   step: JudgeStep,
   maxTokens: number,
   stepIndex = 0,
@@ -76,7 +128,7 @@ export function renderJudgePrompt(
   const task = step.history.slice(0, head)
   let rest = step.history.slice(head)
   for (;;) {
-    const ids = renderPrompt(tokenizer, judgeMessages(step, [...task, ...rest], options))
+    const ids = renderMessages(format, judgeMessages(step, [...task, ...rest], options))
     if (ids.length <= maxTokens) return ids
     if (rest.length === 0) throw new JudgePromptTooLongError(stepIndex, ids.length, maxTokens + 1)
     rest = rest.slice(1)

@@ -1,11 +1,13 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
+  type CheckpointWeights,
   decodeSafetensors,
   encodeSafetensors,
   type NamedTensor,
   readCheckpointWeights,
   saveCheckpoint,
+  type Transformer,
 } from '../../gpu/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
 import type { RewardModelLearner } from './triad-learner.ts'
@@ -22,6 +24,29 @@ export const RewardModelCheckpointFile = {
 } as const
 export type RewardModelCheckpointFile =
   (typeof RewardModelCheckpointFile)[keyof typeof RewardModelCheckpointFile]
+
+/**
+ * Checks that a checkpoint read holds weights of `model`'s kind: the same model config, and the
+ * same LoRA settings (adapters on a pretrained base) or none (triad's own model).
+ * @throws LearnerCheckpointError naming what differs.
+ */
+export function sameRewardModel(
+  dir: string,
+  read: Pick<CheckpointWeights, 'config' | 'lora'>,
+  model: Transformer,
+): void {
+  if (JSON.stringify(read.config) !== JSON.stringify(model.config))
+    throw new LearnerCheckpointError(
+      dir,
+      `reward model config ${JSON.stringify(read.config)} differs from the learner's ${JSON.stringify(model.config)}`,
+    )
+  const mine = model.lora?.config
+  if (JSON.stringify(read.lora) !== JSON.stringify(mine))
+    throw new LearnerCheckpointError(
+      dir,
+      `reward model LoRA settings ${JSON.stringify(read.lora ?? 'none')} differ from the learner's ${JSON.stringify(mine ?? 'none')}`,
+    )
+}
 
 async function writeAtomic(file: string, data: Uint8Array | string): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`
@@ -75,11 +100,7 @@ export async function loadRewardModelCheckpoint(dir: string, learner: RewardMode
   try {
     state = JSON.parse(await readFile(join(dir, RewardModelCheckpointFile.State), 'utf8'))
     const read = await readCheckpointWeights(dir)
-    if (JSON.stringify(read.config) !== JSON.stringify(learner.rm.model.config))
-      throw new LearnerCheckpointError(
-        dir,
-        `reward model config ${JSON.stringify(read.config)} differs from the learner's ${JSON.stringify(learner.rm.model.config)}`,
-      )
+    sameRewardModel(dir, read, learner.rm.model)
     weights = read.weights
     const file = join(dir, RewardModelCheckpointFile.Optimizer)
     const decoded = decodeSafetensors(await readFile(file), file)

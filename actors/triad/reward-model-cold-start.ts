@@ -26,6 +26,7 @@ import type { NodeConfig, RewardModelSftConfig } from '../node/index.ts'
 import { runSeeds } from '../runtime/index.ts'
 import { episodeJudgeSteps } from './judge-prompt.ts'
 import type { RewardModel } from './reward-model.ts'
+import { sameRewardModel } from './reward-model-checkpoint.ts'
 import { type LabelledStep, trainVerdictSft, type VerdictAccuracy, verdictAccuracy } from './verdict-sft.ts'
 
 /**
@@ -269,7 +270,8 @@ export async function rewardModelColdStart(
 
 /**
  * Writes the cold-started reward model into `dir` (`model.safetensors`, `config.json`,
- * `tokenizer.json`), then `reward-sft.json` with the report, last.
+ * `tokenizer.json`; a pretrained judge's adapters in PEFT layout instead, its tokenizer being the
+ * base's), then `reward-sft.json` with the report, last.
  * @throws LearnerCheckpointError when writing fails.
  */
 export async function saveRewardModelSft(
@@ -308,11 +310,7 @@ export async function loadRewardModelSft(
   try {
     const report = JSON.parse(await readFile(file, 'utf8')) as RewardModelSftReport
     const read = await readCheckpointWeights(dir)
-    if (JSON.stringify(read.config) !== JSON.stringify(rm.model.config))
-      throw new LearnerCheckpointError(
-        dir,
-        `reward model config ${JSON.stringify(read.config)} differs from the learner's ${JSON.stringify(rm.model.config)}`,
-      )
+    sameRewardModel(dir, read, rm.model)
     rm.loadWeights(read.weights, rm.version)
     return report
   } catch (err) {

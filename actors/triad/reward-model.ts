@@ -1,18 +1,30 @@
 import {
+  type ChatFormat,
   createRng,
   createTransformer,
   disposeTransformer,
+  fullLoraConfig,
   getWeights,
+  initAdapters,
+  type LoraConfig,
   lastTokenLogits,
   pick,
   setWeights,
   Tokenizer,
   type Transformer,
   type TransformerConfig,
+  type VerdictTokens,
+  withAdapters,
 } from '../../gpu/index.ts'
 import type { JudgeStep } from '../../protocols/index.ts'
 import { RewardModelConfigError } from './errors.ts'
-import { type JudgePromptOptions, renderJudgePrompt, verdictOf } from './judge-prompt.ts'
+import {
+  type JudgeFormat,
+  type JudgePromptOptions,
+  renderJudgePrompt,
+  verdictOf,
+  verdictTokensOf,
+} from './judge-prompt.ts'
 
 /**
  * The reward model (RLAnything's generative step judge): a decoder-only transformer of the policy's
@@ -20,19 +32,45 @@ import { type JudgePromptOptions, renderJudgePrompt, verdictOf } from './judge-p
  * (`renderJudgePrompt`): `+` is +1, `-` is -1, anything else unparseable (0). The m judgements of a
  * step are m draws from the same next-token distribution, so one forward pass over a batch of
  * prompts serves every judgement of every step.
+ *
+ * Two kinds: triad's own small model (`config`, every weight trained, triad's tokenizer), or a
+ * pretrained model (`pretrained`): the policy's frozen base, shared and never copied, with the
+ * reward model's own LoRA adapters, judging through the model's own tokenizer and chat template.
+ * Either way `model.params` are what trains, what `getWeights` returns and what a
+ * `reward.load_weights` carries (the adapters alone for a pretrained model).
  */
+
+/**
+ * A pretrained base a reward model puts its own LoRA adapters on (the rollout and learner
+ * processes hold one per process, shared with the policy).
+ */
+export interface PretrainedJudgeBase {
+  /** The Hugging Face directory the base was loaded from (recorded in checkpoints of the adapters). */
+  dir: string
+  /** The base model without adapters; it must outlive the reward model. */
+  base: Transformer
+  /** The model's own tokenizer and chat template. */
+  chat: ChatFormat
+  /** Rank, alpha, targets and dropout of the adapters. */
+  lora: LoraConfig
+}
 
 /** Settings of a reward model. */
 export interface RewardModelOptions {
-  /** Model size; `vocabSize` must be the tokenizer's. */
-  config: TransformerConfig
-  /** Seed of the initial weights (ignored when `weights` are given); default 0. */
+  /** Model size of triad's own model; `vocabSize` must be the tokenizer's. Ignored with `pretrained`. */
+  config?: TransformerConfig
+  /**
+   * A pretrained base: the reward model is its frozen weights plus its own LoRA adapters (B zero,
+   * so it judges as the base does until trained), and renders prompts with the base's chat format.
+   */
+  pretrained?: PretrainedJudgeBase
+  /** Seed of the initial weights (or adapters; ignored when `weights` are given); default 0. */
   seed?: number
-  /** Initial weights by parameter name. */
+  /** Initial weights by parameter name (the adapters with `pretrained`). */
   weights?: Record<string, Float32Array>
   /** Weight version of `weights`; default 0. */
   version?: number
-  /** Tokenizer; default the byte tokenizer with the default special tokens. */
+  /** triad's tokenizer; default the byte tokenizer with the default special tokens. Ignored with `pretrained`. */
   tokenizer?: Tokenizer
   /** Sampling temperature of the verdicts (> 0); default 1. */
   temperature?: number
@@ -57,10 +95,13 @@ export interface Judgements {
   version: number
 }
 
-/** A reward model with its weights, tokenizer and sampling settings. */
+/** A reward model with its weights, chat format and sampling settings. */
 export class RewardModel {
   readonly model: Transformer
-  readonly tokenizer: Tokenizer
+  /** What renders its judge prompts: triad's tokenizer, or the pretrained model's `ChatFormat`. */
+  readonly format: JudgeFormat
+  /** Ids of its `+` and `-` verdicts in its vocabulary. */
+  readonly verdicts: VerdictTokens
   readonly temperature: number
   readonly promptOptions: JudgePromptOptions
   /** Most padded tokens per forward pass when judging. */
@@ -68,9 +109,15 @@ export class RewardModel {
   /** Weight version of the current weights. */
   version: number
 
-  /** @throws RewardModelConfigError when the vocabulary differs from the tokenizer's or the temperature is not > 0. */
+  /**
+   * @throws RewardModelConfigError when neither `config` nor `pretrained` is given, the vocabulary
+   *   differs from the tokenizer's, a verdict is not one token of the vocabulary, or the temperature
+   *   is not > 0; ShapeError on given weights of the wrong shape.
+   */
   constructor(options: RewardModelOptions) {
-    this.tokenizer = options.tokenizer ?? new Tokenizer()
+    const p = options.pretrained
+    this.format = p ? p.chat : (options.tokenizer ?? new Tokenizer())
+    this.verdicts = verdictTokensOf(this.format)
     this.temperature = options.temperature ?? 1
     this.promptOptions = options.prompt ?? {}
     this.maxPassTokens = options.maxPassTokens ?? 4096
@@ -78,14 +125,28 @@ export class RewardModel {
       throw new RewardModelConfigError('maxPassTokens', this.maxPassTokens, 'must be a positive integer')
     if (!(this.temperature > 0 && Number.isFinite(this.temperature)))
       throw new RewardModelConfigError('temperature', this.temperature, 'must be > 0')
-    if (options.config.vocabSize !== this.tokenizer.vocabSize)
-      throw new RewardModelConfigError(
-        'vocabSize',
-        options.config.vocabSize,
-        `must be the tokenizer's ${this.tokenizer.vocabSize}`,
-      )
-    this.model = createTransformer(options.config, { seed: options.seed ?? 0, weights: options.weights })
+    const seed = options.seed ?? 0
+    if (p) {
+      const lora = fullLoraConfig(p.lora)
+      const adapters = options.weights ?? initAdapters(p.base.config, lora, seed)
+      this.model = withAdapters(p.base, adapters, p.lora, { seed, base: p.dir })
+    } else {
+      if (!options.config)
+        throw new RewardModelConfigError('config', undefined, "give triad's model size or a pretrained base")
+      if (options.config.vocabSize !== this.format.vocabSize)
+        throw new RewardModelConfigError(
+          'vocabSize',
+          options.config.vocabSize,
+          `must be the tokenizer's ${this.format.vocabSize}`,
+        )
+      this.model = createTransformer(options.config, { seed, weights: options.weights })
+    }
     this.version = options.version ?? 0
+  }
+
+  /** triad's own tokenizer (for `tokenizer.json` in checkpoints); undefined for a pretrained judge. */
+  get tokenizer(): Tokenizer | undefined {
+    return this.format instanceof Tokenizer ? this.format : undefined
   }
 
   /** Most tokens of a judge prompt (one position is left for the verdict). */
@@ -95,9 +156,7 @@ export class RewardModel {
 
   /** Renders the judge prompt of each step. @throws JudgePromptTooLongError. */
   renderPrompts(steps: readonly JudgeStep[]): Int32Array[] {
-    return steps.map((s, j) =>
-      renderJudgePrompt(this.tokenizer, s, this.maxPromptTokens, j, this.promptOptions),
-    )
+    return steps.map((s, j) => renderJudgePrompt(this.format, s, this.maxPromptTokens, j, this.promptOptions))
   }
 
   /**
@@ -133,7 +192,7 @@ export class RewardModel {
         const [token, logprob] = pick(row, this.temperature, 1, rng)
         out.tokens[j * m + l] = token
         out.logprobs[j * m + l] = logprob
-        out.judgements[j * m + l] = verdictOf(token)
+        out.judgements[j * m + l] = verdictOf(token, this.verdicts)
       }
     })
     return out
@@ -146,10 +205,10 @@ export class RewardModel {
   async greedyVerdicts(prompts: readonly Int32Array[]): Promise<Int8Array> {
     const rows = await this.lastLogits(prompts)
     const rng = createRng(0)
-    return Int8Array.from(rows.map((row) => verdictOf(pick(row, 0, 1, rng)[0])))
+    return Int8Array.from(rows.map((row) => verdictOf(pick(row, 0, 1, rng)[0], this.verdicts)))
   }
 
-  /** Copies of the weights by parameter name (for the object store / checkpoints). */
+  /** Copies of the trained weights by parameter name (the adapters alone for a pretrained judge; for the object store / checkpoints). */
   getWeights(): Promise<Record<string, Float32Array<ArrayBuffer>>> {
     // Fresh copies, each on its own ArrayBuffer (what `reward.load_weights` carries).
     return getWeights(this.model) as Promise<Record<string, Float32Array<ArrayBuffer>>>
@@ -161,6 +220,7 @@ export class RewardModel {
     this.version = version
   }
 
+  /** Frees its weights (a pretrained judge's adapters alone; the shared base stays). */
   dispose(): void {
     disposeTransformer(this.model)
   }

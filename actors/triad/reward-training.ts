@@ -7,9 +7,10 @@ import {
   rewardModelStep,
   signedOutcome,
   UNPARSEABLE_PENALTY,
+  type VerdictTokens,
 } from '../../gpu/index.ts'
 import { RewardModelConfigError } from './errors.ts'
-import { BAD_VERDICT_TOKEN, GOOD_VERDICT_TOKEN } from './judge-prompt.ts'
+import { TRIAD_VERDICT_TOKENS } from './judge-prompt.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 
 /**
@@ -99,7 +100,9 @@ export function buildRewardModelBatch(
 
 /**
  * One GRPO-TCR update of the reward model on a `RewardModelBatch` (`rewardModelStep`, with the
- * judge prompt's verdict tokens), unless the `trainRewardModel` switch is off.
+ * judge's verdict tokens), unless the `trainRewardModel` switch is off.
+ * @param verdicts the ids of `+` and `-` in the judge's vocabulary (`RewardModel.verdicts`); default
+ *   triad's own tokenizer's.
  * @returns `rewardModelStep`'s metrics (`reward_model/*`; `reward_model/updates` 0 when switched
  *   off or skipped) and `triad/switch/train_reward_model`.
  * @throws RewardModelConfigError on a temperature that is not > 0.
@@ -109,6 +112,7 @@ export async function trainRewardModelStep(
   batch: RewardModelBatch,
   switches: TriadSwitches,
   config: RewardModelStepConfig = REWARD_MODEL_STEP_DEFAULTS,
+  verdicts: VerdictTokens = TRIAD_VERDICT_TOKENS,
 ): Promise<Record<string, number>> {
   const out: Record<string, number> = {
     'triad/switch/train_reward_model': switches.trainRewardModel ? 1 : 0,
@@ -117,11 +121,6 @@ export async function trainRewardModelStep(
   if (!switches.trainRewardModel) return out
   if (!(config.temperature > 0))
     throw new RewardModelConfigError('temperature', config.temperature, 'must be > 0')
-  const metrics = await rewardModelStep(
-    state,
-    batch,
-    { good: GOOD_VERDICT_TOKEN, bad: BAD_VERDICT_TOKEN },
-    config,
-  )
+  const metrics = await rewardModelStep(state, batch, verdicts, config)
   return { ...out, ...metrics }
 }

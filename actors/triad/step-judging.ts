@@ -1,7 +1,6 @@
-import type { Tokenizer } from '../../gpu/index.ts'
 import type { ChatMessage, Trajectory } from '../../protocols/index.ts'
 import type { EpisodeAnnotator } from '../rollout/rollout.ts'
-import { episodeJudgeSteps, renderJudgePrompt } from './judge-prompt.ts'
+import { episodeJudgeSteps, type JudgeFormat, renderJudgePrompt } from './judge-prompt.ts'
 import type { StepJudge } from './step-judge.ts'
 
 /** The trajectory fields a judged episode carries (`protocols/trajectory-api.ts`). */
@@ -16,11 +15,12 @@ export type JudgementFields = Pick<
  * returns them as trajectory fields, with the judge prompts (rendered as the reward model renders
  * them, `renderJudgePrompt`) so the learner can train the reward model on its own verdicts.
  * Nothing is asked (and undefined returned) when the `stepReward` switch is off.
+ * @param format the reward model's tokenizer or chat format (`RewardModel.format`).
  * @param maxPromptTokens the reward model's context length minus one.
  */
 export function stepJudgeAnnotator(
   judge: StepJudge,
-  tokenizer: Tokenizer,
+  format: JudgeFormat,
   maxPromptTokens: number,
 ): EpisodeAnnotator {
   return async (task: string, messages: readonly ChatMessage[], seed: number, signal?: AbortSignal) => {
@@ -31,9 +31,7 @@ export function stepJudgeAnnotator(
       judgements: Int8Array.from(reply.judgements),
       judge_tokens: Int32Array.from(reply.tokens),
       judge_logprobs: Float32Array.from(reply.logprobs),
-      judge_prompts: steps.map((s, j) =>
-        Int32Array.from(renderJudgePrompt(tokenizer, s, maxPromptTokens, j)),
-      ),
+      judge_prompts: steps.map((s, j) => Int32Array.from(renderJudgePrompt(format, s, maxPromptTokens, j))),
       judge_version: reply.version,
     }
     return fields

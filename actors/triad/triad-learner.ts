@@ -3,16 +3,15 @@ import {
   type AdamWConfig,
   createRng,
   type OverlongConfig,
+  REWARD_MODEL_STEP_DEFAULTS,
   type RlBatch,
   signedOutcome,
-  type Tokenizer,
-  type TransformerConfig,
 } from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { packGroups } from '../learner/index.ts'
 import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
 import { policyStepAdvantages } from './policy-step-reward.ts'
-import { RewardModel } from './reward-model.ts'
+import { RewardModel, type RewardModelOptions } from './reward-model.ts'
 import { buildRewardModelBatch, type JudgedStep, trainRewardModelStep } from './reward-training.ts'
 import { switchMetrics, type TriadSwitches } from './triad-switches.ts'
 
@@ -205,7 +204,8 @@ export function sampleJudgedSteps(judged: readonly JudgedStep[], cap: number, se
 
 /**
  * The reward model the learner trains: same family as the policy, its own weights (from the seed
- * the reward actor starts from) and its own AdamW.
+ * the reward actor starts from; its own LoRA adapters on the shared base of a pretrained policy)
+ * and its own AdamW over them.
  */
 export class RewardModelLearner {
   readonly rm: RewardModel
@@ -214,9 +214,13 @@ export class RewardModelLearner {
   /** Reward-model updates taken. */
   updates = 0
 
+  /**
+   * @param model what the reward model is: triad's own (`config`, `tokenizer`) or the adapters on a
+   *   pretrained base (`pretrained`), as `RewardModelOptions` (its seed is `runSeeds(seed).rewardModel`).
+   * @throws RewardModelConfigError as `new RewardModel`.
+   */
   constructor(
-    config: TransformerConfig,
-    tokenizer: Tokenizer,
+    model: Pick<RewardModelOptions, 'config' | 'tokenizer' | 'pretrained'>,
     seed: number,
     private readonly lr: number,
     private readonly switches: TriadSwitches,
@@ -225,7 +229,7 @@ export class RewardModelLearner {
     /** AdamW settings: the policy's (`rl.weightDecay`, `rl.gradClip`); AdamW's defaults when absent. */
     optimizer: AdamWConfig = {},
   ) {
-    this.rm = new RewardModel({ config, tokenizer, seed: runSeeds(seed).rewardModel })
+    this.rm = new RewardModel({ ...model, seed: runSeeds(seed).rewardModel })
     this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
@@ -251,6 +255,8 @@ export class RewardModelLearner {
       { model: this.rm.model, optimizer: this.optimizer, lr: this.lr },
       batch,
       this.switches,
+      REWARD_MODEL_STEP_DEFAULTS,
+      this.rm.verdicts,
     )
     const trained = (train['reward_model/updates'] ?? 0) > 0
     if (trained) this.updates++

@@ -6,17 +6,17 @@ import {
   type SftWorkers,
   sftStepCount,
   shuffle,
-  type Tokenizer,
   trainSft,
+  type VerdictTokens,
   warmupCosine,
 } from '../../gpu/index.ts'
 import type { JudgeStep } from '../../protocols/index.ts'
 import { RewardModelConfigError } from './errors.ts'
 import {
-  BAD_VERDICT_TOKEN,
-  GOOD_VERDICT_TOKEN,
+  type JudgeFormat,
   type JudgePromptOptions,
   renderJudgePrompt,
+  verdictTokensOf,
 } from './judge-prompt.ts'
 import type { RewardModel } from './reward-model.ts'
 
@@ -40,20 +40,24 @@ export interface LabelledStep {
 /**
  * One SFT example: the step's judge prompt, then the verdict token of its label (`+` good, `-`
  * bad); the loss mask is 1 on the verdict token only.
+ * @param format the judge's tokenizer or chat format (`RewardModel.format`).
  * @param maxPromptTokens the reward model's context length minus one (`RewardModel.maxPromptTokens`).
+ * @param verdicts the verdict ids (`RewardModel.verdicts`); default `verdictTokensOf(format)`.
  * @returns ids and loss mask, both `[promptLen + 1]`.
- * @throws JudgePromptTooLongError when the prompt cannot fit.
+ * @throws JudgePromptTooLongError when the prompt cannot fit; RewardModelConfigError when a verdict
+ *   is not one token of the format's vocabulary.
  */
 export function verdictSftExample(
-  tokenizer: Tokenizer,
+  format: JudgeFormat,
   labelled: LabelledStep,
   maxPromptTokens: number,
   promptOptions: JudgePromptOptions = {},
+  verdicts: VerdictTokens = verdictTokensOf(format),
 ): RenderedChat {
-  const prompt = renderJudgePrompt(tokenizer, labelled.step, maxPromptTokens, 0, promptOptions)
+  const prompt = renderJudgePrompt(format, labelled.step, maxPromptTokens, 0, promptOptions)
   const ids = new Int32Array(prompt.length + 1)
   ids.set(prompt)
-  ids[prompt.length] = labelled.good ? GOOD_VERDICT_TOKEN : BAD_VERDICT_TOKEN
+  ids[prompt.length] = labelled.good ? verdicts.good : verdicts.bad
   const lossMask = new Uint8Array(ids.length)
   lossMask[prompt.length] = 1
   return { ids, lossMask }
@@ -191,7 +195,7 @@ export async function trainVerdictSft(
     )
   const before = await measure()
   const examples = balanced.map((s) =>
-    verdictSftExample(rm.tokenizer, s, rm.maxPromptTokens, rm.promptOptions),
+    verdictSftExample(rm.format, s, rm.maxPromptTokens, rm.promptOptions, rm.verdicts),
   )
   const perEpoch = sftStepCount(examples, rm.model, {
     batchTokens: config.batchTokens,

@@ -43,7 +43,9 @@ describe('triad run --check - a pretrained policy', () => {
     assert.deepEqual([recipe.model.layers, recipe.model.width, recipe.model.heads], [2, 16, 2])
     assert.equal(recipe.model.merges, 0)
     assert.equal(recipe.derived.headDim, 8)
-    assert.equal(recipe.triad.stepReward.enabled, false)
+    // tiny-hf.ts turns the dynamic triad on: its reward model is adapters on the same base.
+    assert.equal(recipe.triad.stepReward.enabled, true)
+    assert.equal(recipe.triad.trainRewardModel, true)
   })
 
   it('refusals name their fields, one line each; nothing made', async () => {
@@ -55,7 +57,6 @@ describe('triad run --check - a pretrained policy', () => {
           tasks: [{ name: 'calc' }],
           model: { hf: model, lora: { rank: 4 }, width: 64 },
           sft: { threads: 2 },
-          triad: { stepReward: { enabled: true }, trainRewardModel: false },
         },
       )})\n`,
     )
@@ -66,8 +67,7 @@ describe('triad run --check - a pretrained policy', () => {
       child.stderr(),
       `triad: invalid recipe ${file}:\n` +
         `model.width: comes from the pretrained model (model.hf ${model}): remove it\n` +
-        "sft.threads: must be 1 with model.hf: the SFT gradient threads build triad's own model and cannot load a pretrained base\n" +
-        "triad.stepReward.enabled: the reward model is triad's own small model over triad's tokenizer and does not judge a pretrained policy (model.hf) yet: leave step rewards off (outcome rewards only)\n",
+        "sft.threads: must be 1 with model.hf: the SFT gradient threads build triad's own model and cannot load a pretrained base\n",
     )
     assert.equal(existsSync(runs), false)
   })

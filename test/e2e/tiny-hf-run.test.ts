@@ -59,11 +59,20 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
     assert.equal(existsSync(join(dir, 'tokenizer.json')), false)
     // recipes/tiny-hf.ts's model.lora (its module validates the recipe, model directory included, on import)
     const lora = { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj', 'down_proj'] }
-    for (const name of ['sft', 'step-2']) {
+    for (const name of ['sft', 'step-2', 'reward-sft', join('step-2', 'reward-model')]) {
       const ckpt = join(dir, 'checkpoints', name)
       assert.deepEqual(
         readdirSync(ckpt)
-          .filter((f) => !['learner.json', 'optimizer.safetensors'].includes(f))
+          .filter(
+            (f) =>
+              ![
+                'learner.json',
+                'optimizer.safetensors',
+                'reward-model',
+                'reward-model.json',
+                'reward-sft.json',
+              ].includes(f),
+          )
           .sort(),
         ['adapter_config.json', 'adapter_model.safetensors', 'config.json'],
         name,
@@ -88,6 +97,28 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
         [`${prefix}.mlp.down_proj.lora_B.weight`]: [16, 4],
       })
     }
+    // The dynamic triad on the pretrained model: its reward model (adapters on the same base,
+    // checked above) was cold-started, judged every step through the model's template with its
+    // own verdict ids, and took consistency updates.
+    const learnerLog = readFileSync(join(dir, 'logs', 'learner.log'), 'utf8')
+    assert.match(learnerLog, /reward model cold start: 2 steps on \d+ balanced steps/)
+    const metrics = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { role: string; values: Record<string, number> })
+    const learner = metrics.filter((l) => l.role === 'learner').map((l) => l.values)
+    assert.ok(
+      learner.some((v) => (v['reward/step_judged'] ?? 0) > 0),
+      'the reward model judged steps',
+    )
+    assert.ok(
+      learner.some((v) => v['reward/step_reward_used'] === 1),
+      'step rewards reached the policy',
+    )
+    assert.ok(
+      learner.some((v) => (v['reward_model/updates'] ?? 0) >= 1),
+      'the reward model took a consistency update',
+    )
     // The SFT checkpoint was evaluated by a `triad eval` process, the last one in the run.
     const evals = readdirSync(join(dir, 'eval'))
     assert.ok(evals.includes('step-000000.json'), evals.join(', '))

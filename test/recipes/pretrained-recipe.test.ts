@@ -79,14 +79,15 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
     ])
   })
 
-  it('refused - the reward model (triad.stepReward, triad.trainRewardModel) with model.hf', () => {
-    const message =
-      "the reward model is triad's own small model over triad's tokenizer and does not judge a pretrained policy (model.hf) yet: leave step rewards off (outcome rewards only)"
-    assert.deepEqual(problems(hf({ triad: { stepReward: { enabled: true }, trainRewardModel: false } })), [
-      `triad.stepReward.enabled: ${message}`,
-    ])
+  it('the reward model with model.hf: off unless the recipe turns it on, then its own settings as for any recipe', () => {
+    const on = defineRecipe(hf({ triad: { stepReward: { enabled: true, m: 2 } } }))
+    assert.equal(on.triad.stepReward.enabled, true)
+    assert.equal(on.triad.stepReward.m, 2)
+    assert.equal(on.triad.trainRewardModel, false) // not given: off with model.hf
+    const both = defineRecipe(hf({ triad: { stepReward: { enabled: true }, trainRewardModel: true } }))
+    assert.equal(both.triad.trainRewardModel, true)
+    // Training the reward model without step rewards is refused as for triad's own model.
     assert.deepEqual(problems(hf({ triad: { trainRewardModel: true } })), [
-      `triad.trainRewardModel: ${message}`,
       'triad.trainRewardModel: needs triad.stepReward.enabled: the reward model learns from its step judgements',
     ])
   })

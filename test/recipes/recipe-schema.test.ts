@@ -127,8 +127,7 @@ async function lowered(input: Record<string, unknown>) {
   const settings = learnerSettingsOf(node)
   const learner = await Learner.create({ model, tokenizer, ...settings })
   const rm = new RewardModelLearner(
-    modelConfig,
-    tokenizer,
+    { config: modelConfig, tokenizer },
     0,
     settings.lr,
     node.triad!,

@@ -167,8 +167,7 @@ describe('actors/node/learner-node', () => {
       assert.ok(state.updates > 0, 'the reward model was trained')
       await chooseBackend({ log: () => {} })
       const seeded = await new RewardModelLearner(
-        { ...config.model, vocabSize: new Tokenizer().vocabSize },
-        new Tokenizer(),
+        { config: { ...config.model, vocabSize: new Tokenizer().vocabSize }, tokenizer: new Tokenizer() },
         config.seed,
         config.rl.lr,
         config.triad!,

@@ -66,7 +66,7 @@ describe('actors/triad/reward-model-checkpoint', () => {
   })
 
   it('reward-model-checkpoint - a saved reward model loads back: weights, AdamW moments and update count', async () => {
-    const trained = new RewardModelLearner(config(16), tokenizer, 3, 1e-2, switches)
+    const trained = new RewardModelLearner({ config: config(16), tokenizer }, 3, 1e-2, switches)
     const initial = await trained.weights()
     const { trained: changed } = await trained.step([judgedGroup()])
     assert.equal(changed, true)
@@ -75,7 +75,7 @@ describe('actors/triad/reward-model-checkpoint', () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'triad-rmck-')), 'reward-model')
     await saveRewardModelCheckpoint(dir, trained)
 
-    const fresh = new RewardModelLearner(config(16), tokenizer, 3, 1e-2, switches)
+    const fresh = new RewardModelLearner({ config: config(16), tokenizer }, 3, 1e-2, switches)
     assert.ok(sameArrays(await fresh.weights(), initial), 'same seed, same initial weights')
     await loadRewardModelCheckpoint(dir, fresh)
     assert.ok(sameArrays(await fresh.weights(), weights))
@@ -91,7 +91,7 @@ describe('actors/triad/reward-model-checkpoint', () => {
   })
 
   it('reward-model-checkpoint - a missing checkpoint or one of another size is a clear error and changes nothing', async () => {
-    const learner = new RewardModelLearner(config(16), tokenizer, 3, 1e-2, switches)
+    const learner = new RewardModelLearner({ config: config(16), tokenizer }, 3, 1e-2, switches)
     const before = await learner.weights()
     const missing = join(mkdtempSync(join(tmpdir(), 'triad-rmck-')), 'reward-model')
     await assert.rejects(
@@ -100,7 +100,7 @@ describe('actors/triad/reward-model-checkpoint', () => {
         err instanceof LearnerCheckpointError &&
         err.message.startsWith(`${missing}: cannot read the reward model: ENOENT`),
     )
-    const wider = new RewardModelLearner(config(32), tokenizer, 3, 1e-2, switches)
+    const wider = new RewardModelLearner({ config: config(32), tokenizer }, 3, 1e-2, switches)
     const dir = join(mkdtempSync(join(tmpdir(), 'triad-rmck-')), 'reward-model')
     await saveRewardModelCheckpoint(dir, wider)
     await assert.rejects(
