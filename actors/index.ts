@@ -178,6 +178,7 @@ export {
   readSftDataset,
   readSftDatasets,
   renderJudgePrompt,
+  rewardActorOptionsOf,
   rewardModelColdStart,
   rewardModelColdStartOnce,
   rewardModelSftMetrics,

@@ -294,6 +294,13 @@ export const StepRewardSchema = z.strictObject({
    * as generating the episodes (default 1: every group).
    */
   judgeShare: probability().default(1),
+  /**
+   * Temperature the reward model samples its m verdicts at (default 1). Lower makes the sampled
+   * verdicts follow the judge's most likely one (its greedy accuracy is the limit) and agree more
+   * often within a step (fewer steps with a consistency signal); its consistency updates take the
+   * verdicts' log-probabilities at this temperature.
+   */
+  temperature: positive().default(1),
 })
 
 /**

@@ -121,6 +121,6 @@ export {
   rolloutAccepts,
   startRolloutActor,
 } from './rollout-actor.ts'
-export { rolloutTree, startRolloutNode } from './rollout-node.ts'
+export { rewardActorOptionsOf, rolloutTree, startRolloutNode } from './rollout-node.ts'
 export { fetchRunTokenizer, publishRunTokenizer, TOKENIZER_OBJECT } from './run-tokenizer.ts'
 export { readSftDataset, readSftDatasets, type SftDataset, SftDatasetFormat, sftRow } from './sft-dataset.ts'

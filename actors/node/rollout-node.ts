@@ -17,7 +17,13 @@ import { runSeeds } from '../runtime/index.ts'
 import { defaultSupervision } from '../runtime/supervision.ts'
 import { type ChildSpec, Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
 import type { Transport } from '../runtime/transport.ts'
-import { rewardReplies, StepJudge, startRewardModel } from '../triad/index.ts'
+import {
+  type RewardActorOptions,
+  type RewardModelOptions,
+  rewardReplies,
+  StepJudge,
+  startRewardModel,
+} from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
@@ -130,14 +136,12 @@ export function rolloutTree(
         ? [
             child('reward-model', async (ctx) => {
               const reward = await startRewardModel(ctx.system, transport, config.run, {
-                model: {
-                  ...(options.pretrained
+                ...rewardActorOptionsOf(
+                  config,
+                  options.pretrained
                     ? { pretrained: options.pretrained }
-                    : { config: modelConfig, tokenizer: peers.tokenizer! }),
-                  seed: runSeeds(config.seed).rewardModel,
-                },
-                m: triad.stepReward.m,
-                seed: runSeeds(config.seed).rewardActor,
+                    : { config: modelConfig, tokenizer: peers.tokenizer! },
+                ),
                 spawn: { supervision: ctx.supervision },
               })
               const follow = await followRewardWeights(transport, config.run, reward.ref, log)
@@ -191,6 +195,24 @@ export function rolloutTree(
         start: (ctx) => startRolloutActor(ctx, transport, config, id, peers, log, options.onLoopsEnded),
       },
     ],
+  }
+}
+
+/**
+ * The reward-model actor's settings in a run: the model (triad's own over the run's tokenizer, or
+ * its own adapters on the pretrained base) seeded `runSeeds(seed).rewardModel`, m judgements per
+ * step (`triad.stepReward.m`) sampled at `triad.stepReward.temperature` (default 1), and the
+ * actor's sampling seed.
+ */
+export function rewardActorOptionsOf(
+  config: Pick<NodeConfig, 'seed' | 'triad'>,
+  model: Pick<RewardModelOptions, 'config' | 'tokenizer' | 'pretrained'>,
+): RewardActorOptions {
+  const judge = config.triad?.stepReward
+  return {
+    model: { ...model, seed: runSeeds(config.seed).rewardModel, temperature: judge?.temperature ?? 1 },
+    m: judge?.m ?? 3,
+    seed: runSeeds(config.seed).rewardActor,
   }
 }
 

@@ -4,6 +4,7 @@ import {
   createRng,
   type OverlongConfig,
   REWARD_MODEL_STEP_DEFAULTS,
+  type RewardModelStepConfig,
   type RlBatch,
   signedOutcome,
 } from '../../gpu/index.ts'
@@ -213,6 +214,11 @@ export class RewardModelLearner {
   readonly optimizer: AdamW
   /** Reward-model updates taken. */
   updates = 0
+  /**
+   * Settings of each consistency update: DemyAgent's GRPO-TCR loss, and the temperature the
+   * verdicts were sampled at (`stepReward.temperature`, default 1).
+   */
+  readonly stepConfig: RewardModelStepConfig
 
   /**
    * @param model what the reward model is: triad's own (`config`, `tokenizer`) or the adapters on a
@@ -230,6 +236,7 @@ export class RewardModelLearner {
     optimizer: AdamWConfig = {},
   ) {
     this.rm = new RewardModel({ ...model, seed: runSeeds(seed).rewardModel })
+    this.stepConfig = { ...REWARD_MODEL_STEP_DEFAULTS, temperature: switches.stepReward.temperature ?? 1 }
     this.optimizer = new AdamW(this.rm.model.params, optimizer)
   }
 
@@ -255,7 +262,7 @@ export class RewardModelLearner {
       { model: this.rm.model, optimizer: this.optimizer, lr: this.lr },
       batch,
       this.switches,
-      REWARD_MODEL_STEP_DEFAULTS,
+      this.stepConfig,
       this.rm.verdicts,
     )
     const trained = (train['reward_model/updates'] ?? 0) > 0

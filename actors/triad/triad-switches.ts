@@ -33,6 +33,13 @@ export interface TriadSwitches {
      * generating the episodes.
      */
     judgeShare?: number
+    /**
+     * Temperature the reward model samples its m verdicts at (> 0; default 1). Below 1 the sampled
+     * verdicts follow the judge's most likely verdict more often (its greedy accuracy is the limit
+     * at 0) and agree more often within a step; the consistency update takes the verdicts'
+     * log-probabilities at the same temperature.
+     */
+    temperature?: number
   }
   /** The learner trains the reward model by its consistency reward. Off: the reward model stays frozen. */
   trainRewardModel: boolean
@@ -61,6 +68,7 @@ const SwitchesSchema = z.object({
       m: z.number().int().positive().max(64).default(TRIAD_SWITCHES_DEFAULTS.stepReward.m),
       minAccuracy: z.number().min(0).max(1).default(TRIAD_SWITCHES_DEFAULTS.stepReward.minAccuracy),
       judgeShare: z.number().min(0).max(1).optional(),
+      temperature: z.number().positive().finite().optional(),
     })
     .default({ ...TRIAD_SWITCHES_DEFAULTS.stepReward }),
   trainRewardModel: z.boolean().default(TRIAD_SWITCHES_DEFAULTS.trainRewardModel),

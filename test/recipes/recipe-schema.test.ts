@@ -10,6 +10,7 @@ import {
   learnerSettingsOf,
   RewardModelLearner,
   type RunDir,
+  rewardActorOptionsOf,
   rolloutSettingsOf,
 } from '../../actors/index.ts'
 import {
@@ -138,10 +139,17 @@ async function lowered(input: Record<string, unknown>) {
     weightDecay: o.weightDecay,
     gradClip: o.gradClip,
   })
+  const judge = rewardActorOptionsOf(node, { config: modelConfig, tokenizer })
   const view = {
     node: { ...node, run: undefined, runDir: undefined },
     learner: { lr: settings.lr, step: learner.config, adamw: adamw(learner.optimizer) },
-    rewardModel: { adamw: adamw(rm.optimizer) },
+    rewardModel: { adamw: adamw(rm.optimizer), stepTemperature: rm.stepConfig.temperature },
+    judge: {
+      m: judge.m,
+      seed: judge.seed,
+      modelSeed: judge.model.seed,
+      temperature: judge.model.temperature,
+    },
     rollout: rolloutSettingsOf(node, true),
     driver: {
       budget,
@@ -166,7 +174,13 @@ const cases: Record<string, Case> = {
   name: { set: 'other', lands: { 'driver.runDirName': 'other' } },
   seed: {
     set: 5,
-    lands: { 'node.seed': 5, 'rollout.seed': 5 + 101, 'driver.heldOut.seed': 5 + 4242 },
+    lands: {
+      'node.seed': 5,
+      'rollout.seed': 5 + 101,
+      'driver.heldOut.seed': 5 + 4242,
+      'judge.seed': 5 + 23,
+      'judge.modelSeed': 5 + 7,
+    },
   },
   'tasks[0].name': {
     set: 'maze',
@@ -397,11 +411,19 @@ const cases: Record<string, Case> = {
     lands: { 'node.triad.stepReward.enabled': false, 'node.triad.rewardModelSft.enabled': false },
   },
   'triad.stepReward.lambda': { set: 0.25, lands: { 'node.triad.stepReward.lambda': 0.25 } },
-  'triad.stepReward.m': { set: 2, lands: { 'node.triad.stepReward.m': 2 } },
+  'triad.stepReward.m': { set: 2, lands: { 'node.triad.stepReward.m': 2, 'judge.m': 2 } },
   'triad.stepReward.minAccuracy': { set: 0.7, lands: { 'node.triad.stepReward.minAccuracy': 0.7 } },
   'triad.stepReward.judgeShare': {
     set: 0.5,
     lands: { 'node.triad.stepReward.judgeShare': 0.5, 'rollout.annotateShare': 0.5 },
+  },
+  'triad.stepReward.temperature': {
+    set: 0.5,
+    lands: {
+      'node.triad.stepReward.temperature': 0.5,
+      'rewardModel.stepTemperature': 0.5,
+      'judge.temperature': 0.5,
+    },
   },
   'triad.trainRewardModel': { set: false, lands: { 'node.triad.trainRewardModel': false } },
   'triad.rewardModelBatch': { set: 8, lands: { 'node.triad.rewardModelBatch': 8 } },
