@@ -104,13 +104,19 @@ async function resultOf(dir: RunDir): Promise<{ step: number; instances: EvalIns
   return undefined
 }
 
-/** True when a run directory holds the whole cold start its recipe makes (and the SFT's evaluation). */
+/**
+ * True when a run directory holds the whole cold start its recipe makes (and the SFT's evaluation):
+ * the run's tokenizer and SFT weights, or for a pretrained policy (`model.hf`, whose tokenizer is
+ * the model's) the SFT's adapters; the reward model's cold start when step rewards are on.
+ */
 function coldStartReady(dir: RunDir, recipe: ResolvedRecipe): boolean {
   const sft = recipe.sft.epochs > 0
   const rm = recipe.triad.stepReward.enabled && recipe.triad.rewardModelSft.enabled
+  const pretrained = recipe.model.hf !== undefined
+  const sftFile = pretrained ? CheckpointFile.Adapters : CheckpointFile.Weights
   return (
-    existsSync(join(dir.path, 'tokenizer.json')) &&
-    (!sft || existsSync(join(dir.checkpointsDir, 'sft', CheckpointFile.Weights))) &&
+    (pretrained || existsSync(join(dir.path, 'tokenizer.json'))) &&
+    (!sft || existsSync(join(dir.checkpointsDir, 'sft', sftFile))) &&
     (!rm || existsSync(join(dir.checkpointsDir, 'reward-sft', 'reward-sft.json'))) &&
     (!sft || recipe.evaluation.k === 0 || existsSync(join(dir.evalDir, `${periodicEvalName(0)}.json`)))
   )
@@ -345,7 +351,8 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
         const recipe = variantRecipe(plan, v, seed, options.catalog)
         await createRunDirAt(dir.path, recipe)
         // The group's cold start, and the SFT checkpoint's evaluation when this run evaluates alike.
-        cpSync(join(sftDir.path, 'tokenizer.json'), join(dir.path, 'tokenizer.json'))
+        if (existsSync(join(sftDir.path, 'tokenizer.json')))
+          cpSync(join(sftDir.path, 'tokenizer.json'), join(dir.path, 'tokenizer.json'))
         for (const sub of ['sft', 'reward-sft'])
           if (existsSync(join(sftDir.checkpointsDir, sub)))
             cpSync(join(sftDir.checkpointsDir, sub), join(dir.checkpointsDir, sub), { recursive: true })

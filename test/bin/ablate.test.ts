@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tinyInput } from '../../recipes/tiny.ts'
+import { tinyHfInput } from '../../recipes/tiny-hf.ts'
+import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 /**
@@ -188,5 +190,50 @@ describe('bin/ablate - end to end', () => {
     assert.doesNotMatch(second.stdout, /cold start of the baseline/)
     const file2 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
     assert.deepEqual(status(file2), status(file1))
+  })
+})
+
+describe('bin/ablate - a pretrained policy', () => {
+  it("ablate - a recipe with model.hf: the cold start (the SFT's adapters, no run tokenizer) is made once and shared", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'triad-ablate-hf-'))
+    const model = join(dir, 'tiny-qwen3')
+    await writeTinyQwen3(model, { contextLength: 1024 })
+    const file = join(dir, 'abl-hf.mjs')
+    const recipe = {
+      ...tinyHfInput,
+      name: 'abl-hf',
+      model: { ...tinyHfInput.model, hf: model },
+      // Outcome rewards only: the reward model's cold start is shared as for triad's own model.
+      triad: { adaptiveTasks: false, stepReward: { enabled: false }, trainRewardModel: false },
+      budget: { maxSteps: 1, maxMinutes: 5 },
+    }
+    writeFileSync(file, `export default ${JSON.stringify(recipe)}\n`)
+    const out = join(dir, 'out')
+    const r = await runTriad([
+      'ablate',
+      file,
+      '--vary',
+      'rl.eps_high=0.2',
+      '--seeds',
+      '1',
+      '--out',
+      out,
+      '--in-process',
+    ])
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`)
+    const table = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(
+      table.runs.map((run) => `${run.variant}@${run.seed}:${run.status}`),
+      ['baseline@0:done', 'rl.eps_high=0.2@0:done'],
+    )
+    assert.deepEqual(readdirSync(join(out, 'sft')), ['baseline-s0'])
+    for (const run of ['baseline-s0', 'v1-rl_eps_high-0_2-s0']) {
+      const learner = readFileSync(join(out, 'runs', run, 'logs', 'learner.log'), 'utf8')
+      assert.match(learner, /starting from the SFT checkpoint/)
+      assert.doesNotMatch(learner, /cold-start SFT on expert trajectories/)
+      assert.ok(existsSync(join(out, 'runs', run, 'checkpoints', 'sft', 'adapter_model.safetensors')))
+      assert.equal(existsSync(join(out, 'runs', run, 'tokenizer.json')), false)
+    }
+    rmSync(dir, { recursive: true, force: true })
   })
 })
