@@ -33,7 +33,8 @@ import {
   Tokenizer,
   type Transformer,
 } from '../../../gpu/index.ts'
-import type { JudgeStep, TrajectoryGroupPayload } from '../../../protocols/index.ts'
+import type { JudgeStep } from '../../../protocols/index.ts'
+import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
 import { writeTinyQwen3 } from '../../support/tiny-qwen3.ts'
 
 /**
@@ -201,32 +202,17 @@ describe('actors/triad/reward-model on a pretrained model', () => {
       assert.ok(logprobAfter - logprobBefore > 2, `${logprobBefore} -> ${logprobAfter}`)
       const afterSft = await learner.weights()
       const judged = await learner.rm.judge([step, step], 2, 3)
-      const group: TrajectoryGroupPayload = {
-        group_id: 'g',
-        task: 'calc',
-        index: 0,
-        seed: 1,
-        difficulty: 1,
-        started_version: 0,
-        samples: [1, 0].map((reward, i) => ({
-          tokens: Int32Array.from([1, 2, 3, 4]),
-          loss_mask: Uint8Array.from([0, 0, 1, 1]),
-          logprobs: Float32Array.from([0, 0, -0.5, -0.5]),
-          versions: Int32Array.from([-1, -1, 0, 0]),
-          turn_starts: Int32Array.from([2]),
-          reward,
-          status: 'completed' as const,
-          turns: 1,
-          metrics: {},
-          stale_turns: 0,
-          // Two disagreeing verdicts of the model's own ids: + then -.
-          judgements: Int8Array.from([1, -1]),
-          judge_tokens: Int32Array.from([10, 12]),
-          judge_logprobs: Float32Array.from([judged.logprobs[2 * i]!, judged.logprobs[2 * i + 1]!]),
-          judge_prompts: [Int32Array.from(judged.prompts[i]!)],
-          judge_version: 0,
-        })),
-      }
+      // Two disagreeing verdicts of the model's own ids (+ then -) on a solved and a failed sample.
+      const group = judgedGroup(
+        [1, 0].map((reward, i) =>
+          judgedSample(reward, {
+            judgements: [1, -1],
+            tokens: [10, 12],
+            logprobs: [judged.logprobs[2 * i]!, judged.logprobs[2 * i + 1]!],
+            prompt: judged.prompts[i]!,
+          }),
+        ),
+      )
       const { trained, metrics } = await learner.step([group])
       assert.equal(trained, true)
       assert.equal(metrics['reward_model/steps_trained'], 2)

@@ -12,6 +12,7 @@ import {
 } from '../../../actors/index.ts'
 import { chooseBackend, Tokenizer } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
+import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
 
 const switches = {
   ...TRIAD_SWITCHES_DEFAULTS,
@@ -27,33 +28,15 @@ const config = (width: number) => ({
 })
 
 /** A group of two one-turn samples, each judged once: one right verdict, one wrong. */
-function judgedGroup(): TrajectoryGroupPayload {
-  const sample = (reward: number, verdict: number) => ({
-    tokens: Int32Array.from([1, 2, 3, 4]),
-    loss_mask: Uint8Array.from([0, 0, 1, 1]),
-    logprobs: Float32Array.from([0, 0, -0.5, -0.5]),
-    versions: Int32Array.from([-1, -1, 0, 0]),
-    turn_starts: Int32Array.from([2]),
-    reward,
-    status: 'completed' as const,
-    turns: 1,
-    metrics: {},
-    stale_turns: 0,
-    judgements: Int8Array.from([verdict]),
-    judge_tokens: Int32Array.from([verdict > 0 ? 0x2b : 0x2d]),
-    judge_logprobs: Float32Array.from([-0.7]),
-    judge_prompts: [Int32Array.from([7, 8, 9])],
-    judge_version: 0,
-  })
-  return {
-    group_id: 'g',
-    task: 'calc',
-    index: 0,
-    seed: 1,
-    difficulty: 1,
-    started_version: 0,
-    samples: [sample(1, 1), sample(0, 1)],
-  }
+function judgedGroupOfTwo(): TrajectoryGroupPayload {
+  const sample = (reward: number, verdict: number) =>
+    judgedSample(reward, {
+      judgements: [verdict],
+      tokens: [verdict > 0 ? 0x2b : 0x2d],
+      logprobs: [-0.7],
+      prompt: [7, 8, 9],
+    })
+  return judgedGroup([sample(1, 1), sample(0, 1)])
 }
 
 const sameArrays = (a: Record<string, Float32Array>, b: Record<string, Float32Array>) =>
@@ -68,7 +51,7 @@ describe('actors/triad/reward-model-checkpoint', () => {
   it('reward-model-checkpoint - a saved reward model loads back: weights, AdamW moments and update count', async () => {
     const trained = new RewardModelLearner({ config: config(16), tokenizer }, 3, 1e-2, switches)
     const initial = await trained.weights()
-    const { trained: changed } = await trained.step([judgedGroup()])
+    const { trained: changed } = await trained.step([judgedGroupOfTwo()])
     assert.equal(changed, true)
     const weights = await trained.weights()
     assert.ok(!sameArrays(initial, weights), 'the update changed the weights')
@@ -84,8 +67,8 @@ describe('actors/triad/reward-model-checkpoint', () => {
     assert.equal(b.step, a.step)
     assert.ok(sameArrays(a.tensors, b.tensors))
     // The next update is the same on both.
-    await trained.step([judgedGroup()])
-    await fresh.step([judgedGroup()])
+    await trained.step([judgedGroupOfTwo()])
+    await fresh.step([judgedGroupOfTwo()])
     assert.ok(sameArrays(await fresh.weights(), await trained.weights()))
     rmSync(dir, { recursive: true, force: true })
   })

@@ -12,38 +12,16 @@ import {
   TRIAD_SWITCHES_DEFAULTS,
   TRIAD_SWITCHES_OFF,
 } from '../../../actors/index.ts'
-import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
+import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
 
-/** A one-turn sample: 2 prompt tokens, 2 generated, judged once (m = 1) with `verdict`. */
-function sample(reward: number, verdict: number, good: number) {
-  return {
-    tokens: Int32Array.from([1, 2, 3, 4]),
-    loss_mask: Uint8Array.from([0, 0, 1, 1]),
-    logprobs: Float32Array.from([0, 0, -0.5, -0.5]),
-    versions: Int32Array.from([-1, -1, 0, 0]),
-    turn_starts: Int32Array.from([2]),
+/** A one-turn sample judged once (m = 1) with `verdict`, its step labelled `good`. */
+const sample = (reward: number, verdict: number, good: number) =>
+  judgedSample(
     reward,
-    status: 'completed' as const,
-    turns: 1,
-    metrics: { 'step_good/0': good },
-    stale_turns: 0,
-    judgements: Int8Array.from([verdict]),
-    judge_tokens: Int32Array.from([verdict > 0 ? 0x2b : 0x2d]),
-    judge_logprobs: Float32Array.from([-0.7]),
-    judge_prompts: [Int32Array.from([7, 8, 9])],
-    judge_version: 0,
-  }
-}
-
-const group = (samples: TrajectoryGroupPayload['samples']): TrajectoryGroupPayload => ({
-  group_id: 'g',
-  task: 'calc',
-  index: 0,
-  seed: 1,
-  difficulty: 1,
-  started_version: 0,
-  samples,
-})
+    { judgements: [verdict], tokens: [verdict > 0 ? 0x2b : 0x2d], logprobs: [-0.7], prompt: [7, 8, 9] },
+    { 'step_good/0': good },
+  )
+const group = judgedGroup
 
 const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 1, minAccuracy: 0 } }
 
