@@ -398,6 +398,13 @@ export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
     gauge,
     P.rewardModel,
   ),
+  m(
+    'reward_model/sft/policy_balanced_accuracy_after/<task>',
+    "balanced accuracy after the reward model SFT on held-out steps of the policy's own episodes of one task",
+    'fraction',
+    gauge,
+    P.rewardModel,
+  ),
   // policy engines (actors/policy/engine.ts)
   m('engine/tokens_per_s', 'tokens generated per second by the engine', 'tokens/s', rate, P.throughput),
   m('engine/batch_size_mean', 'mean sequences per decode step', 'count', gauge, P.namespace),

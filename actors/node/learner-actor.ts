@@ -389,7 +389,17 @@ async function startLearnerLoop(
       )
       if (trained) report(rewardModelSftMetrics(r), 0)
       log(
-        `reward model ${trained ? 'cold start' : `cold start loaded from ${dir}`}: ${r.steps} steps on ${r.examples} balanced steps, final loss ${r.finalLoss.toFixed(4)}, held-out balanced accuracy ${r.before.balancedAccuracy.toFixed(3)} -> ${r.after.balancedAccuracy.toFixed(3)}${r.policyAfter ? ` (on the policy's own steps ${r.policyAfter.balancedAccuracy.toFixed(3)}; ${r.policySteps} of them trained on)` : ''}, unparseable ${r.before.unparseable.toFixed(3)} -> ${r.after.unparseable.toFixed(3)}${trained ? ` (${r.seconds.toFixed(1)} s)` : ''}`,
+        `reward model ${trained ? 'cold start' : `cold start loaded from ${dir}`}: ${r.steps} steps on ${r.examples} balanced steps, final loss ${r.finalLoss.toFixed(4)}, held-out balanced accuracy ${r.before.balancedAccuracy.toFixed(3)} -> ${r.after.balancedAccuracy.toFixed(3)}${
+          r.policyAfter
+            ? ` (on the policy's own steps ${r.policyAfter.balancedAccuracy.toFixed(3)}${
+                r.policyAfterByTask
+                  ? `: ${Object.entries(r.policyAfterByTask)
+                      .map(([t, a]) => `${t} ${a.balancedAccuracy.toFixed(3)}`)
+                      .join(', ')}`
+                  : ''
+              }; ${r.policySteps} of them trained on)`
+            : ''
+        }, unparseable ${r.before.unparseable.toFixed(3)} -> ${r.after.unparseable.toFixed(3)}${trained ? ` (${r.seconds.toFixed(1)} s)` : ''}`,
       )
       rewardWeights = await rm.getWeights()
     } finally {

@@ -148,6 +148,8 @@ export interface RewardModelSftReport {
   policySteps: number
   /** Greedy verdicts after training on the held-out steps of the policy's own episodes alone (absent without them). */
   policyAfter?: VerdictAccuracy
+  /** The same per task (a task whose held-out steps are of one class measures 0.5 at best). */
+  policyAfterByTask?: Record<string, VerdictAccuracy>
   /** Wall time of the whole phase (playing, training, measuring), seconds. */
   seconds: number
 }
@@ -161,7 +163,8 @@ export interface RewardModelSftReport {
  * - `reward_model/sft/seconds`: wall time of the phase;
  * - `reward_model/sft/policy_steps`: labelled steps of the policy's own episodes trained on;
  * - `reward_model/sft/policy_balanced_accuracy_after`: greedy verdicts on held-out steps of the
- *   policy's own episodes after training (only when there are such steps).
+ *   policy's own episodes after training (only when there are such steps), and
+ *   `.../policy_balanced_accuracy_after/<task>` the same per task.
  */
 export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, number> {
   return {
@@ -177,6 +180,12 @@ export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, n
     ...(r.policyAfter
       ? { 'reward_model/sft/policy_balanced_accuracy_after': r.policyAfter.balancedAccuracy }
       : {}),
+    ...Object.fromEntries(
+      Object.entries(r.policyAfterByTask ?? {}).map(([task, a]) => [
+        `reward_model/sft/policy_balanced_accuracy_after/${task}`,
+        a.balancedAccuracy,
+      ]),
+    ),
   }
 }
 
@@ -247,13 +256,30 @@ export async function rewardModelColdStart(
     }),
   )
   const trainGood = train.filter((s) => s.good).length
-  const policyAfter =
+  const policyVerdicts =
     policyHeldOut.length > 0
-      ? verdictAccuracy(
-          await rm.greedyVerdicts(rm.renderPrompts(policyHeldOut.map((s) => s.step))),
-          policyHeldOut.map((s) => s.good),
-        )
+      ? await rm.greedyVerdicts(rm.renderPrompts(policyHeldOut.map((s) => s.step)))
       : undefined
+  const policyAfter = policyVerdicts
+    ? verdictAccuracy(
+        policyVerdicts,
+        policyHeldOut.map((s) => s.good),
+      )
+    : undefined
+  const policyAfterByTask = policyVerdicts
+    ? Object.fromEntries(
+        [...new Set(policyHeldOut.map((s) => s.step.task))].map((task) => {
+          const at = policyHeldOut.flatMap((s, i) => (s.step.task === task ? [i] : []))
+          return [
+            task,
+            verdictAccuracy(
+              at.map((i) => policyVerdicts[i]!),
+              at.map((i) => policyHeldOut[i]!.good),
+            ),
+          ]
+        }),
+      )
+    : undefined
   return {
     steps: r.records.length,
     finalLoss: r.records.at(-1)?.loss ?? Number.NaN,
@@ -264,6 +290,7 @@ export async function rewardModelColdStart(
     after: r.after,
     policySteps: policyTrain.length,
     ...(policyAfter ? { policyAfter } : {}),
+    ...(policyAfterByTask ? { policyAfterByTask } : {}),
     seconds: (performance.now() - start) / 1000,
   }
 }

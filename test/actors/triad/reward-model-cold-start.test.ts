@@ -166,6 +166,12 @@ describe('actors/triad/reward-model-cold-start', () => {
           rewardModelSftMetrics(withPolicy)['reward_model/sft/policy_balanced_accuracy_after'],
           withPolicy.policyAfter.balancedAccuracy,
         )
+        // One task here: its own accuracy is the whole one.
+        assert.deepEqual(withPolicy.policyAfterByTask, { calc: withPolicy.policyAfter })
+        assert.equal(
+          rewardModelSftMetrics(withPolicy)['reward_model/sft/policy_balanced_accuracy_after/calc'],
+          withPolicy.policyAfter.balancedAccuracy,
+        )
         const without = await rewardModelColdStart(
           rm,
           run,
