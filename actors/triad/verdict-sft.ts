@@ -64,32 +64,26 @@ export function verdictSftExample(
 }
 
 /**
- * Class balance within each task: of each task's steps, every step of its minority class and as
- * many of the other (drawn without replacement, seeded); all shuffled. Per task, not over the mix:
- * balanced over the mix, a task whose steps are mostly bad (the quickstart policy's sql steps, 336
- * bad to 185 good) stays mostly bad, and the judge learns the task's prior instead of its steps (it
- * said `-` to 97.5% of good sql steps online while judging calc and maze at 0.73-0.77). A task with
- * steps of one class alone gives none.
- * @returns `2 * sum over tasks of min(good, bad)` steps.
+ * Class balance over the task mix: every bad step and as many good ones (drawn without replacement,
+ * seeded), or every good step and as many bad ones when bad steps are the majority; shuffled. Not
+ * per task: in one run each of the ablation setting at seed 1 (30 RL steps, verdicts sampled at
+ * temperature 0.3), a judge balanced within each task judged the online steps at a greedy balanced
+ * accuracy of 0.635 (sql 0.569, calc 0.622, maze 0.678), one balanced over the mix at 0.734 (sql
+ * 0.478, calc 0.759, maze 0.768).
+ * @returns `2 * min(good, bad)` steps.
  */
 export function balanceSteps(steps: readonly LabelledStep[], seed: number): LabelledStep[] {
   const rng = createRng(seed)
-  const tasks = [...new Set(steps.map((s) => s.step.task))]
-  const kept: LabelledStep[] = []
-  for (const task of tasks) {
-    const of = steps.filter((s) => s.step.task === task)
-    const good = shuffle(
-      of.filter((s) => s.good),
-      rng,
-    )
-    const bad = shuffle(
-      of.filter((s) => !s.good),
-      rng,
-    )
-    const n = Math.min(good.length, bad.length)
-    kept.push(...bad.slice(0, n), ...good.slice(0, n))
-  }
-  return shuffle(kept, rng)
+  const good = shuffle(
+    steps.filter((s) => s.good),
+    rng,
+  )
+  const bad = shuffle(
+    steps.filter((s) => !s.good),
+    rng,
+  )
+  const n = Math.min(good.length, bad.length)
+  return shuffle([...bad.slice(0, n), ...good.slice(0, n)], rng)
 }
 
 /** Verdicts measured against labels. */

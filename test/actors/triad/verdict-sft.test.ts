@@ -77,30 +77,6 @@ describe('actors/triad/verdict-sft', () => {
     )
   })
 
-  it('verdict-sft - balanceSteps balances each task on its own: a task of mostly bad steps does not stay mostly bad', () => {
-    const of = (task: string, good: number, bad: number): LabelledStep[] =>
-      Array.from({ length: good + bad }, (_, i) => ({
-        step: { task, history: [], step: { role: 'assistant', content: `${task} ${i}` } },
-        good: i < good,
-      }))
-    // Over the mix: 10 good and 10 bad, balanced as it is; per task: sql 2 + 2, calc 2 + 2, maze none.
-    const steps = [...of('sql', 2, 8), ...of('calc', 6, 2), ...of('maze', 2, 0)]
-    const a = balanceSteps(steps, 3)
-    const count = (task: string, good: boolean) =>
-      a.filter((s) => s.step.task === task && s.good === good).length
-    assert.deepEqual(
-      [
-        count('sql', true),
-        count('sql', false),
-        count('calc', true),
-        count('calc', false),
-        count('maze', true),
-      ],
-      [2, 2, 2, 2, 0],
-    )
-    assert.deepEqual(balanceSteps(steps, 3), a, 'same seed, same draw')
-  })
-
   it('verdict-sft - verdictAccuracy is (TPR + TNR) / 2 with unparseable verdicts wrong', () => {
     // good: +, +, 0, -  (TPR 2/4); bad: -, +  (TNR 1/2)
     const r = verdictAccuracy([1, 1, 0, -1, -1, 1], [true, true, true, true, false, false])
