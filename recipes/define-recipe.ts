@@ -256,6 +256,18 @@ function crossFieldIssues(r: ParsedRecipe): CrossFieldIssue[] {
       'needs triad.stepReward.enabled: the reward model learns from its step judgements',
       ['triad.stepReward.enabled'],
     )
+  if (t.trainRewardModel && t.stepReward.enabled && t.stepReward.m < 2)
+    add(
+      'triad.stepReward.m',
+      `${t.stepReward.m} with triad.trainRewardModel: the consistency advantages are z-scored across a step's m judgements, so one judgement gives the reward model nothing to learn (m >= 2, or triad.trainRewardModel false)`,
+      ['triad.trainRewardModel'],
+    )
+  if (t.stepReward.enabled && t.stepReward.judgeShare === 0)
+    add(
+      'triad.stepReward.judgeShare',
+      '0 judges no group, so there are no step rewards and nothing for the reward model to learn: turn triad.stepReward.enabled off instead',
+      ['triad.stepReward.enabled'],
+    )
 
   if (r.sft.steps !== undefined && r.sft.epochs === 0)
     add('sft.steps', 'set with sft.epochs 0 (SFT is off); remove it or set epochs', ['sft.epochs'])

@@ -28,7 +28,7 @@ export const tinyInput = {
   },
   triad: {
     adaptEvery: 1,
-    stepReward: { m: 1 },
+    stepReward: { m: 2 },
     rewardModelSft: {
       steps: 3,
       expertTrajectoriesPerTask: 4,

@@ -58,6 +58,7 @@ describe('recipes/define-recipe', () => {
       m: 3,
       minAccuracy: 0.6,
       judgeShare: 1,
+      temperature: 1,
     })
     assert.equal(r.triad.rewardModelBatch, 64)
     assert.deepEqual(r.evaluation, { every: 25, k: 8, instancesPerTask: 16 })
@@ -172,6 +173,18 @@ describe('recipes/define-recipe', () => {
       problems({ ...base, triad: { stepReward: { enabled: false } } })[0]!,
       /^triad\.trainRewardModel: needs triad\.stepReward\.enabled/,
     )
+    // One judgement a step gives the consistency update nothing (its advantages are z-scored across
+    // the m judgements); judging no group gives nothing at all.
+    assert.deepEqual(problems({ ...base, triad: { stepReward: { m: 1 } } }), [
+      "triad.stepReward.m: 1 with triad.trainRewardModel: the consistency advantages are z-scored across a step's m judgements, so one judgement gives the reward model nothing to learn (m >= 2, or triad.trainRewardModel false)",
+    ])
+    assert.equal(
+      defineRecipe({ ...base, triad: { stepReward: { m: 1 }, trainRewardModel: false } }).triad.stepReward.m,
+      1,
+    )
+    assert.deepEqual(problems({ ...base, triad: { stepReward: { judgeShare: 0 } } }), [
+      'triad.stepReward.judgeShare: 0 judges no group, so there are no step rewards and nothing for the reward model to learn: turn triad.stepReward.enabled off instead',
+    ])
     assert.deepEqual(problems({ ...base, triad: { adaptLow: 0.9 } }), [
       'triad.adaptLow: must be < triad.adaptHigh (0.8)',
     ])
