@@ -26,6 +26,7 @@ import {
   tokenLogprobs,
 } from '../../gpu/index.ts'
 import { ChatMessageSchema, ToolSchemaSchema } from '../../protocols/index.ts'
+import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { isModelLoadError } from '../model-dir.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
@@ -180,18 +181,28 @@ function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[
 
 /**
  * `triad generate MODEL --prompt-ids 1,2,3 | --prompt TEXT | --messages FILE.json`: sampled (or greedy, `--temperature 0`) continuation of
- * token ids from a triad checkpoint or a Hugging Face directory, with each token's log-probability
+ * token ids from a triad checkpoint, a Hugging Face directory or a run directory (its latest checkpoint), with each token's log-probability
  * under the model at temperature 1 (a scoring pass over prompt and continuation).
  * @throws UsageError unless exactly one prompt option is given; CliError for a model that cannot be
  *   loaded, bad ids, a bad messages file, a prompt too long.
  */
-export async function generateCommand(modelDir: string, o: GenerateOptions): Promise<void> {
+export async function generateCommand(path: string, o: GenerateOptions): Promise<void> {
   const given = [o.promptIds, o.prompt, o.messages].filter((x) => x !== undefined).length
   if (given !== 1)
     throw new UsageError(
       'give the prompt as exactly one of --prompt-ids 1,2,3, --prompt TEXT or --messages FILE.json',
     )
-  await chooseBackend({ backend: o.backend, log: (line) => process.stderr.write(`${line}\n`) })
+  const say = (line: string) => process.stderr.write(`${line}\n`)
+  // A run directory stands for its latest checkpoint, as for eval, serve and env try.
+  const modelDir =
+    existsSync(path) && !existsSync(join(path, 'config.json'))
+      ? resolveCheckpointPath(
+          path,
+          { what: 'a model directory', doing: 'generating with', todo: 'generate with' },
+          say,
+        )
+      : path
+  await chooseBackend({ backend: o.backend, log: say })
   const loaded = await loadModel(modelDir, o.contextLength)
   const { model, stopTokens, codec } = loaded
   try {
@@ -246,7 +257,10 @@ export function registerGenerate(program: Command): void {
     .description(
       'continue a prompt (token ids, text or chat messages) with a triad checkpoint or a Hugging Face model',
     )
-    .argument('<model>', 'a triad checkpoint directory or a Hugging Face model directory')
+    .argument(
+      '<model>',
+      'a triad checkpoint directory, a Hugging Face model directory, or a run directory for its latest checkpoint',
+    )
     .option('--prompt-ids <ids>', 'comma-separated prompt token ids, e.g. 1,2,3')
     .option('--prompt <text>', "a text prompt, encoded with the model's tokenizer as it is")
     .option(

@@ -129,12 +129,12 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
     finished = dir
   })
 
-  it("e2e - triad generate reads the run's LoRA checkpoint on its Hugging Face base", async () => {
+  it("e2e - triad generate reads the run's LoRA checkpoint on its Hugging Face base (a run directory: its latest)", async () => {
     assert.ok(finished, 'the run above finished')
     const gen = startTriad(
       [
         'generate',
-        join(finished, 'checkpoints', 'step-2'),
+        finished,
         '--prompt',
         'Hello',
         '--max-new-tokens',
@@ -145,6 +145,10 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
     )
     const { code } = await gen.exited
     assert.equal(code, 0, gen.stderr())
+    assert.match(
+      gen.stderr(),
+      new RegExp(`is a run directory: generating with its latest checkpoint \\S+step-2 \\(learner step 2\\)`),
+    )
     const out = JSON.parse(gen.stdout.at(-1)!) as { prompt_ids: number[]; ids: number[]; text: string }
     assert.deepEqual(out.prompt_ids, [9707]) // "Hello" in Qwen3's tokenizer
     assert.ok(out.ids.length >= 1 && out.ids.length <= 3)
