@@ -132,22 +132,14 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
   it("e2e - triad generate reads the run's LoRA checkpoint on its Hugging Face base (a run directory: its latest)", async () => {
     assert.ok(finished, 'the run above finished')
     const gen = startTriad(
-      [
-        'generate',
-        finished,
-        '--prompt',
-        'Hello',
-        '--max-new-tokens',
-        '3',
-        '--json',
-      ],
+      ['generate', finished, '--prompt', 'Hello', '--max-new-tokens', '3', '--json'],
       env,
     )
     const { code } = await gen.exited
     assert.equal(code, 0, gen.stderr())
     assert.match(
       gen.stderr(),
-      new RegExp(`is a run directory: generating with its latest checkpoint \\S+step-2 \\(learner step 2\\)`),
+      /is a run directory: generating with its latest checkpoint \S+step-2 \(learner step 2\)/,
     )
     const out = JSON.parse(gen.stdout.at(-1)!) as { prompt_ids: number[]; ids: number[]; text: string }
     assert.deepEqual(out.prompt_ids, [9707]) // "Hello" in Qwen3's tokenizer
