@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tinyInput } from '../../recipes/tiny.ts'
-import { tinyHfInput } from '../../recipes/tiny-hf.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 import { runTriad } from '../support/triad-process.ts'
 
@@ -198,6 +197,9 @@ describe('bin/ablate - a pretrained policy', () => {
     const dir = mkdtempSync(join(tmpdir(), 'triad-ablate-hf-'))
     const model = join(dir, 'tiny-qwen3')
     await writeTinyQwen3(model, { contextLength: 1024 })
+    // recipes/tiny-hf.ts validates its model directory when imported: point it at this one first.
+    process.env.TRIAD_TINY_HF_DIR = model
+    const { tinyHfInput } = await import('../../recipes/tiny-hf.ts')
     const file = join(dir, 'abl-hf.mjs')
     const recipe = {
       ...tinyHfInput,
