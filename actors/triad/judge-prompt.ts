@@ -43,10 +43,11 @@ export const TRIAD_VERDICT_TOKENS: Readonly<VerdictTokens> = Object.freeze({
 
 /**
  * The ids of the verdicts `+` and `-` in a judge's vocabulary: each text encoded alone must be one
- * id (Qwen's byte-level BPE: `+` 10, `-` 12; triad's tokenizer: its bytes 0x2b, 0x2d).
+ * id (Qwen's byte-level BPE: `+` 10, `-` 12; triad's tokenizer: its bytes 0x2b, 0x2d). Reads the
+ * format's `encode` alone.
  * @throws RewardModelConfigError when a verdict is not a single token of the vocabulary.
  */
-export function verdictTokensOf(format: JudgeFormat): VerdictTokens {
+export function verdictTokensOf(format: Pick<JudgeFormat, 'encode'>): VerdictTokens {
   const one = (text: string): number => {
     const ids = format.encode(text)
     if (ids.length !== 1)
