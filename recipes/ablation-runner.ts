@@ -33,7 +33,7 @@ import {
 import { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
 import { AblationInputError } from './errors.ts'
 import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
-import type { ResolvedRecipe, TaskCatalog } from './task-catalog.ts'
+import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
 
 /** The installed `triad` command, which registers tsx itself (so it runs from any working directory). */
 const triadBin = fileURLToPath(new URL('../bin/triad.js', import.meta.url))
@@ -182,6 +182,24 @@ function failureOf(exit: { code: number | null; signal: NodeJS.Signals | null; t
 }
 
 /**
+ * Whether a table's stored baseline settings are the recipe's settings now: equal, or equal once the
+ * stored ones are read by today's schema (`resolveRecipe`: fields added since the table was made
+ * take their defaults, renamed fields move). A table made before a field existed resumes as long as
+ * the recipe leaves that field at its default; any other difference does not.
+ */
+function sameSettings(stored: unknown, settings: object, catalog: TaskCatalog): boolean {
+  const now = JSON.parse(JSON.stringify(settings)) as unknown
+  if (isDeepStrictEqual(stored, now)) return true
+  if (stored === undefined) return false
+  try {
+    const { derived: _d, ...read } = resolveRecipe(stored, catalog)
+    return isDeepStrictEqual(JSON.parse(JSON.stringify(read)), now)
+  } catch {
+    return false // settings today's schema refuses are another recipe
+  }
+}
+
+/**
  * Runs an ablation (`planAblation`): every variant at every seed is one `triad run` (a child
  * process; its output in `<out>/logs/<run>.log`) in `<out>/runs/<variant>-s<seed>/`, seed by seed,
  * each evaluated at its end on the recipe's held-out instances with the seed's sampling seeds
@@ -212,7 +230,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   if (existsSync(fileOf)) {
     const before = JSON.parse(readFileSync(fileOf, 'utf8')) as Partial<AblationFile>
     if (
-      !isDeepStrictEqual(before.recipe?.settings, JSON.parse(JSON.stringify(settings))) ||
+      !sameSettings(before.recipe?.settings, settings, options.catalog) ||
       !isDeepStrictEqual(before.variants, JSON.parse(JSON.stringify(variants)))
     )
       throw new AblationInputError(

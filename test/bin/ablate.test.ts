@@ -189,6 +189,30 @@ describe('bin/ablate - end to end', () => {
     assert.doesNotMatch(second.stdout, /cold start of the baseline/)
     const file2 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
     assert.deepEqual(status(file2), status(file1))
+
+    // A table made before a recipe field existed (here triad.stepReward.temperature, at its default
+    // 1 in the recipe) resumes: the stored settings read by today's schema are the recipe's.
+    const stored = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'))
+    delete stored.recipe.settings.triad.stepReward.temperature
+    writeFileSync(join(out, 'ablation.json'), JSON.stringify(stored))
+    const third = await runTriad(args)
+    assert.equal(third.code, 1, third.stderr)
+    assert.deepEqual(
+      third.stdout.split('\n').filter((l) => l.startsWith('running ')),
+      [],
+      'every run with a result is kept',
+    )
+    // Any other difference is another recipe: refused, and the table is left as it was.
+    stored.recipe.settings.rl.lr = 0.5
+    writeFileSync(join(out, 'ablation.json'), JSON.stringify(stored))
+    const fourth = await runTriad(args)
+    assert.equal(fourth.code, 2)
+    assert.match(fourth.stderr, /holds an ablation of another recipe or other variants/)
+    assert.equal(
+      JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')).recipe.settings.rl.lr,
+      0.5,
+      'the refused resume wrote nothing',
+    )
   })
 })
 
