@@ -46,7 +46,8 @@ export const TrajectorySchema = z.object({
   judge_version: z.number().int().nonnegative().optional(),
   /**
    * The episode as OpenAI chat messages: the session's first messages, each assistant message as
-   * parsed from its sampled ids, and the tool results (for exports; the learner trains on `tokens`).
+   * parsed from its sampled ids, and the tool results, the last step's too (for exports and the
+   * reward model's judge prompts; the learner trains on `tokens`, which end before that last result).
    * Not cut to the context like `tokens`.
    */
   messages: z.array(ChatMessageSchema).optional(),

@@ -52,7 +52,8 @@ export interface Episode {
   generatedTokens: number
   /**
    * The chat messages exchanged: the session's first messages, then each assistant message as parsed
-   * and the tool results the environment returned (what the reward model judges).
+   * and the tool results the environment returned, the last step's too (what the reward model
+   * judges; the policy's tokens end before that last result).
    */
   messages: ChatMessage[]
 }
@@ -149,6 +150,10 @@ export async function runEpisode(
       }
       if (step.done) {
         status = step.status
+        // The last step's result (`correct`, `wrong`) goes into the messages, not the tokens: the
+        // policy never reads it, but the reward model judges that step with it, as it judged the
+        // steps of its cold start (`playEpisode` keeps it too).
+        messages.push(...step.messages)
         break
       }
       b.appendContext(chat.continuation(messages, step.messages, session.tools))

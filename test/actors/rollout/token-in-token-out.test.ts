@@ -43,6 +43,9 @@ const sampledTexts = [
   '<think>\nDone.\n</think>\n\nThe product is 10.<|im_end|>',
 ]
 
+/** What the environment answers the last step with (the episode is done: the policy never reads it). */
+const FINAL_RESULT: ChatMessage = { role: 'user', content: 'correct' }
+
 /**
  * A scripted policy engine and environment on an in-process transport. The engine is scripted (a
  * model that writes Qwen3's format needs real weights, which cannot be had here); the tokenizer,
@@ -88,7 +91,7 @@ async function episodeWorld() {
         done,
         reward: done ? 1 : 0,
         status: done ? SessionStatus.Completed : SessionStatus.Running,
-        messages: done ? [] : replies[turn]!,
+        messages: done ? [FINAL_RESULT] : replies[turn]!,
         metrics: {},
       })
     },
@@ -175,6 +178,15 @@ describe('actors/rollout/agent-loop - token-in-token-out with the real Qwen3 tok
       qwen.decode(t.tokens),
       `${qwen.text(episode.messages.slice(0, 2), tools, false)}${expectedRest()}`,
     )
+
+    // The messages end with the last step's result, which the reward model judges that step with;
+    // the tokens (above) end with the last turn, as the policy never reads it.
+    assert.deepEqual(
+      episode.messages.map((m) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'tool', 'user', 'assistant', 'tool', 'assistant', 'user'],
+    )
+    assert.deepEqual(episode.messages.at(-1), FINAL_RESULT)
+    assert.equal(qwen.decode(t.tokens).endsWith('The product is 10.<|im_end|>\n'), true)
 
     // The parsed turns went to the environment: reasoning out of the content, both calls of turn 1.
     assert.deepEqual(world.interactions[0], {
