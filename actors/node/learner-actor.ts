@@ -410,6 +410,8 @@ async function startLearnerLoop(
   await store.publish(transport, 'policy', learner.version, await learner.weights())
   // The reward model's balanced accuracy over the newest labelled judgements, on every learner step.
   const online = new OnlineStepAccuracy()
+  // The same over every step but its episode's last, whose result says its label outright.
+  const onlineEarlier = new OnlineStepAccuracy(undefined, 'earlier_steps')
   const core: LearnerCore = {
     get version() {
       return learner.version
@@ -421,7 +423,8 @@ async function startLearnerLoop(
         ...(config.rl.step.overlong ? { overlong: config.rl.step.overlong } : {}),
       })
       online.add(metrics)
-      Object.assign(metrics, online.metrics())
+      onlineEarlier.add(metrics)
+      Object.assign(metrics, online.metrics(), onlineEarlier.metrics())
       const trusted = stepRewardsTrusted(triad, metrics)
       metrics['reward/step_reward_used'] = trusted ? 1 : 0
       const t0 = performance.now()

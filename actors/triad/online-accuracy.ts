@@ -24,17 +24,36 @@ interface Counts {
  */
 export class OnlineStepAccuracy {
   private readonly steps: Counts[] = []
+  private readonly from: string
+  private readonly names: { labelled: string; accuracy: string }
 
-  /** @param window labelled judgements to pool over (>= 1). */
-  constructor(readonly window: number = ONLINE_ACCURACY_WINDOW) {}
+  /**
+   * @param window labelled judgements to pool over (>= 1).
+   * @param scope which judgements: every labelled step (`all`, the default, which the trust gate
+   *   reads), or every step but its episode's last (`earlier_steps`: the counts
+   *   `reward_model/earlier_steps/*`, reported with the suffix `_earlier_steps`).
+   */
+  constructor(
+    readonly window: number = ONLINE_ACCURACY_WINDOW,
+    scope: 'all' | 'earlier_steps' = 'all',
+  ) {
+    this.from = scope === 'all' ? 'reward_model/' : `reward_model/${scope}/`
+    this.names =
+      scope === 'all'
+        ? { labelled: 'reward_model/online_labelled', accuracy: 'reward_model/online_balanced_accuracy' }
+        : {
+            labelled: 'reward_model/online_labelled_earlier_steps',
+            accuracy: 'reward_model/online_balanced_accuracy_earlier_steps',
+          }
+  }
 
   /** Adds one learner step's counts (absent keys count 0; a step without labelled judgements adds nothing). */
   add(metrics: Readonly<Record<string, number>>): void {
     const c: Counts = {
-      labelledGood: metrics['reward_model/labelled_good'] ?? 0,
-      rightGood: metrics['reward_model/right_good'] ?? 0,
-      labelledBad: metrics['reward_model/labelled_bad'] ?? 0,
-      rightBad: metrics['reward_model/right_bad'] ?? 0,
+      labelledGood: metrics[`${this.from}labelled_good`] ?? 0,
+      rightGood: metrics[`${this.from}right_good`] ?? 0,
+      labelledBad: metrics[`${this.from}labelled_bad`] ?? 0,
+      rightBad: metrics[`${this.from}right_bad`] ?? 0,
     }
     if (c.labelledGood + c.labelledBad === 0) return
     this.steps.push(c)
@@ -48,13 +67,13 @@ export class OnlineStepAccuracy {
    * - `reward_model/online_labelled`: labelled judgements pooled (0 before any);
    * - `reward_model/online_balanced_accuracy`: `(TPR + TNR) / 2` over them, the mean of the recall on
    *   good and on bad steps; present once both kinds were judged.
+   * (With the scope `earlier_steps`, both names end in `_earlier_steps`.)
    */
   metrics(): Record<string, number> {
     const sum = (k: keyof Counts) => this.steps.reduce((a, x) => a + x[k], 0)
     const [good, bad] = [sum('labelledGood'), sum('labelledBad')]
-    const out: Record<string, number> = { 'reward_model/online_labelled': good + bad }
-    if (good > 0 && bad > 0)
-      out['reward_model/online_balanced_accuracy'] = (sum('rightGood') / good + sum('rightBad') / bad) / 2 // (TPR + TNR) / 2
+    const out: Record<string, number> = { [this.names.labelled]: good + bad }
+    if (good > 0 && bad > 0) out[this.names.accuracy] = (sum('rightGood') / good + sum('rightBad') / bad) / 2 // (TPR + TNR) / 2
     return out
   }
 }

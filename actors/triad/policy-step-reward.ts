@@ -73,7 +73,10 @@ export interface PolicyStepAdvantages {
    *   `step_good/<j>` labels (`judgementAccuracy`), when some used step is labelled;
    * - `reward_model/labelled_good`, `reward_model/right_good`, `reward_model/labelled_bad`,
    *   `reward_model/right_bad`: judgements of labelled good and bad steps and how many agreed
-   *   (counts, for a balanced accuracy over many groups).
+   *   (counts, for a balanced accuracy over many groups);
+   * - `reward_model/earlier_steps/labelled_good|right_good|labelled_bad|right_bad`: the same over
+   *   every step but its episode's last (whose result, such as `correct` or `wrong`, says its label
+   *   outright), which measures the judging of the steps in between.
    */
   metrics: Record<string, number>
 }
@@ -107,6 +110,7 @@ export function policyStepAdvantages(
   let rightGood = 0
   let labelledBad = 0
   let rightBad = 0
+  const earlier = { labelledGood: 0, rightGood: 0, labelledBad: 0, rightBad: 0 } // every step but the episode's last
   const rollouts = samples.map((t, i) => {
     const turns = t.turn_starts.length
     const flat = enabled ? judgements[i] : undefined
@@ -131,6 +135,15 @@ export function policyStepAdvantages(
         } else {
           labelledBad += m
           rightBad += agreed
+        }
+        if (j < turns - 1) {
+          if (label > 0) {
+            earlier.labelledGood += m
+            earlier.rightGood += agreed
+          } else {
+            earlier.labelledBad += m
+            earlier.rightBad += agreed
+          }
         }
       }
       judged++
@@ -166,6 +179,10 @@ export function policyStepAdvantages(
     metrics['reward_model/right_good'] = rightGood
     metrics['reward_model/labelled_bad'] = labelledBad
     metrics['reward_model/right_bad'] = rightBad
+    metrics['reward_model/earlier_steps/labelled_good'] = earlier.labelledGood
+    metrics['reward_model/earlier_steps/right_good'] = earlier.rightGood
+    metrics['reward_model/earlier_steps/labelled_bad'] = earlier.labelledBad
+    metrics['reward_model/earlier_steps/right_bad'] = earlier.rightBad
   }
   return { tokenAdvantages: g.tokenAdvantages, metrics }
 }

@@ -27,4 +27,18 @@ describe('actors/triad/online-accuracy', () => {
       'reward_model/online_balanced_accuracy': (3 / 5 + 6 / 7) / 2,
     })
   })
+  it("online accuracy - the scope earlier_steps reads the counts of every step but the episode's last and reports under its own names", () => {
+    const acc = new OnlineStepAccuracy(10, 'earlier_steps')
+    acc.add({
+      ...step(9, 9, 9, 9), // every step: ignored by this scope
+      'reward_model/earlier_steps/labelled_good': 3,
+      'reward_model/earlier_steps/right_good': 0,
+      'reward_model/earlier_steps/labelled_bad': 3,
+      'reward_model/earlier_steps/right_bad': 3,
+    })
+    assert.deepEqual(acc.metrics(), {
+      'reward_model/online_labelled_earlier_steps': 6,
+      'reward_model/online_balanced_accuracy_earlier_steps': (0 / 3 + 3 / 3) / 2,
+    })
+  })
 })

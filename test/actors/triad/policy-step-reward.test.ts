@@ -58,7 +58,22 @@ describe('actors/triad/policy-step-reward', () => {
     assert.equal(metrics['reward_model/step_accuracy'], undefined, 'no labels, no accuracy')
     // With the task's labels on sample 0 (step 0 good, step 1 bad): [+1, +1] both right, [-1, ?] one of two
     const labelled = [{ ...samples[0]!, metrics: { 'step_good/0': 1, 'step_good/1': 0 } }, samples[1]!]
-    assert.equal(policyStepAdvantages(labelled, judged, on).metrics['reward_model/step_accuracy'], 3 / 4)
+    const counts = policyStepAdvantages(labelled, judged, on).metrics
+    assert.equal(counts['reward_model/step_accuracy'], 3 / 4)
+    // Every labelled step, and the steps before the episode's last (step 0 alone: good, both right).
+    assert.deepEqual(
+      [
+        'labelled_good',
+        'right_good',
+        'labelled_bad',
+        'right_bad',
+        'earlier_steps/labelled_good',
+        'earlier_steps/right_good',
+        'earlier_steps/labelled_bad',
+        'earlier_steps/right_bad',
+      ].map((k) => counts[`reward_model/${k}`]),
+      [2, 2, 2, 1, 2, 2, 0, 0],
+    )
   })
 
   it('policy step reward - off: judgements ignored, every step gets the GRPO advantage of the outcome', () => {
