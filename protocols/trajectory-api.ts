@@ -47,7 +47,8 @@ export const TrajectorySchema = z.object({
   /**
    * The episode as OpenAI chat messages: the session's first messages, each assistant message as
    * parsed from its sampled ids, and the tool results, the last step's too (for exports and the
-   * reward model's judge prompts; the learner trains on `tokens`, which end before that last result).
+   * reward model's judge prompts; the learner trains on `tokens`, which end before that last result
+   * when the environment ended the episode).
    * Not cut to the context like `tokens`.
    */
   messages: z.array(ChatMessageSchema).optional(),

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
 import { heldOutSettings } from './periodic-evaluation.ts'
-import { changedPaths, checkFieldPath, type FieldKey, withField } from './recipe-fields.ts'
+import { changedPaths, checkFieldPath, type FieldKey, parseFieldPath, withField } from './recipe-fields.ts'
 import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
 
 /** One `--vary FIELD=V1,V2` option: a recipe field and the values to try it at. */
@@ -67,7 +67,7 @@ export function parseVaryValue(text: string): unknown {
 
 /**
  * Parses one `--vary FIELD=V1,V2,...` (commas inside brackets, braces or quotes do not split).
- * @throws AblationInputError for a missing `=`, field or value.
+ * @throws AblationInputError for a missing `=`, field or value, and a number that is not finite (`1e400`).
  */
 export function parseVary(arg: string): VarySpec {
   const eq = arg.indexOf('=')
@@ -89,7 +89,12 @@ export function parseVary(arg: string): VarySpec {
   values.push(cur)
   if (values.some((v) => v.trim() === ''))
     throw new AblationInputError(`--vary ${arg}: an empty value (write FIELD=V1,V2 with no empty item)`)
-  return { field, values: values.map((v) => parseVaryValue(v.trim())) }
+  const parsed = values.map((v) => parseVaryValue(v.trim()))
+  parsed.forEach((v, i) => {
+    if (typeof v === 'number' && !Number.isFinite(v))
+      throw new AblationInputError(`--vary ${arg}: ${values[i]!.trim()} is not a finite number`)
+  })
+  return { field, values: parsed }
 }
 
 /** `rl.eps_high=0.2` as a NATS token: every other character as `_`, `=` as `-` (`rl_eps_high-0_2`). */
@@ -110,7 +115,8 @@ export function variantInput(
   return withField(input, ['seed'], seed)
 }
 
-const keysOf = (field: string): FieldKey[] => checkFieldPath(field)
+// The field was checked against the recipe when planned (`checkFieldPath` with the input).
+const keysOf = (field: string): FieldKey[] => parseFieldPath(field)
 
 /**
  * Resolves a recipe input (`resolveRecipe`), for a variant.
@@ -150,7 +156,8 @@ export function variantRecipe(
  *   AblationInputError for a value the schema refuses (its problems on one line), for `seed`
  *   (the seeds are `--seeds`), for a field that changes the held-out evaluation (its tasks,
  *   levels, k or instances: the variants would not be compared on the same instances), for a
- *   field given twice, and for fewer than one seed.
+ *   field given twice, a value given twice (`0.2,0.20`), values that are all the recipe's own
+ *   (nothing to compare), and fewer than one seed.
  */
 export function planAblation(
   input: unknown,
@@ -186,6 +193,10 @@ export function planAblation(
       )
     for (const value of spec.values) {
       const id = `${spec.field}=${JSON.stringify(value)}`
+      if (plan.variants.some((v) => v.id === id))
+        throw new AblationInputError(
+          `--vary ${spec.field}: the value ${JSON.stringify(value)} is given twice (list each value once)`,
+        )
       const variant: AblationVariant = {
         id,
         slug: `v${plan.variants.length}-${slugOf(spec.field, value)}`,
@@ -208,5 +219,9 @@ export function planAblation(
       plan.variants.push(variant)
     }
   }
+  if (plan.variants.length === 1)
+    throw new AblationInputError(
+      `every --vary value is the recipe's own (${plan.skipped.length} left out): nothing to compare with the baseline`,
+    )
   return plan
 }

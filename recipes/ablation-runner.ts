@@ -5,7 +5,9 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
+  renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
@@ -31,8 +33,9 @@ import {
   variantRecipe,
 } from './ablation-plan.ts'
 import { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
-import { AblationInputError } from './errors.ts'
+import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
 import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
+import { recipeDifferences } from './resume.ts'
 import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
 
 /** The installed `triad` command, which registers tsx itself (so it runs from any working directory). */
@@ -181,22 +184,65 @@ function failureOf(exit: { code: number | null; signal: NodeJS.Signals | null; t
   return `${exit.signal ? `killed by ${exit.signal}` : `exit ${exit.code}`}: ${said}`
 }
 
+/** The variants as `ablation.json` holds them. */
+function storedVariants(plan: AblationPlan): AblationFile['variants'] {
+  return plan.variants.map((v) => ({
+    id: v.id,
+    ...(v.field === undefined ? {} : { field: v.field, value: v.value }),
+    sft: v.sftGroup,
+  }))
+}
+
 /**
- * Whether a table's stored baseline settings are the recipe's settings now: equal, or equal once the
- * stored ones are read by today's schema (`resolveRecipe`: fields added since the table was made
- * take their defaults, renamed fields move). A table made before a field existed resumes as long as
- * the recipe leaves that field at its default; any other difference does not.
+ * Checks that `out` can hold this ablation before anything runs: it is a folder (or absent), and
+ * its `ablation.json`, when there is one, is a table of the same variants and the same recipe. The
+ * stored baseline settings are read by today's schema (`resolveRecipe`: fields added since the
+ * table was made take their defaults, renamed fields move) and compared with the recipe's, so a
+ * table made before a field existed resumes as long as the recipe leaves that field at its
+ * default, and any other difference is named.
+ * @throws AblationInputError naming what differs (each setting with its stored and current value,
+ *   or the variants), an `out` that is a file, or an `ablation.json` that does not read.
  */
-function sameSettings(stored: unknown, settings: object, catalog: TaskCatalog): boolean {
-  const now = JSON.parse(JSON.stringify(settings)) as unknown
-  if (isDeepStrictEqual(stored, now)) return true
-  if (stored === undefined) return false
+export function checkAblationOut(plan: AblationPlan, out: string, catalog: TaskCatalog): void {
+  const dir = resolve(out)
+  if (existsSync(dir) && !statSync(dir).isDirectory())
+    throw new AblationInputError(`--out ${out} is a file, not a folder`)
+  const fileOf = join(dir, ABLATION_FILE)
+  if (!existsSync(fileOf)) return
+  let before: Partial<AblationFile>
   try {
-    const { derived: _d, ...read } = resolveRecipe(stored, catalog)
-    return isDeepStrictEqual(JSON.parse(JSON.stringify(read)), now)
-  } catch {
-    return false // settings today's schema refuses are another recipe
+    before = JSON.parse(readFileSync(fileOf, 'utf8')) as Partial<AblationFile>
+  } catch (err) {
+    throw new AblationInputError(
+      `${fileOf} does not read (${(err as Error).message}); move it away to start the table again, or give another --out`,
+      { cause: err },
+    )
   }
+  const again = 'give another --out, or the same recipe and --vary options (--seeds may change)'
+  const variants = JSON.parse(JSON.stringify(storedVariants(plan))) as AblationFile['variants']
+  if (!isDeepStrictEqual(before.variants, variants))
+    throw new AblationInputError(
+      `${out} holds an ablation of other variants (${(before.variants ?? []).map((v) => v.id).join(', ') || 'none'}; now ${variants.map((v) => v.id).join(', ')}); ${again}`,
+    )
+  const { derived: _d, ...settings } = plan.base
+  const now = JSON.parse(JSON.stringify(settings)) as Record<string, unknown>
+  if (isDeepStrictEqual(before.recipe?.settings, now)) return
+  let differences: string[]
+  try {
+    const read = resolveRecipe(before.recipe?.settings, catalog)
+    differences = recipeDifferences(read, plan.base).map(
+      (d) => `${d.path}: ${JSON.stringify(d.stored)} in the table, ${JSON.stringify(d.current)} now`,
+    )
+  } catch (err) {
+    if (!(err instanceof RecipeError)) throw err
+    differences = [
+      `its stored settings are not a recipe today (${formatIssues(err.issues).replaceAll('\n', '; ')})`,
+    ]
+  }
+  if (differences.length)
+    throw new AblationInputError(
+      `${out} holds an ablation of another recipe: ${differences.slice(0, 8).join('; ')}${differences.length > 8 ? `; and ${differences.length - 8} more` : ''}; ${again}`,
+    )
 }
 
 /**
@@ -216,27 +262,14 @@ function sameSettings(stored: unknown, settings: object, catalog: TaskCatalog): 
  * resumed (`--resume --sft-only`, which does the SFT again). A run that fails is recorded with its
  * exit and last line, and the others go on. SIGINT or SIGTERM stops the run in progress (the
  * signal is passed on) and ends the ablation after it.
- * @throws AblationInputError when `<out>/ablation.json` is of another recipe or other variants.
+ * @throws AblationInputError as `checkAblationOut`.
  */
 export async function runAblation(plan: AblationPlan, options: RunAblationOptions): Promise<AblationOutcome> {
   const out = resolve(options.out)
   const fileOf = join(out, ABLATION_FILE)
+  checkAblationOut(plan, out, options.catalog)
   const { derived: _d, ...settings } = plan.base
-  const variants = plan.variants.map((v) => ({
-    id: v.id,
-    ...(v.field === undefined ? {} : { field: v.field, value: v.value }),
-    sft: v.sftGroup,
-  }))
-  if (existsSync(fileOf)) {
-    const before = JSON.parse(readFileSync(fileOf, 'utf8')) as Partial<AblationFile>
-    if (
-      !sameSettings(before.recipe?.settings, settings, options.catalog) ||
-      !isDeepStrictEqual(before.variants, JSON.parse(JSON.stringify(variants)))
-    )
-      throw new AblationInputError(
-        `${out} holds an ablation of another recipe or other variants (${fileOf}); give another --out, or the same recipe and --vary options (--seeds may change)`,
-      )
-  }
+  const variants = storedVariants(plan)
   for (const sub of ['runs', 'sft', 'recipes', 'logs']) mkdirSync(join(out, sub), { recursive: true })
   const total = plan.variants.length * plan.seeds.length
   const runs = new Map<string, AblationRun>()
@@ -274,7 +307,10 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       machine: machine(),
       updated: new Date().toISOString(),
     }
-    writeFileSync(fileOf, `${JSON.stringify(file, null, 2)}\n`)
+    // Written whole or not at all: a kill mid-write leaves the previous table.
+    const tmp = `${fileOf}.tmp-${process.pid}`
+    writeFileSync(tmp, `${JSON.stringify(file, null, 2)}\n`)
+    renameSync(tmp, fileOf)
     await options.onTable?.(file)
     return file
   }

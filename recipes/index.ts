@@ -15,6 +15,7 @@ export {
   ABLATION_FILE,
   type AblationFile,
   type AblationOutcome,
+  checkAblationOut,
   type RunAblationOptions,
   runAblation,
 } from './ablation-runner.ts'

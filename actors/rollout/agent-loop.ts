@@ -53,7 +53,8 @@ export interface Episode {
   /**
    * The chat messages exchanged: the session's first messages, then each assistant message as parsed
    * and the tool results the environment returned, the last step's too (what the reward model
-   * judges; the policy's tokens end before that last result).
+   * judges; the tokens of an episode the environment ended stop before that last result, which the
+   * policy never read; those of an episode cut by `maxTurns` end with it, read before the limit).
    */
   messages: ChatMessage[]
 }

@@ -85,11 +85,18 @@ export async function runAblate(recipeFile: string, o: AblateOptions): Promise<v
     throw err
   }
   const out = o.out ?? join('ablations', plan.base.name)
+  try {
+    r.checkAblationOut(plan, out, catalog)
+  } catch (err) {
+    if (err instanceof r.AblationInputError) throw new UsageError(err.message, { cause: err })
+    throw err
+  }
   const say = (line: string) => process.stdout.write(`${line}\n`)
   for (const line of plan.skipped) say(line)
   const total = plan.variants.length * plan.seeds.length
+  const seeds = plan.seeds.length === 1 ? 'seed' : 'seeds'
   say(
-    `ablation of ${plan.base.name}: ${plan.variants.length} variants (one field at a time: ${plan.variants.map((v) => v.id).join(', ')}) x ${plan.seeds.length} seeds (${plan.seeds.join(', ')}) = ${total} runs, in ${out}`,
+    `ablation of ${plan.base.name}: ${plan.variants.length} variants (one field at a time: ${plan.variants.map((v) => v.id).join(', ')}) x ${plan.seeds.length} ${seeds} (${plan.seeds.join(', ')}) = ${total} runs, in ${out}`,
   )
   const started = Date.now()
   const command = ['triad ablate', recipeFile, ...o.vary.map((v) => `--vary ${v}`), `--seeds ${o.seeds}`]

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -92,6 +92,37 @@ describe('bin/ablate - bad input', () => {
     assert.equal(instances.code, 2)
     assert.match(instances.stderr, /^triad: --vary evaluation\.k=2: it changes the held-out instances/)
     assert.equal(existsSync(out), false)
+  })
+})
+
+describe('bin/ablate - an --out that cannot hold the table', () => {
+  it('ablate - a file as --out, and an ablation.json that does not read, are one line each (exit 2); nothing is run or changed', async () => {
+    const { dir, file } = tinyRecipe()
+    const asFile = join(dir, 'a-file')
+    writeFileSync(asFile, 'x')
+    const r = await runTriad(['ablate', file, '--vary', 'rl.eps_high=0.2', '--seeds', '1', '--out', asFile])
+    assert.equal(r.code, 2)
+    assert.equal(r.stderr, `triad: --out ${asFile} is a file, not a folder\n`)
+    const out = join(dir, 'out')
+    mkdirSync(out)
+    writeFileSync(join(out, 'ablation.json'), '{')
+    const damaged = await runTriad([
+      'ablate',
+      file,
+      '--vary',
+      'rl.eps_high=0.2',
+      '--seeds',
+      '1',
+      '--out',
+      out,
+    ])
+    assert.equal(damaged.code, 2)
+    assert.match(
+      damaged.stderr,
+      /^triad: .*ablation\.json does not read \(.*\); move it away to start the table again, or give another --out\n$/,
+    )
+    assert.equal(readFileSync(join(out, 'ablation.json'), 'utf8'), '{')
+    assert.deepEqual(readdirSync(out), ['ablation.json'])
   })
 })
 
@@ -207,7 +238,11 @@ describe('bin/ablate - end to end', () => {
     writeFileSync(join(out, 'ablation.json'), JSON.stringify(stored))
     const fourth = await runTriad(args)
     assert.equal(fourth.code, 2)
-    assert.match(fourth.stderr, /holds an ablation of another recipe or other variants/)
+    assert.match(
+      fourth.stderr,
+      /holds an ablation of another recipe: rl\.lr: 0\.5 in the table, 0\.0001 now;/,
+    )
+    assert.equal(fourth.stdout, '', 'refused before the plan is printed')
     assert.equal(
       JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')).recipe.settings.rl.lr,
       0.5,

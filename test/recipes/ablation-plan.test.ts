@@ -123,5 +123,37 @@ describe('recipes/ablation-plan', () => {
     assert.throws(() => planAblation(input, [], 0, catalog), {
       message: '--seeds 0: needs at least one seed',
     })
+    // A value given twice, once parsed (0.2 and 0.20): two variants of one id would share a run.
+    assert.throws(() => planAblation(input, [parseVary('rl.eps_high=0.2,0.20')], 1, catalog), {
+      message: '--vary rl.eps_high: the value 0.2 is given twice (list each value once)',
+    })
+    // Every value the recipe's own: nothing to compare.
+    assert.throws(() => planAblation(input, [parseVary('rl.eps_high=0.28')], 1, catalog), {
+      message: "every --vary value is the recipe's own (1 left out): nothing to compare with the baseline",
+    })
+    // A number JSON reads as Infinity.
+    assert.throws(() => parseVary('rl.eps_high=0.2,1e400'), {
+      message: '--vary rl.eps_high=0.2,1e400: 1e400 is not a finite number',
+    })
+  })
+
+  it('ablation-plan - a field inside a list element (tasks[0].weight) is varied in that element', () => {
+    const plan = planAblation(input, [parseVary('tasks[1].weight=3')], 1, catalog)
+    assert.deepEqual(
+      plan.variants.map((v) => v.id),
+      ['baseline', 'tasks[1].weight=3'],
+    )
+    const r = variantRecipe(plan, plan.variants[1]!, 5, catalog)
+    assert.deepEqual(
+      r.tasks.map((t) => [t.name, t.weight]),
+      [
+        ['calc', 1],
+        ['maze', 3],
+      ],
+    )
+    assert.throws(() => planAblation(input, [parseVary('tasks[2].weight=3')], 1, catalog), {
+      name: 'RecipeFieldError',
+      message: /tasks has 2 elements/,
+    })
   })
 })
