@@ -38,6 +38,10 @@ function tinyRecipe(): { dir: string; file: string } {
   return { dir, file }
 }
 
+/** `triad ablate FILE --vary rl.eps_high=0.2 --seeds 1 --out OUT [...more]`. */
+const ablateOne = (file: string, out: string, ...more: string[]) =>
+  runTriad(['ablate', file, '--vary', 'rl.eps_high=0.2', '--seeds', '1', '--out', out, ...more])
+
 interface AblationJson {
   seeds: number[]
   variants: { id: string; sft: string }[]
@@ -100,22 +104,13 @@ describe('bin/ablate - an --out that cannot hold the table', () => {
     const { dir, file } = tinyRecipe()
     const asFile = join(dir, 'a-file')
     writeFileSync(asFile, 'x')
-    const r = await runTriad(['ablate', file, '--vary', 'rl.eps_high=0.2', '--seeds', '1', '--out', asFile])
+    const r = await ablateOne(file, asFile)
     assert.equal(r.code, 2)
     assert.equal(r.stderr, `triad: --out ${asFile} is a file, not a folder\n`)
     const out = join(dir, 'out')
     mkdirSync(out)
     writeFileSync(join(out, 'ablation.json'), '{')
-    const damaged = await runTriad([
-      'ablate',
-      file,
-      '--vary',
-      'rl.eps_high=0.2',
-      '--seeds',
-      '1',
-      '--out',
-      out,
-    ])
+    const damaged = await ablateOne(file, out)
     assert.equal(damaged.code, 2)
     assert.match(
       damaged.stderr,
@@ -270,17 +265,7 @@ describe('bin/ablate - a pretrained policy', () => {
     }
     writeFileSync(file, `export default ${JSON.stringify(recipe)}\n`)
     const out = join(dir, 'out')
-    const r = await runTriad([
-      'ablate',
-      file,
-      '--vary',
-      'rl.eps_high=0.2',
-      '--seeds',
-      '1',
-      '--out',
-      out,
-      '--in-process',
-    ])
+    const r = await ablateOne(file, out, '--in-process')
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`)
     const table = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
     assert.deepEqual(
