@@ -58,6 +58,27 @@ export function judgementAccuracy(
   return total === 0 ? undefined : right / total
 }
 
+/** Judgements of labelled good and bad steps, and how many of them agreed with the label. */
+interface LabelCounts {
+  labelledGood: number
+  rightGood: number
+  labelledBad: number
+  rightBad: number
+}
+
+const newLabelCounts = (): LabelCounts => ({ labelledGood: 0, rightGood: 0, labelledBad: 0, rightBad: 0 })
+
+/** Adds one step's m judgements, `agreed` of which match its label, to `c`. */
+function countLabel(c: LabelCounts, good: boolean, m: number, agreed: number): void {
+  if (good) {
+    c.labelledGood += m
+    c.rightGood += agreed
+  } else {
+    c.labelledBad += m
+    c.rightBad += agreed
+  }
+}
+
 /** Result of `policyStepAdvantages`. */
 export interface PolicyStepAdvantages {
   /** Per sample, `[seqLen_i]` float32 token advantages (the rows of `RlBatch.stepAdvantages`). */
@@ -106,11 +127,8 @@ export function policyStepAdvantages(
   let sCount = 0
   let right = 0
   let labelled = 0
-  let labelledGood = 0
-  let rightGood = 0
-  let labelledBad = 0
-  let rightBad = 0
-  const earlier = { labelledGood: 0, rightGood: 0, labelledBad: 0, rightBad: 0 } // every step but the episode's last
+  const every = newLabelCounts()
+  const earlier = newLabelCounts() // every step but the episode's last
   const rollouts = samples.map((t, i) => {
     const turns = t.turn_starts.length
     const flat = enabled ? judgements[i] : undefined
@@ -129,22 +147,8 @@ export function policyStepAdvantages(
         const agreed = s.filter((v) => v === (label > 0 ? 1 : -1)).length
         labelled += m
         right += agreed
-        if (label > 0) {
-          labelledGood += m
-          rightGood += agreed
-        } else {
-          labelledBad += m
-          rightBad += agreed
-        }
-        if (j < turns - 1) {
-          if (label > 0) {
-            earlier.labelledGood += m
-            earlier.rightGood += agreed
-          } else {
-            earlier.labelledBad += m
-            earlier.rightBad += agreed
-          }
-        }
+        countLabel(every, label > 0, m, agreed)
+        if (j < turns - 1) countLabel(earlier, label > 0, m, agreed)
       }
       judged++
       for (const v of s)
@@ -175,10 +179,10 @@ export function policyStepAdvantages(
   if (sCount) metrics['reward/judgement_mean'] = sSum / sCount
   if (labelled) {
     metrics['reward_model/step_accuracy'] = right / labelled
-    metrics['reward_model/labelled_good'] = labelledGood
-    metrics['reward_model/right_good'] = rightGood
-    metrics['reward_model/labelled_bad'] = labelledBad
-    metrics['reward_model/right_bad'] = rightBad
+    metrics['reward_model/labelled_good'] = every.labelledGood
+    metrics['reward_model/right_good'] = every.rightGood
+    metrics['reward_model/labelled_bad'] = every.labelledBad
+    metrics['reward_model/right_bad'] = every.rightBad
     metrics['reward_model/earlier_steps/labelled_good'] = earlier.labelledGood
     metrics['reward_model/earlier_steps/right_good'] = earlier.rightGood
     metrics['reward_model/earlier_steps/labelled_bad'] = earlier.labelledBad
