@@ -266,6 +266,7 @@ export {
   createRunDir,
   createRunDirAt,
   type EvalInstance,
+  EvalInstanceSchema,
   type EvalPaired,
   type EvalResult,
   EvalResultSchema,

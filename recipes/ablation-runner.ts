@@ -14,10 +14,13 @@ import { cpus, totalmem } from 'node:os'
 import { basename, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
+import stringify from 'json-stringify-pretty-compact'
+import { z } from 'zod'
 import {
   createRunDirAt,
   dieWithParent,
   type EvalInstance,
+  EvalInstanceSchema,
   isFinalEvalFile,
   OWN_PROCESS_GROUP,
   type RunDir,
@@ -57,8 +60,12 @@ export interface AblationFile {
   /** Samples per instance and held-out instances per task of every evaluation. */
   k: number
   instancesPerTask: number
-  /** Every run: its status, directory, evaluated step, and why it failed. */
-  runs: Omit<AblationRun, 'instances'>[]
+  /**
+   * Every run: its status, directory, evaluated step, why it failed, and a done run's per-instance
+   * results, so the table can be resumed from this file alone when the run folders are gone (a
+   * fresh checkout of a committed table).
+   */
+  runs: AblationRun[]
   /** Per variant, per task and for the mean: avg@k and the paired difference to the baseline. */
   rows: AblationRow[]
   /** The machine it ran on. */
@@ -124,6 +131,21 @@ function coldStartReady(dir: RunDir, recipe: ResolvedRecipe): boolean {
     (!sft || recipe.evaluation.k === 0 || existsSync(join(dir.evalDir, `${periodicEvalName(0)}.json`)))
   )
 }
+
+/** A run as `ablation.json` stores it: what a resume reads back of it. */
+const StoredRunSchema = z.object({
+  variant: z.string(),
+  seed: z.number().int(),
+  status: z.string(),
+  step: z.number().int().nonnegative().optional(),
+  instances: z.array(EvalInstanceSchema.omit({ checkpoint: true })).optional(),
+})
+
+/** The result of a done run that `ablation.json` holds. */
+type StoredResult = { step: number; instances: EvalInstance[] }
+
+/** Key of a run: `variant@seed`. */
+const runKey = (variant: string, seed: number) => `${variant}@${seed}`
 
 /** A path as shown in a line: relative to the working directory when below it, else absolute. */
 function shown(path: string): string {
@@ -200,15 +222,22 @@ function storedVariants(plan: AblationPlan): AblationFile['variants'] {
  * table was made take their defaults, renamed fields move) and compared with the recipe's, so a
  * table made before a field existed resumes as long as the recipe leaves that field at its
  * default, and any other difference is named.
+ * @returns The done runs' results the table holds, by `variant@seed` (empty without a table): a
+ *   resume keeps them for the runs whose folders are gone.
  * @throws AblationInputError naming what differs (each setting with its stored and current value,
- *   or the variants), an `out` that is a file, or an `ablation.json` that does not read.
+ *   or the variants), an `out` that is a file, an `ablation.json` that does not read, or a stored
+ *   run whose results do not read (naming the run).
  */
-export function checkAblationOut(plan: AblationPlan, out: string, catalog: TaskCatalog): void {
+export function checkAblationOut(
+  plan: AblationPlan,
+  out: string,
+  catalog: TaskCatalog,
+): Map<string, StoredResult> {
   const dir = resolve(out)
   if (existsSync(dir) && !statSync(dir).isDirectory())
     throw new AblationInputError(`--out ${out} is a file, not a folder`)
   const fileOf = join(dir, ABLATION_FILE)
-  if (!existsSync(fileOf)) return
+  if (!existsSync(fileOf)) return new Map()
   let before: Partial<AblationFile>
   try {
     before = JSON.parse(readFileSync(fileOf, 'utf8')) as Partial<AblationFile>
@@ -226,7 +255,7 @@ export function checkAblationOut(plan: AblationPlan, out: string, catalog: TaskC
     )
   const { derived: _d, ...settings } = plan.base
   const now = JSON.parse(JSON.stringify(settings)) as Record<string, unknown>
-  if (isDeepStrictEqual(before.recipe?.settings, now)) return
+  if (isDeepStrictEqual(before.recipe?.settings, now)) return storedResults(before.runs, fileOf)
   let differences: string[]
   try {
     const read = resolveRecipe(before.recipe?.settings, catalog)
@@ -243,6 +272,32 @@ export function checkAblationOut(plan: AblationPlan, out: string, catalog: TaskC
     throw new AblationInputError(
       `${out} holds an ablation of another recipe: ${differences.slice(0, 8).join('; ')}${differences.length > 8 ? `; and ${differences.length - 8} more` : ''}; ${again}`,
     )
+  return storedResults(before.runs, fileOf)
+}
+
+/**
+ * The done runs' results of a table's `runs` (a table written before results were stored has
+ * none), by `variant@seed`.
+ * @throws AblationInputError naming the first run that does not read.
+ */
+function storedResults(runs: unknown, fileOf: string): Map<string, StoredResult> {
+  const results = new Map<string, StoredResult>()
+  if (runs === undefined) return results
+  if (!Array.isArray(runs))
+    throw new AblationInputError(`${fileOf}: runs is not a list; move it away or give another --out`)
+  runs.forEach((raw, i) => {
+    const run = StoredRunSchema.safeParse(raw)
+    if (!run.success) {
+      const r = raw as { variant?: unknown; seed?: unknown } | null
+      throw new AblationInputError(
+        `${fileOf}: run ${i + 1} (${String(r?.variant)} seed ${String(r?.seed)}) does not read (${run.error.issues.map((e) => `${e.path.join('.')}: ${e.message}`).join('; ')}); move it away or give another --out`,
+      )
+    }
+    const { variant, seed, status, step, instances } = run.data
+    if (status === AblationRunStatus.Done && step !== undefined && instances?.length)
+      results.set(runKey(variant, seed), { step, instances })
+  })
+  return results
 }
 
 /**
@@ -256,7 +311,9 @@ export function checkAblationOut(plan: AblationPlan, out: string, catalog: TaskC
  * weights and the time budget is spent on RL. After every run `ablation.json` is written again
  * with the table (`ablationTable`).
  *
- * Resumable: a run whose directory holds an end-of-run evaluation is done and not run again; a
+ * Resumable: a run whose directory holds an end-of-run evaluation is done and not run again, and
+ * so is a run whose directory is gone when `ablation.json` holds its result (a committed table
+ * continued in a fresh checkout: its per-instance results are in the file); a
  * run that was interrupted or failed is removed and done again from the start (a resumed time
  * budget would give it more RL time than the others); a cold start that was interrupted is
  * resumed (`--resume --sft-only`, which does the SFT again). A run that fails is recorded with its
@@ -267,19 +324,22 @@ export function checkAblationOut(plan: AblationPlan, out: string, catalog: TaskC
 export async function runAblation(plan: AblationPlan, options: RunAblationOptions): Promise<AblationOutcome> {
   const out = resolve(options.out)
   const fileOf = join(out, ABLATION_FILE)
-  checkAblationOut(plan, out, options.catalog)
+  const storedRuns = checkAblationOut(plan, out, options.catalog)
   const { derived: _d, ...settings } = plan.base
   const variants = storedVariants(plan)
   for (const sub of ['runs', 'sft', 'recipes', 'logs']) mkdirSync(join(out, sub), { recursive: true })
   const total = plan.variants.length * plan.seeds.length
+  let keptFromFile = 0
   const runs = new Map<string, AblationRun>()
-  const key = (variant: string, seed: number) => `${variant}@${seed}`
   const runDirOf = (v: AblationVariant, seed: number) => runDirPaths(join(out, 'runs', `${v.slug}-s${seed}`))
   for (const seed of plan.seeds)
     for (const v of plan.variants) {
       const dir = runDirOf(v, seed)
-      const result = await resultOf(dir)
-      runs.set(key(v.id, seed), {
+      // The run's folder when it is here; the table's record of it when the folder is gone.
+      const kept = existsSync(dir.path) ? undefined : storedRuns.get(runKey(v.id, seed))
+      if (kept) keptFromFile++
+      const result = kept ?? (await resultOf(dir))
+      runs.set(runKey(v.id, seed), {
         variant: v.id,
         seed,
         dir: relative(out, dir.path),
@@ -298,7 +358,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       tasks,
       k: plan.base.evaluation.k,
       instancesPerTask: plan.base.evaluation.instancesPerTask,
-      runs: all.map(({ instances: _i, ...r }) => r),
+      runs: all,
       rows: ablationTable(
         tasks,
         plan.variants.map((v) => v.id),
@@ -309,7 +369,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
     }
     // Written whole or not at all: a kill mid-write leaves the previous table.
     const tmp = `${fileOf}.tmp-${process.pid}`
-    writeFileSync(tmp, `${JSON.stringify(file, null, 2)}\n`)
+    writeFileSync(tmp, `${stringify(file, { maxLength: 110 })}\n`)
     renameSync(tmp, fileOf)
     await options.onTable?.(file)
     return file
@@ -345,6 +405,10 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
     return file
   }
 
+  if (keptFromFile > 0)
+    options.log(
+      `${keptFromFile} run${keptFromFile === 1 ? '' : 's'} kept from ${shown(fileOf)} (their folders are not here)`,
+    )
   let ran = 0
   let file = await write()
   try {
@@ -352,7 +416,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       const sftFailed = new Map<string, string>()
       for (const v of plan.variants) {
         if (signal) break
-        const run = runs.get(key(v.id, seed))!
+        const run = runs.get(runKey(v.id, seed))!
         if (run.status === AblationRunStatus.Done) continue
         const label = `${v.id} seed ${seed}`
         options.onProgress?.({ done: finished(), total, current: label })

@@ -228,6 +228,32 @@ describe('bin/ablate - end to end', () => {
       [],
       'every run with a result is kept',
     )
+    // The run folders gone (a committed ablation.json in a fresh checkout): the done runs are kept
+    // from the file's per-instance results, nothing is run again, and the table is the same.
+    rmSync(join(out, 'runs'), { recursive: true })
+    const fifth = await runTriad(args)
+    assert.equal(fifth.code, 1, fifth.stderr)
+    assert.match(fifth.stdout, /^4 runs kept from .*ablation\.json \(their folders are not here\)$/m)
+    assert.deepEqual(
+      fifth.stdout.split('\n').filter((l) => l.startsWith('running ')),
+      [],
+    )
+    const file3 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(file3.rows, file2.rows)
+    assert.deepEqual(status(file3), status(file1))
+    // A stored result that does not read is refused, naming the run; the file is left as it was.
+    const broken = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'))
+    broken.runs[1].instances[0].successes = -1
+    writeFileSync(join(out, 'ablation.json'), JSON.stringify(broken))
+    const sixth = await runTriad(args)
+    assert.equal(sixth.code, 2)
+    assert.match(
+      sixth.stderr,
+      /ablation\.json: run 2 \(rl\.eps_high=0\.2 seed 3\) does not read \(instances\.0\.successes: .*\); move it away or give another --out/,
+    )
+    assert.equal(sixth.stdout, '', 'refused before the plan is printed')
+    assert.deepEqual(JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')), broken)
+
     // Any other difference is another recipe: refused, and the table is left as it was.
     stored.recipe.settings.rl.lr = 0.5
     writeFileSync(join(out, 'ablation.json'), JSON.stringify(stored))
