@@ -4,6 +4,7 @@ import {
   createWriteStream,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -332,7 +333,17 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   let keptFromFile = 0
   const runs = new Map<string, AblationRun>()
   const runDirOf = (v: AblationVariant, seed: number) => runDirPaths(join(out, 'runs', `${v.slug}-s${seed}`))
-  for (const seed of plan.seeds)
+  // Seeds past --seeds that hold results (a table run before with a larger --seeds) stay in the
+  // table, not run: a smaller --seeds never drops results from ablation.json.
+  const slugs = new Set(plan.variants.map((v) => v.slug))
+  const resultSeeds = new Set([...storedRuns.keys()].map((k) => Number(k.slice(k.lastIndexOf('@') + 1))))
+  for (const name of readdirSync(join(out, 'runs'))) {
+    const m = /^(.*)-s(\d+)$/.exec(name)
+    if (m && slugs.has(m[1]!)) resultSeeds.add(Number(m[2]))
+  }
+  const extraSeeds = [...resultSeeds].filter((s) => !plan.seeds.includes(s))
+  const seeds = [...plan.seeds, ...extraSeeds].sort((a, b) => a - b)
+  for (const seed of seeds)
     for (const v of plan.variants) {
       const dir = runDirOf(v, seed)
       // The run's folder when it is here; the table's record of it when the folder is gone.
@@ -347,6 +358,16 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
         ...(result ? { step: result.step, instances: result.instances } : {}),
       })
     }
+  // Seeds past --seeds without a result anywhere are not the table's.
+  for (const seed of extraSeeds)
+    if (plan.variants.every((v) => runs.get(runKey(v.id, seed))!.status === AblationRunStatus.Missing))
+      for (const v of plan.variants) runs.delete(runKey(v.id, seed))
+  const tableSeeds = seeds.filter((s) => plan.variants.some((v) => runs.has(runKey(v.id, s))))
+  const pastSeeds = tableSeeds.filter((s) => !plan.seeds.includes(s))
+  if (pastSeeds.length)
+    options.log(
+      `seed${pastSeeds.length === 1 ? '' : 's'} ${pastSeeds.join(', ')} past --seeds ${plan.seeds.length} hold${pastSeeds.length === 1 ? 's' : ''} results: kept in the table, not run`,
+    )
   const tasks = heldOutSettings(plan.base).tasks.map((t) => t.name)
   const write = async (): Promise<AblationFile> => {
     const all = [...runs.values()]
@@ -354,7 +375,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       command: options.command,
       recipe: { file: options.recipeFile, name: plan.base.name, settings },
       variants,
-      seeds: plan.seeds,
+      seeds: tableSeeds,
       tasks,
       k: plan.base.evaluation.k,
       instancesPerTask: plan.base.evaluation.instancesPerTask,
@@ -374,7 +395,9 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
     await options.onTable?.(file)
     return file
   }
-  const finished = () => [...runs.values()].filter((r) => r.status !== AblationRunStatus.Missing).length
+  const finished = () =>
+    [...runs.values()].filter((r) => plan.seeds.includes(r.seed) && r.status !== AblationRunStatus.Missing)
+      .length
 
   // A signal stops the child in progress (passed on) and ends the loop after it.
   let signal: 'SIGINT' | 'SIGTERM' | undefined

@@ -241,6 +241,23 @@ describe('bin/ablate - end to end', () => {
     const file3 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
     assert.deepEqual(file3.rows, file2.rows)
     assert.deepEqual(status(file3), status(file1))
+    // A smaller --seeds runs seed 3 only, and keeps seed 4's results in the table (from the file).
+    const oneSeed = args.map((a, i) => (args[i - 1] === '--seeds' ? '1' : a))
+    const seventh = await runTriad(oneSeed)
+    assert.equal(seventh.code, 1, seventh.stderr)
+    assert.match(seventh.stdout, /^seed 4 past --seeds 1 holds results: kept in the table, not run$/m)
+    assert.deepEqual(
+      seventh.stdout.split('\n').filter((l) => l.startsWith('running ')),
+      [],
+    )
+    const file4 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(file4.seeds, [3, 4])
+    assert.deepEqual(file4.rows, file2.rows)
+    assert.deepEqual(status(file4).slice(3), [
+      'baseline@4:done',
+      'rl.eps_high=0.2@4:done',
+      'sft.datasets=[{"path":"/nonexistent/d.jsonl"}]@4:missing',
+    ])
     // A stored result that does not read is refused, naming the run; the file is left as it was.
     const broken = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'))
     broken.runs[1].instances[0].successes = -1
