@@ -154,7 +154,7 @@ export function variantRecipe(
  * @param input the recipe as written (`loadRecipeSource`).
  * @throws RecipeFieldError for a field the recipe schema does not have (with the nearest ones);
  *   AblationInputError for a value the schema refuses (its problems on one line), for `seed`
- *   (the seeds are `--seeds`), for a field that changes the held-out evaluation (its tasks,
+ *   (the seeds are `--seeds`), for `name` (a label: nothing to compare), for a field that changes the held-out evaluation (its tasks,
  *   levels, k or instances: the variants would not be compared on the same instances), for a
  *   field given twice, a value given twice (`0.2,0.20`), values that are all the recipe's own
  *   (nothing to compare), and fewer than one seed.
@@ -190,6 +190,10 @@ export function planAblation(
     if (spec.field === 'seed')
       throw new AblationInputError(
         "--vary seed: the seeds of an ablation are --seeds N (the recipe's seed, +1, ...)",
+      )
+    if (spec.field === 'name')
+      throw new AblationInputError(
+        '--vary name: the run name is a label and changes nothing that is trained or measured (the runs are named for their variants)',
       )
     for (const value of spec.values) {
       const id = `${spec.field}=${JSON.stringify(value)}`

@@ -105,13 +105,17 @@ describe('recipes/ablation-plan', () => {
       assert.equal(touchesSft(f), false, f)
   })
 
-  it('ablation-plan - bad input: an unknown field, a refused value, seed, the held-out instances, a field twice, no seed', () => {
+  it('ablation-plan - bad input: an unknown field, a refused value, seed, name, the held-out instances, a field twice, no seed', () => {
     assert.throws(() => planAblation(input, [parseVary('rl.eps_hgh=1')], 1, catalog), RecipeFieldError)
     assert.throws(() => planAblation(input, [parseVary('rl.eps_high=-1')], 1, catalog), {
       name: 'AblationInputError',
       message: '--vary rl.eps_high=-1: rl.eps_high: must be > 0',
     })
     assert.throws(() => planAblation(input, [parseVary('seed=1')], 1, catalog), /--vary seed: the seeds/)
+    assert.throws(
+      () => planAblation(input, [parseVary('name=foo')], 1, catalog),
+      /--vary name: the run name is a label/,
+    )
     assert.throws(
       () => planAblation(input, [parseVary('evaluation.instancesPerTask=4')], 1, catalog),
       /--vary evaluation\.instancesPerTask=4: it changes the held-out instances/,
