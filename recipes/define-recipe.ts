@@ -320,8 +320,8 @@ function readPretrained(dir: string, contextLength: number): PretrainedRead {
  * zod's defaults) and the model directory: `lora` is required with `hf` and refused without it;
  * the own-model fields (`OWN_MODEL_FIELDS`) may not be given beside it; `sft.threads` must be 1
  * (the gradient threads build triad's own model and cannot load a pretrained base); the directory
- * must hold a model triad reads, and `model.contextLength` may not exceed its
- * `max_position_embeddings`.
+ * must hold a model triad reads, `model.contextLength` may not exceed its
+ * `max_position_embeddings`, and `model.lora.rank` may not exceed its width.
  */
 function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
   const issues: RecipeIssue[] = []
@@ -356,11 +356,18 @@ function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
     })
   const read = readPretrained(m.hf, m.contextLength)
   if (!read.ok) issues.push({ path: 'model.hf', message: read.message })
-  else if (m.contextLength > read.maxContext)
-    issues.push({
-      path: 'model.contextLength',
-      message: `${m.contextLength} is beyond the pretrained model's max_position_embeddings (${read.maxContext})`,
-    })
+  else {
+    if (m.contextLength > read.maxContext)
+      issues.push({
+        path: 'model.contextLength',
+        message: `${m.contextLength} is beyond the pretrained model's max_position_embeddings (${read.maxContext})`,
+      })
+    if (m.lora !== undefined && m.lora.rank > read.width)
+      issues.push({
+        path: 'model.lora.rank',
+        message: `${m.lora.rank} is above the pretrained model's width (${read.width}): an adapter's rank is at most its projection's, so the extra rank adds weights and no capacity`,
+      })
+  }
   return issues
 }
 

@@ -98,6 +98,13 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
     ])
   })
 
+  it("refused - model.lora.rank above the model's width; the width itself is accepted", () => {
+    assert.deepEqual(problems(hf({}, { lora: { rank: 17 } })), [
+      "model.lora.rank: 17 is above the pretrained model's width (16): an adapter's rank is at most its projection's, so the extra rank adds weights and no capacity",
+    ])
+    assert.equal(defineRecipe(hf({}, { lora: { rank: 16 } })).model.lora?.rank, 16)
+  })
+
   it('refused - a model directory that is missing says where to download it', () => {
     assert.deepEqual(problems(hf({}, { hf: 'models/Qwen3-0.6B' })), [
       'model.hf: models/Qwen3-0.6B is not a Hugging Face model directory (missing); download the model first: huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B',
