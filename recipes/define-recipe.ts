@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import type { z } from 'zod'
-import { readHfModelConfig } from '../gpu/index.ts'
+import { fullLoraConfig, readHfModelConfig } from '../gpu/index.ts'
 import { RecipeError, type RecipeIssue } from './errors.ts'
 import { unwrapSchema as unwrap } from './recipe-fields.ts'
 import {
@@ -373,7 +373,8 @@ function pretrainedIssues(r: ParsedRecipe, input: unknown): RecipeIssue[] {
 
 /**
  * A pretrained policy's defaults (`model.hf`): `layers`, `width` and `heads` are the model's (read
- * from its `config.json`), `merges` 0 (its tokenizer is its own), and step rewards and reward-model
+ * from its `config.json`), `merges` 0 (its tokenizer is its own), the LoRA defaults written out
+ * (`fullLoraConfig`: `alpha` 2 * rank, every projection a target), and step rewards and reward-model
  * training off unless the recipe turns them on: the reward model is then its own LoRA adapters on
  * the same base, and judging every step costs about as much as generating it, which a CPU run of a
  * pretrained model rarely affords. Unchanged without `model.hf`, or when its directory cannot be read.
@@ -386,7 +387,14 @@ function withPretrainedDefaults(r: ParsedRecipe, input: unknown): ParsedRecipe {
   const sizes = read.ok ? { layers: read.layers, width: read.width, heads: read.heads } : {}
   return {
     ...r,
-    model: { ...r.model, ...sizes, merges: 0 },
+    // The adapters' defaults written out (alpha 2 * rank, all seven projections), so `--check` and
+    // recipe.json show what is trained.
+    model: {
+      ...r.model,
+      ...sizes,
+      merges: 0,
+      ...(r.model.lora ? { lora: fullLoraConfig(r.model.lora) } : {}),
+    },
     triad: {
       ...r.triad,
       stepReward: {

@@ -34,7 +34,19 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
     assert.equal(r.model.heads, 2)
     assert.equal(r.model.merges, 0)
     assert.equal(r.derived.headDim, 8) // the model's head_dim, not width / heads
-    assert.deepEqual(r.model.lora, { rank: 8, dropout: 0 })
+    // The adapters' defaults are written out (what --check and recipe.json show).
+    assert.deepEqual(r.model.lora, {
+      rank: 8,
+      alpha: 16,
+      targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+      dropout: 0,
+    })
+    assert.deepEqual(defineRecipe(hf({}, { lora: { rank: 4, targets: ['v_proj'] } })).model.lora, {
+      rank: 4,
+      alpha: 8,
+      targets: ['v_proj'],
+      dropout: 0,
+    })
     assert.equal(r.triad.stepReward.enabled, false)
     assert.equal(r.triad.trainRewardModel, false)
   })
