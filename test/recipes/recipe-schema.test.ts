@@ -217,12 +217,21 @@ const cases: Record<string, Case> = {
     with: withHf,
     lands: { 'node.pretrained.dir': hfDir2, 'node.model.layers': 2 },
   },
-  'model.lora.rank': { set: 4, with: withHf, lands: { 'node.pretrained.lora.rank': 4 } },
+  // alpha defaults to 2 * rank, so the rank moves it too.
+  'model.lora.rank': {
+    set: 4,
+    with: withHf,
+    lands: { 'node.pretrained.lora.rank': 4, 'node.pretrained.lora.alpha': 8 },
+  },
   'model.lora.alpha': { set: 3, with: withHf, lands: { 'node.pretrained.lora.alpha': 3 } },
   'model.lora.targets': {
-    set: ['q_proj'],
+    set: ['v_proj'],
     with: withHf,
-    lands: { 'node.pretrained.lora.targets[0]': 'q_proj' },
+    // From the seven default targets to one: the other six are gone.
+    lands: {
+      'node.pretrained.lora.targets[0]': 'v_proj',
+      ...Object.fromEntries([1, 2, 3, 4, 5, 6].map((i) => [`node.pretrained.lora.targets[${i}]`, undefined])),
+    },
   },
   'model.lora.dropout': { set: 0.1, with: withHf, lands: { 'node.pretrained.lora.dropout': 0.1 } },
   'model.layers': { set: 3, lands: { 'node.model.layers': 3 } },
