@@ -37,6 +37,7 @@ import {
   variantRecipe,
 } from './ablation-plan.ts'
 import { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
+import { codeVersion } from './code-version.ts'
 import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
 import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
 import { recipeDifferences } from './resume.ts'
@@ -139,11 +140,12 @@ const StoredRunSchema = z.object({
   seed: z.number().int(),
   status: z.string(),
   step: z.number().int().nonnegative().optional(),
+  code: z.string().optional(),
   instances: z.array(EvalInstanceSchema.omit({ checkpoint: true })).optional(),
 })
 
 /** The result of a done run that `ablation.json` holds. */
-type StoredResult = { step: number; instances: EvalInstance[] }
+type StoredResult = { step: number; code?: string; instances: EvalInstance[] }
 
 /** Key of a run: `variant@seed`. */
 const runKey = (variant: string, seed: number) => `${variant}@${seed}`
@@ -294,9 +296,9 @@ function storedResults(runs: unknown, fileOf: string): Map<string, StoredResult>
         `${fileOf}: run ${i + 1} (${String(r?.variant)} seed ${String(r?.seed)}) does not read (${run.error.issues.map((e) => `${e.path.join('.')}: ${e.message}`).join('; ')}); move it away or give another --out`,
       )
     }
-    const { variant, seed, status, step, instances } = run.data
+    const { variant, seed, status, step, code, instances } = run.data
     if (status === AblationRunStatus.Done && step !== undefined && instances?.length)
-      results.set(runKey(variant, seed), { step, instances })
+      results.set(runKey(variant, seed), { step, instances, ...(code ? { code } : {}) })
   })
   return results
 }
@@ -350,12 +352,14 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       const kept = existsSync(dir.path) ? undefined : storedRuns.get(runKey(v.id, seed))
       if (kept) keptFromFile++
       const result = kept ?? (await resultOf(dir))
+      // The code a run was made with, as the table recorded it (a folder's result keeps the record).
+      const code = storedRuns.get(runKey(v.id, seed))?.code
       runs.set(runKey(v.id, seed), {
         variant: v.id,
         seed,
         dir: relative(out, dir.path),
         status: result ? AblationRunStatus.Done : AblationRunStatus.Missing,
-        ...(result ? { step: result.step, instances: result.instances } : {}),
+        ...(result ? { step: result.step, ...(code ? { code } : {}), instances: result.instances } : {}),
       })
     }
   // Seeds past --seeds without a result anywhere are not the table's.
@@ -363,6 +367,19 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
     if (plan.variants.every((v) => runs.get(runKey(v.id, seed))!.status === AblationRunStatus.Missing))
       for (const v of plan.variants) runs.delete(runKey(v.id, seed))
   const tableSeeds = seeds.filter((s) => plan.variants.some((v) => runs.has(runKey(v.id, s))))
+  // Runs made with other code than this: kept, and said, since a table filled in over several
+  // sittings compares them with runs of today's code.
+  const code = codeVersion()
+  const others = new Map<string, number>()
+  for (const r of runs.values())
+    if (r.status === AblationRunStatus.Done && r.code !== code) {
+      const c = r.code ?? 'unrecorded'
+      others.set(c, (others.get(c) ?? 0) + 1)
+    }
+  if (others.size)
+    options.log(
+      `runs made with other code than this (${code}): ${[...others].map(([c, n]) => `${n} with ${c}`).join(', ')}; their results are kept (compare across code with care)`,
+    )
   const pastSeeds = tableSeeds.filter((s) => !plan.seeds.includes(s))
   if (pastSeeds.length)
     options.log(
@@ -513,6 +530,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
           Object.assign(run, {
             status: AblationRunStatus.Done,
             step: result.step,
+            code,
             instances: result.instances,
           })
           options.log(

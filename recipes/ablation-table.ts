@@ -22,6 +22,8 @@ export interface AblationRun {
   dir: string
   /** Learner step of the evaluated checkpoint (done runs). */
   step?: number
+  /** The code of triad the run was made with (`codeVersion`: a git commit, `+dirty`), when recorded. */
+  code?: string
   /** Why it failed: its exit and the last line it printed (failed runs). */
   reason?: string
   /** The final checkpoint's per-instance results (done runs). */

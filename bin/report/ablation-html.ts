@@ -47,6 +47,13 @@ export function renderAblationHtml(file: AblationFile): string {
   const chart = { labels: others, series, lo: band(-1), hi: band(1) }
   const lib = chartLibrary()
   const m = file.machine
+  // The code each done run was made with: a table filled in over sittings may mix commits.
+  const codes = new Map<string, number>()
+  for (const r of file.runs.filter((run) => run.status === 'done'))
+    codes.set(r.code ?? 'unrecorded', (codes.get(r.code ?? 'unrecorded') ?? 0) + 1)
+  const codeLine = [...codes]
+    .map(([c, n]) => `${n} run${n === 1 ? '' : 's'} with ${escapeHtml(c)}`)
+    .join(', ')
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>ablation of ${escapeHtml(file.recipe.name)}</title>
 <style>${lib.css}
@@ -56,6 +63,7 @@ tr.mean td{font-weight:600;background:#f4f4f4}code{background:#f4f4f4;padding:1p
 <body><h1>Ablation of ${escapeHtml(file.recipe.name)}</h1>
 <p class="meta"><code>${escapeHtml(file.command)}</code></p>
 <p class="meta">seeds ${escapeHtml(file.seeds.join(', '))} · held-out avg@${k} on ${file.instancesPerTask} instances per task, the same instances and sampling seeds for every variant · ${m.cpus} × ${escapeHtml(m.cpu)}, ${m.memoryGiB} GiB, Node ${escapeHtml(m.node)} · updated ${escapeHtml(file.updated)}</p>
+${codes.size ? `<p class="meta">code: ${codeLine}</p>` : ''}
 <p>avg@${k} ± its standard error over seeds and instances; Δ: the paired difference to the baseline (per seed and instance, then averaged) ± its standard error over seeds and instances; z = Δ / se.</p>
 <table><thead><tr><th>variant</th><th>task</th><th>seeds</th><th>avg@${k}</th><th>Δ vs baseline</th><th>z</th><th>paired seeds</th></tr></thead><tbody>${rows}</tbody></table>
 ${failedTable}

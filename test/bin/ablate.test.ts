@@ -45,7 +45,7 @@ const ablateOne = (file: string, out: string, ...more: string[]) =>
 interface AblationJson {
   seeds: number[]
   variants: { id: string; sft: string }[]
-  runs: { variant: string; seed: number; status: string; dir: string; reason?: string }[]
+  runs: { variant: string; seed: number; status: string; dir: string; reason?: string; code?: string }[]
   rows: {
     variant: string
     task: string
@@ -196,6 +196,13 @@ describe('bin/ablate - end to end', () => {
     assert.match(html, /uPlot/)
     assert.match(html, /<td>rl\.eps_high=0\.2<\/td><td>mean<\/td>/)
     assert.match(html, /Runs without a result/)
+    // Each done run records the code it was made with (this checkout's commit), and the page says it.
+    const code = file1.runs.filter((r) => r.status === 'done')
+    assert.deepEqual(
+      code.map((r) => /^([0-9a-f]{40}(\+dirty)?|triad@.+)$/.test(r.code ?? '')),
+      [true, true, true, true],
+    )
+    assert.match(html, new RegExp(`code: 4 runs with ${code[0]!.code!.replace('+', '\\+')}`))
     assert.doesNotMatch(html, /<script src=|<link /, 'the page loads nothing from elsewhere')
 
     // Resume: one run's result deleted; only that run (and the failed ones) run again.
@@ -234,6 +241,7 @@ describe('bin/ablate - end to end', () => {
     const fifth = await runTriad(args)
     assert.equal(fifth.code, 1, fifth.stderr)
     assert.match(fifth.stdout, /^4 runs kept from .*ablation\.json \(their folders are not here\)$/m)
+    assert.doesNotMatch(fifth.stdout, /made with other code/, 'the kept runs keep their code, which is this')
     assert.deepEqual(
       fifth.stdout.split('\n').filter((l) => l.startsWith('running ')),
       [],
@@ -242,9 +250,17 @@ describe('bin/ablate - end to end', () => {
     assert.deepEqual(file3.rows, file2.rows)
     assert.deepEqual(status(file3), status(file1))
     // A smaller --seeds runs seed 3 only, and keeps seed 4's results in the table (from the file).
+    // One run recorded as made with other code is kept and said.
+    const otherCode = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'))
+    otherCode.runs[0].code = 'c0de'
+    writeFileSync(join(out, 'ablation.json'), JSON.stringify(otherCode))
     const oneSeed = args.map((a, i) => (args[i - 1] === '--seeds' ? '1' : a))
     const seventh = await runTriad(oneSeed)
     assert.equal(seventh.code, 1, seventh.stderr)
+    assert.match(
+      seventh.stdout,
+      /^runs made with other code than this \(.+\): 1 with c0de; their results are kept \(compare across code with care\)$/m,
+    )
     assert.match(seventh.stdout, /^seed 4 past --seeds 1 holds results: kept in the table, not run$/m)
     assert.deepEqual(
       seventh.stdout.split('\n').filter((l) => l.startsWith('running ')),
