@@ -138,14 +138,17 @@ function coldStartReady(dir: RunDir, recipe: ResolvedRecipe): boolean {
 const StoredRunSchema = z.object({
   variant: z.string(),
   seed: z.number().int(),
-  status: z.string(),
+  status: z.enum(Object.values(AblationRunStatus) as [AblationRunStatus, ...AblationRunStatus[]]),
   step: z.number().int().nonnegative().optional(),
   code: z.string().optional(),
   instances: z.array(EvalInstanceSchema.omit({ checkpoint: true })).optional(),
 })
 
-/** The result of a done run that `ablation.json` holds. */
-type StoredResult = { step: number; code?: string; instances: EvalInstance[] }
+/**
+ * A done run as `ablation.json` holds it: its result, or `undefined` for a done run recorded
+ * without one (a table written before results were stored).
+ */
+type StoredResult = { step: number; code?: string; instances: EvalInstance[] } | undefined
 
 /** Key of a run: `variant@seed`. */
 const runKey = (variant: string, seed: number) => `${variant}@${seed}`
@@ -250,6 +253,10 @@ export function checkAblationOut(
       { cause: err },
     )
   }
+  if (typeof before !== 'object' || before === null || Array.isArray(before))
+    throw new AblationInputError(
+      `${fileOf} is not an ablation table (not a JSON object); move it away to start the table again, or give another --out`,
+    )
   const again = 'give another --out, or the same recipe and --vary options (--seeds may change)'
   const variants = JSON.parse(JSON.stringify(storedVariants(plan))) as AblationFile['variants']
   if (!isDeepStrictEqual(before.variants, variants))
@@ -258,7 +265,7 @@ export function checkAblationOut(
     )
   const { derived: _d, ...settings } = plan.base
   const now = JSON.parse(JSON.stringify(settings)) as Record<string, unknown>
-  if (isDeepStrictEqual(before.recipe?.settings, now)) return storedResults(before.runs, fileOf)
+  if (isDeepStrictEqual(before.recipe?.settings, now)) return storedResults(before.runs, fileOf, plan)
   let differences: string[]
   try {
     const read = resolveRecipe(before.recipe?.settings, catalog)
@@ -275,30 +282,73 @@ export function checkAblationOut(
     throw new AblationInputError(
       `${out} holds an ablation of another recipe: ${differences.slice(0, 8).join('; ')}${differences.length > 8 ? `; and ${differences.length - 8} more` : ''}; ${again}`,
     )
-  return storedResults(before.runs, fileOf)
+  return storedResults(before.runs, fileOf, plan)
 }
 
 /**
- * The done runs' results of a table's `runs` (a table written before results were stored has
- * none), by `variant@seed`.
- * @throws AblationInputError naming the first run that does not read.
+ * The done runs' results of a table's `runs`, by `variant@seed` (`undefined` for a done run
+ * recorded without results: a table written before results were stored), each checked against
+ * the plan: a variant of the table, listed once, with a result for exactly the held-out instances
+ * of the recipe (its tasks at their starting levels, indices `0..instancesPerTask-1`) at its `k`,
+ * `successes` at most `k`.
+ * @throws AblationInputError naming the first run that does not read or does not fit.
  */
-function storedResults(runs: unknown, fileOf: string): Map<string, StoredResult> {
+function storedResults(runs: unknown, fileOf: string, plan: AblationPlan): Map<string, StoredResult> {
+  const refuse = (why: string) =>
+    new AblationInputError(`${fileOf}: ${why}; move it away to start the table again, or give another --out`)
+  if (runs === undefined) throw refuse('it holds no runs list')
+  if (!Array.isArray(runs)) throw refuse('runs is not a list')
+  const ids = new Set(plan.variants.map((v) => v.id))
+  const held = heldOutSettings(plan.base)
+  const instanceKey = (task: string, difficulty: number, index: number) =>
+    `${task} level ${difficulty} #${index}`
+  const expected = plan.base.tasks.flatMap((t) =>
+    Array.from({ length: held.instances }, (_, i) => instanceKey(t.name, t.difficulty.start, i)),
+  )
   const results = new Map<string, StoredResult>()
-  if (runs === undefined) return results
-  if (!Array.isArray(runs))
-    throw new AblationInputError(`${fileOf}: runs is not a list; move it away or give another --out`)
+  const listed = new Set<string>()
   runs.forEach((raw, i) => {
     const run = StoredRunSchema.safeParse(raw)
-    if (!run.success) {
-      const r = raw as { variant?: unknown; seed?: unknown } | null
-      throw new AblationInputError(
-        `${fileOf}: run ${i + 1} (${String(r?.variant)} seed ${String(r?.seed)}) does not read (${run.error.issues.map((e) => `${e.path.join('.')}: ${e.message}`).join('; ')}); move it away or give another --out`,
+    const r = (typeof raw === 'object' && raw !== null ? raw : {}) as { variant?: unknown; seed?: unknown }
+    const name = `run ${i + 1} (${typeof r.variant === 'string' ? r.variant : '?'} seed ${typeof r.seed === 'number' ? r.seed : '?'})`
+    if (!run.success)
+      throw refuse(
+        `${name} does not read (${run.error.issues.map((e) => `${e.path.join('.') || 'the run'}: ${e.message}`).join('; ')})`,
       )
-    }
     const { variant, seed, status, step, code, instances } = run.data
-    if (status === AblationRunStatus.Done && step !== undefined && instances?.length)
-      results.set(runKey(variant, seed), { step, instances, ...(code ? { code } : {}) })
+    if (!ids.has(variant)) throw refuse(`${name} names a variant the table does not have`)
+    const key = runKey(variant, seed)
+    if (listed.has(key)) throw refuse(`${name} is listed twice`)
+    listed.add(key)
+    if (status !== AblationRunStatus.Done) return
+    if (step === undefined || instances === undefined) {
+      results.set(key, undefined)
+      return
+    }
+    const bad = instances.find((x) => x.k !== held.k || x.successes > x.k)
+    if (bad)
+      throw refuse(
+        `${name}: ${instanceKey(bad.task, bad.difficulty, bad.index)} has ${bad.successes} successes of k ${bad.k} (the table's k is ${held.k})`,
+      )
+    const got = instances.map((x) => instanceKey(x.task, x.difficulty, x.index))
+    const twice = got.find((g, j) => got.indexOf(g) !== j)
+    const missing = expected.filter((e) => !got.includes(e))
+    const extra = got.filter((g) => !expected.includes(g))
+    if (twice || missing.length || extra.length)
+      throw refuse(
+        `${name}: its results are not the table's held-out instances (${[
+          twice ? `${twice} twice` : '',
+          missing.length
+            ? `missing ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ` and ${missing.length - 3} more` : ''}`
+            : '',
+          extra.length
+            ? `not held out: ${extra.slice(0, 3).join(', ')}${extra.length > 3 ? ` and ${extra.length - 3} more` : ''}`
+            : '',
+        ]
+          .filter(Boolean)
+          .join('; ')})`,
+      )
+    results.set(key, { step, instances, ...(code ? { code } : {}) })
   })
   return results
 }
@@ -338,7 +388,11 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   // Seeds past --seeds that hold results (a table run before with a larger --seeds) stay in the
   // table, not run: a smaller --seeds never drops results from ablation.json.
   const slugs = new Set(plan.variants.map((v) => v.slug))
-  const resultSeeds = new Set([...storedRuns.keys()].map((k) => Number(k.slice(k.lastIndexOf('@') + 1))))
+  const resultSeeds = new Set(
+    [...storedRuns]
+      .filter(([, result]) => result !== undefined)
+      .map(([k]) => Number(k.slice(k.lastIndexOf('@') + 1))),
+  )
   for (const name of readdirSync(join(out, 'runs'))) {
     const m = /^(.*)-s(\d+)$/.exec(name)
     if (m && slugs.has(m[1]!)) resultSeeds.add(Number(m[2]))
@@ -351,6 +405,10 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       // The run's folder when it is here; the table's record of it when the folder is gone.
       const kept = existsSync(dir.path) ? undefined : storedRuns.get(runKey(v.id, seed))
       if (kept) keptFromFile++
+      else if (!existsSync(dir.path) && storedRuns.has(runKey(v.id, seed)) && plan.seeds.includes(seed))
+        options.log(
+          `${v.id} seed ${seed}: ${shown(fileOf)} records it done without its results (a table written before results were stored) and its folder is gone: it runs again`,
+        )
       const result = kept ?? (await resultOf(dir))
       // The code a run was made with, as the table recorded it (a folder's result keeps the record).
       const code = storedRuns.get(runKey(v.id, seed))?.code
@@ -370,15 +428,17 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   // Runs made with other code than this: kept, and said, since a table filled in over several
   // sittings compares them with runs of today's code.
   const code = codeVersion()
-  const others = new Map<string, number>()
+  const others = new Map<string, string[]>()
   for (const r of runs.values())
     if (r.status === AblationRunStatus.Done && r.code !== code) {
       const c = r.code ?? 'unrecorded'
-      others.set(c, (others.get(c) ?? 0) + 1)
+      others.set(c, [...(others.get(c) ?? []), `${r.variant} seed ${r.seed}`])
     }
+  const named = (names: string[]) =>
+    `${names.slice(0, 4).join(', ')}${names.length > 4 ? ` and ${names.length - 4} more` : ''}`
   if (others.size)
     options.log(
-      `runs made with other code than this (${code}): ${[...others].map(([c, n]) => `${n} with ${c}`).join(', ')}; their results are kept (compare across code with care)`,
+      `runs made with other code than this (${code}): ${[...others].map(([c, names]) => `${named(names)} with ${c}`).join('; ')}; their results are kept (compare across code with care)`,
     )
   const pastSeeds = tableSeeds.filter((s) => !plan.seeds.includes(s))
   if (pastSeeds.length)

@@ -259,7 +259,7 @@ describe('bin/ablate - end to end', () => {
     assert.equal(seventh.code, 1, seventh.stderr)
     assert.match(
       seventh.stdout,
-      /^runs made with other code than this \(.+\): 1 with c0de; their results are kept \(compare across code with care\)$/m,
+      /^runs made with other code than this \(.+\): baseline seed 3 with c0de; their results are kept \(compare across code with care\)$/m,
     )
     assert.match(seventh.stdout, /^seed 4 past --seeds 1 holds results: kept in the table, not run$/m)
     assert.deepEqual(
@@ -282,10 +282,29 @@ describe('bin/ablate - end to end', () => {
     assert.equal(sixth.code, 2)
     assert.match(
       sixth.stderr,
-      /ablation\.json: run 2 \(rl\.eps_high=0\.2 seed 3\) does not read \(instances\.0\.successes: .*\); move it away or give another --out/,
+      /ablation\.json: run 2 \(rl\.eps_high=0\.2 seed 3\) does not read \(instances\.0\.successes: .*\); move it away to start the table again, or give another --out/,
     )
     assert.equal(sixth.stdout, '', 'refused before the plan is printed')
     assert.deepEqual(JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')), broken)
+    // A done run recorded without its results (a table written before results were stored) whose
+    // folder is gone runs again, and a line says why.
+    const older = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'))
+    older.runs[1].instances[0].successes = 0
+    delete older.runs[1].instances
+    writeFileSync(join(out, 'ablation.json'), JSON.stringify(older))
+    const eighth = await runTriad(args)
+    assert.equal(eighth.code, 1, eighth.stderr)
+    assert.match(
+      eighth.stdout,
+      /^rl\.eps_high=0\.2 seed 3: .*ablation\.json records it done without its results \(a table written before results were stored\) and its folder is gone: it runs again$/m,
+    )
+    assert.deepEqual(
+      eighth.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('running '))
+        .map((l) => l.replace(/ in .*/, '')),
+      ['running rl.eps_high=0.2 seed 3'],
+    )
 
     // Any other difference is another recipe: refused, and the table is left as it was.
     stored.recipe.settings.rl.lr = 0.5
