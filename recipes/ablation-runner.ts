@@ -36,7 +36,13 @@ import {
   variantInput,
   variantRecipe,
 } from './ablation-plan.ts'
-import { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
+import {
+  type AblationRow,
+  type AblationRun,
+  AblationRunStatus,
+  ablationTable,
+  doneRunsByCode,
+} from './ablation-table.ts'
 import { codeVersion } from './code-version.ts'
 import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
 import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
@@ -148,7 +154,7 @@ const StoredRunSchema = z.object({
  * A done run as `ablation.json` holds it: its result, or `undefined` for a done run recorded
  * without one (a table written before results were stored).
  */
-type StoredResult = { step: number; code?: string; instances: EvalInstance[] } | undefined
+type StoredResult = { seed: number; step: number; code?: string; instances: EvalInstance[] } | undefined
 
 /** Key of a run: `variant@seed`. */
 const runKey = (variant: string, seed: number) => `${variant}@${seed}`
@@ -348,7 +354,7 @@ function storedResults(runs: unknown, fileOf: string, plan: AblationPlan): Map<s
           .filter(Boolean)
           .join('; ')})`,
       )
-    results.set(key, { step, instances, ...(code ? { code } : {}) })
+    results.set(key, { seed, step, instances, ...(code ? { code } : {}) })
   })
   return results
 }
@@ -388,11 +394,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   // Seeds past --seeds that hold results (a table run before with a larger --seeds) stay in the
   // table, not run: a smaller --seeds never drops results from ablation.json.
   const slugs = new Set(plan.variants.map((v) => v.slug))
-  const resultSeeds = new Set(
-    [...storedRuns]
-      .filter(([, result]) => result !== undefined)
-      .map(([k]) => Number(k.slice(k.lastIndexOf('@') + 1))),
-  )
+  const resultSeeds = new Set([...storedRuns.values()].flatMap((result) => (result ? [result.seed] : [])))
   for (const name of readdirSync(join(out, 'runs'))) {
     const m = /^(.*)-s(\d+)$/.exec(name)
     if (m && slugs.has(m[1]!)) resultSeeds.add(Number(m[2]))
@@ -403,15 +405,17 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
     for (const v of plan.variants) {
       const dir = runDirOf(v, seed)
       // The run's folder when it is here; the table's record of it when the folder is gone.
-      const kept = existsSync(dir.path) ? undefined : storedRuns.get(runKey(v.id, seed))
+      const stored = storedRuns.get(runKey(v.id, seed))
+      const folder = existsSync(dir.path)
+      const kept = folder ? undefined : stored
       if (kept) keptFromFile++
-      else if (!existsSync(dir.path) && storedRuns.has(runKey(v.id, seed)) && plan.seeds.includes(seed))
+      else if (!folder && storedRuns.has(runKey(v.id, seed)) && plan.seeds.includes(seed))
         options.log(
           `${v.id} seed ${seed}: ${shown(fileOf)} records it done without its results (a table written before results were stored) and its folder is gone: it runs again`,
         )
       const result = kept ?? (await resultOf(dir))
       // The code a run was made with, as the table recorded it (a folder's result keeps the record).
-      const code = storedRuns.get(runKey(v.id, seed))?.code
+      const code = stored?.code
       runs.set(runKey(v.id, seed), {
         variant: v.id,
         seed,
@@ -428,17 +432,15 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   // Runs made with other code than this: kept, and said, since a table filled in over several
   // sittings compares them with runs of today's code.
   const code = codeVersion()
-  const others = new Map<string, string[]>()
-  for (const r of runs.values())
-    if (r.status === AblationRunStatus.Done && r.code !== code) {
-      const c = r.code ?? 'unrecorded'
-      others.set(c, [...(others.get(c) ?? []), `${r.variant} seed ${r.seed}`])
-    }
-  const named = (names: string[]) =>
-    `${names.slice(0, 4).join(', ')}${names.length > 4 ? ` and ${names.length - 4} more` : ''}`
-  if (others.size)
+  const others = [...doneRunsByCode([...runs.values()])].filter(([c]) => c !== code)
+  const named = (done: AblationRun[]) =>
+    `${done
+      .slice(0, 4)
+      .map((r) => `${r.variant} seed ${r.seed}`)
+      .join(', ')}${done.length > 4 ? ` and ${done.length - 4} more` : ''}`
+  if (others.length)
     options.log(
-      `runs made with other code than this (${code}): ${[...others].map(([c, names]) => `${named(names)} with ${c}`).join('; ')}; their results are kept (compare across code with care)`,
+      `runs made with other code than this (${code}): ${others.map(([c, done]) => `${named(done)} with ${c}`).join('; ')}; their results are kept (compare across code with care)`,
     )
   const pastSeeds = tableSeeds.filter((s) => !plan.seeds.includes(s))
   if (pastSeeds.length)

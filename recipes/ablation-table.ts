@@ -30,6 +30,19 @@ export interface AblationRun {
   instances?: EvalInstance[]
 }
 
+/**
+ * The done runs grouped by the code they were made with (`code`, or `unrecorded`), in the
+ * order each code first appears: a table filled in over sittings may mix commits.
+ */
+export function doneRunsByCode(runs: readonly AblationRun[]): Map<string, AblationRun[]> {
+  const byCode = new Map<string, AblationRun[]>()
+  for (const r of runs.filter((run) => run.status === AblationRunStatus.Done)) {
+    const code = r.code ?? 'unrecorded'
+    byCode.set(code, [...(byCode.get(code) ?? []), r])
+  }
+  return byCode
+}
+
 /** One cell of the table: a variant on one task (or the mean over tasks). */
 export interface AblationRow {
   [key: string]: string | number | null

@@ -48,9 +48,13 @@ export function renderAblationHtml(file: AblationFile): string {
   const lib = chartLibrary()
   const m = file.machine
   // The code each done run was made with: a table filled in over sittings may mix commits.
+  // (Counted here rather than with recipes' doneRunsByCode: this module imports recipes' types
+  // only, so the CLI does not load recipes and actors at start-up.)
   const codes = new Map<string, number>()
-  for (const r of file.runs.filter((run) => run.status === 'done'))
-    codes.set(r.code ?? 'unrecorded', (codes.get(r.code ?? 'unrecorded') ?? 0) + 1)
+  for (const r of file.runs.filter((run) => run.status === 'done')) {
+    const code = r.code ?? 'unrecorded'
+    codes.set(code, (codes.get(code) ?? 0) + 1)
+  }
   const codeLine = [...codes]
     .map(([c, n]) => `${n} run${n === 1 ? '' : 's'} with ${escapeHtml(c)}`)
     .join(', ')

@@ -60,7 +60,12 @@ describe('recipes/ablation-runner - the runs ablation.json stores', () => {
       ]),
     )
     assert.deepEqual([...stored.keys()], ['baseline@5', 'rl.eps_high=0.2@5'])
-    assert.deepEqual(stored.get('baseline@5'), { step: 3, code: 'abc', instances: instances([2, 1, 0, 2]) })
+    assert.deepEqual(stored.get('baseline@5'), {
+      seed: 5,
+      step: 3,
+      code: 'abc',
+      instances: instances([2, 1, 0, 2]),
+    })
     assert.equal(stored.get('rl.eps_high=0.2@5'), undefined)
   })
 
