@@ -1,7 +1,7 @@
 /**
  * Ablation: the quickstart's setting (calc, sql and maze with the whole triad: the same model,
  * SFT, GRPO-TCR and pipeline) as the baseline of `triad ablate`, with a budget of 30 RL learner
- * steps a run (about 5 to 6 minutes on an idle 2-core machine). The budget is steps, not minutes,
+ * steps a run (about 7 to 8 minutes on an idle 2-core machine, measured). The budget is steps, not minutes,
  * so that the variants compared get the same number of updates whatever else the machine is doing;
  * `maxMinutes` 20 is only a guard. `triad ablate` makes the cold start (SFT and the reward model's)
  * once per seed and copies it into each variant's run; then the final checkpoint is evaluated on
