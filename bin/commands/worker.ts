@@ -113,13 +113,11 @@ export async function runWorker(
   }
   // A role whose work ends by itself (the learner at its last step) ends the process.
   const finished = (handle as { done?: Promise<void> }).done
-  process.stdout.write(
-    `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
-  )
-  await new Promise<void>((resolve) => {
+  const stopAsked = new Promise<void>((resolve) => {
     // `on`, not `once`: a second signal during the stop (Ctrl-C reaches the whole process group,
     // then `triad run` sends SIGTERM) must not kill the process mid-stop by the default action;
-    // the watchdog below bounds the stop.
+    // the watchdog below bounds the stop. Installed before the ready line: a supervisor may send
+    // SIGTERM as soon as it reads that line, and a signal with no handler yet kills the process.
     process.on('SIGTERM', () => resolve())
     process.on('SIGINT', () => resolve())
     finished?.then(resolve, (err: Error) => {
@@ -129,6 +127,10 @@ export async function runWorker(
       resolve()
     })
   })
+  process.stdout.write(
+    `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
+  )
+  await stopAsked
   // Shutdown is bounded: a role that cannot stop cleanly (NATS unreachable, a stuck handler)
   // must not keep the process alive after it was asked to stop. The bound is shorter than the
   // supervisor's grace before SIGKILL, so a stuck stop says so and exits 1 instead of vanishing.
