@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -155,6 +156,41 @@ describe('bin/worker - a stop that hangs', () => {
     } finally {
       await nats.stop()
       rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('bin/worker - a stop during the start', () => {
+  it('worker - SIGTERM while the role starts is a clean stop once it has started (exit 0), not a death by the signal', async () => {
+    const nats = await startNatsServer({ monitorPort: false })
+    const script = fileURLToPath(new URL('../support/slow-start-worker.ts', import.meta.url))
+    const child = spawn(process.execPath, ['--import', 'tsx', script, nats.url, 'slow'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    const starting = new Promise<void>((resolve) =>
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8')
+        if (stdout.includes('{"event":"starting"}')) resolve()
+      }),
+    )
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8')
+    })
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    )
+    try {
+      await within(starting, 60_000, () => `the role's start; stderr:\n${stderr}`)
+      child.kill('SIGTERM') // mid-start: the role has not returned yet
+      child.kill('SIGUSR2') // now the start ends
+      const exit = await within(exited, CHILD_STOP_WATCHDOG_MS + 10_000, () => `the exit; stderr:\n${stderr}`)
+      assert.deepEqual(exit, { code: 0, signal: null }, stderr)
+      assert.match(stdout, /"event":"ready"/)
+    } finally {
+      child.kill('SIGKILL')
+      await nats.stop()
     }
   })
 })
