@@ -23,9 +23,12 @@ import {
   type EvalInstance,
   EvalInstanceSchema,
   isFinalEvalFile,
+  type MetricsLine,
   OWN_PROCESS_GROUP,
+  onLearnerAxis,
   type RunDir,
   readEvalResults,
+  readMetricsFile,
   runDirPaths,
 } from '../actors/index.ts'
 import { CheckpointFile } from '../gpu/index.ts'
@@ -76,7 +79,7 @@ export interface AblationFile {
   runs: AblationRun[]
   /** Per variant, per task and for the mean: avg@k and the paired difference to the baseline. */
   rows: AblationRow[]
-  /** The machine it ran on. */
+  /** The machine of the last sitting that wrote it (each done run records its own: `AblationRun.machine`). */
   machine: { cpus: number; cpu: string; memoryGiB: number; node: string }
   /** Last update, ISO 8601. */
   updated: string
@@ -147,14 +150,20 @@ const StoredRunSchema = z.object({
   status: z.enum(Object.values(AblationRunStatus) as [AblationRunStatus, ...AblationRunStatus[]]),
   step: z.number().int().nonnegative().optional(),
   code: z.string().optional(),
+  machine: z.string().optional(),
+  minutes: z.number().nonnegative().optional(),
+  rlMinutes: z.number().nonnegative().optional(),
   instances: z.array(EvalInstanceSchema.omit({ checkpoint: true })).optional(),
 })
 
+/** What a done run records of how it was made: its code, machine and wall times (each when recorded). */
+type RunRecord = Pick<AblationRun, 'code' | 'machine' | 'minutes' | 'rlMinutes'>
+
 /**
- * A done run as `ablation.json` holds it: its result, or `undefined` for a done run recorded
- * without one (a table written before results were stored).
+ * A done run as `ablation.json` holds it: its result and record, or `undefined` for a done run
+ * recorded without a result (a table written before results were stored).
  */
-type StoredResult = { seed: number; step: number; code?: string; instances: EvalInstance[] } | undefined
+type StoredResult = { seed: number; step: number; record: RunRecord; instances: EvalInstance[] } | undefined
 
 /** Key of a run: `variant@seed`. */
 const runKey = (variant: string, seed: number) => `${variant}@${seed}`
@@ -163,6 +172,25 @@ const runKey = (variant: string, seed: number) => `${variant}@${seed}`
 function shown(path: string): string {
   const rel = relative(process.cwd(), path)
   return rel.startsWith('..') || rel === '' ? path : rel
+}
+
+/**
+ * Wall time of a run's RL phase, min (2 decimals): from the first line of its `metrics.jsonl` (the
+ * run's start) to the learner's line of its highest step; `undefined` when it has no learner line.
+ */
+async function rlMinutesOf(dir: RunDir): Promise<number | undefined> {
+  const { lines } = await readMetricsFile(dir.metricsFile)
+  const first = lines[0]
+  // The learner role reports as 'learner' (actors/node/learner-actor.ts).
+  const last = lines
+    .filter((l) => l.role === 'learner' && onLearnerAxis(l))
+    .reduce<MetricsLine | undefined>((a, l) => (a === undefined || l.step >= a.step ? l : a), undefined)
+  return first && last ? Math.round((last.time - first.time) / 600) / 100 : undefined
+}
+
+/** A machine in one line, as a run records it: `2 x AMD EPYC, 24 GiB, Node v20.20.2`. */
+export function machineOf(m: AblationFile['machine']): string {
+  return `${m.cpus} x ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}`
 }
 
 /** The machine, for the record. */
@@ -321,7 +349,7 @@ function storedResults(runs: unknown, fileOf: string, plan: AblationPlan): Map<s
       throw refuse(
         `${name} does not read (${run.error.issues.map((e) => `${e.path.join('.') || 'the run'}: ${e.message}`).join('; ')})`,
       )
-    const { variant, seed, status, step, code, instances } = run.data
+    const { variant, seed, status, step, code, machine, minutes, rlMinutes, instances } = run.data
     if (!ids.has(variant)) throw refuse(`${name} names a variant the table does not have`)
     const key = runKey(variant, seed)
     if (listed.has(key)) throw refuse(`${name} is listed twice`)
@@ -354,7 +382,10 @@ function storedResults(runs: unknown, fileOf: string, plan: AblationPlan): Map<s
           .filter(Boolean)
           .join('; ')})`,
       )
-    results.set(key, { seed, step, instances, ...(code ? { code } : {}) })
+    const record = Object.fromEntries(
+      Object.entries({ code, machine, minutes, rlMinutes }).filter(([, v]) => v !== undefined),
+    ) as RunRecord
+    results.set(key, { seed, step, record, instances })
   })
   return results
 }
@@ -414,14 +445,14 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
           `${v.id} seed ${seed}: ${shown(fileOf)} records it done without its results (a table written before results were stored) and its folder is gone: it runs again`,
         )
       const result = kept ?? (await resultOf(dir))
-      // The code a run was made with, as the table recorded it (a folder's result keeps the record).
-      const code = stored?.code
+      // How the run was made (code, machine, wall times), as the table recorded it: a folder's
+      // result keeps the record.
       runs.set(runKey(v.id, seed), {
         variant: v.id,
         seed,
         dir: relative(out, dir.path),
         status: result ? AblationRunStatus.Done : AblationRunStatus.Missing,
-        ...(result ? { step: result.step, ...(code ? { code } : {}), instances: result.instances } : {}),
+        ...(result ? { step: result.step, ...stored?.record, instances: result.instances } : {}),
       })
     }
   // Seeds past --seeds without a result anywhere are not the table's.
@@ -589,14 +620,19 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
         }
         const result = await resultOf(dir)
         if (exit.code === 0 && result) {
+          const minutes = Math.round((Date.now() - started) / 600) / 100
+          const rlMinutes = await rlMinutesOf(dir)
           Object.assign(run, {
             status: AblationRunStatus.Done,
             step: result.step,
             code,
+            machine: machineOf(machine()),
+            minutes,
+            ...(rlMinutes !== undefined ? { rlMinutes } : {}),
             instances: result.instances,
           })
           options.log(
-            `${label} done: step ${result.step} in ${((Date.now() - started) / 60_000).toFixed(1)} min`,
+            `${label} done: step ${result.step} in ${minutes.toFixed(1)} min${rlMinutes !== undefined ? ` (RL ${rlMinutes.toFixed(1)} min)` : ''}`,
           )
         } else {
           const reason =

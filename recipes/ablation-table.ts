@@ -24,6 +24,18 @@ export interface AblationRun {
   step?: number
   /** The code of triad the run was made with (`codeVersion`: a git commit, `+dirty`), when recorded. */
   code?: string
+  /** The machine it was made on (`machineOf`: `2 x AMD EPYC, 24 GiB`), when recorded (done runs). */
+  machine?: string
+  /**
+   * Wall time of its `triad run`, min (start, RL, the end-of-run evaluation and stop), when
+   * recorded (done runs).
+   */
+  minutes?: number
+  /**
+   * Wall time of its RL phase, min: from the run's first metrics line to its last learner step's,
+   * when recorded (done runs).
+   */
+  rlMinutes?: number
   /** Why it failed: its exit and the last line it printed (failed runs). */
   reason?: string
   /** The final checkpoint's per-instance results (done runs). */

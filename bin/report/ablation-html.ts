@@ -8,7 +8,8 @@ const pm = (v: number | null, se: number | null, signed = false) =>
 
 /**
  * The page of an ablation (`triad ablate` writes it beside `ablation.json` as `ablation.html`):
- * one self-contained HTML file, viewable offline (uPlot inlined). A table of each variant's avg@k
+ * one self-contained HTML file, viewable offline (uPlot inlined). The code and machine the done
+ * runs were made with, and their wall times (the RL phase and the whole run: least, most, median). A table of each variant's avg@k
  * per task and for the mean, with its paired difference to the baseline and that difference over
  * its standard error; the runs that failed and why; a chart of the paired differences (the mean
  * over tasks with a band of two standard errors, and each task).
@@ -47,17 +48,24 @@ export function renderAblationHtml(file: AblationFile): string {
   const chart = { labels: others, series, lo: band(-1), hi: band(1) }
   const lib = chartLibrary()
   const m = file.machine
-  // The code each done run was made with: a table filled in over sittings may mix commits.
-  // (Counted here rather than with recipes' doneRunsByCode: this module imports recipes' types
-  // only, so the CLI does not load recipes and actors at start-up.)
-  const codes = new Map<string, number>()
-  for (const r of file.runs.filter((run) => run.status === 'done')) {
-    const code = r.code ?? 'unrecorded'
-    codes.set(code, (codes.get(code) ?? 0) + 1)
+  // The code and machine each done run was made with, and its wall times: a table filled in over
+  // sittings may mix commits and machines. (Counted here rather than with recipes' doneRunsByCode:
+  // this module imports recipes' types only, so the CLI does not load recipes and actors at start-up.)
+  const done = file.runs.filter((run) => run.status === 'done')
+  const countLine = (of: (r: (typeof done)[number]) => string | undefined) => {
+    const counts = new Map<string, number>()
+    for (const r of done) counts.set(of(r) ?? 'unrecorded', (counts.get(of(r) ?? 'unrecorded') ?? 0) + 1)
+    return [...counts].map(([c, n]) => `${n} run${n === 1 ? '' : 's'} with ${escapeHtml(c)}`).join(', ')
   }
-  const codeLine = [...codes]
-    .map(([c, n]) => `${n} run${n === 1 ? '' : 's'} with ${escapeHtml(c)}`)
-    .join(', ')
+  const timeLine = (label: string, of: (r: (typeof done)[number]) => number | undefined) => {
+    const t = done.flatMap((r) => (of(r) === undefined ? [] : [of(r)!])).sort((x, y) => x - y)
+    if (t.length === 0) return ''
+    const median = t.length % 2 ? t[(t.length - 1) / 2]! : (t[t.length / 2 - 1]! + t[t.length / 2]!) / 2
+    return `${label} ${t[0]!.toFixed(1)} to ${t.at(-1)!.toFixed(1)} min (median ${median.toFixed(1)}) over ${t.length} run${t.length === 1 ? '' : 's'}`
+  }
+  const times = [timeLine('RL phase', (r) => r.rlMinutes), timeLine('whole run', (r) => r.minutes)]
+    .filter(Boolean)
+    .join(' · ')
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>ablation of ${escapeHtml(file.recipe.name)}</title>
 <style>${lib.css}
@@ -66,8 +74,9 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}td.num{text-align:ri
 tr.mean td{font-weight:600;background:#f4f4f4}code{background:#f4f4f4;padding:1px 4px}p.meta{color:#555}</style></head>
 <body><h1>Ablation of ${escapeHtml(file.recipe.name)}</h1>
 <p class="meta"><code>${escapeHtml(file.command)}</code></p>
-<p class="meta">seeds ${escapeHtml(file.seeds.join(', '))} · held-out avg@${k} on ${file.instancesPerTask} instances per task, the same instances and sampling seeds for every variant · ${m.cpus} × ${escapeHtml(m.cpu)}, ${m.memoryGiB} GiB, Node ${escapeHtml(m.node)} · updated ${escapeHtml(file.updated)}</p>
-${codes.size ? `<p class="meta">code: ${codeLine}</p>` : ''}
+<p class="meta">seeds ${escapeHtml(file.seeds.join(', '))} · held-out avg@${k} on ${file.instancesPerTask} instances per task, the same instances and sampling seeds for every variant · last written on ${m.cpus} × ${escapeHtml(m.cpu)}, ${m.memoryGiB} GiB, Node ${escapeHtml(m.node)} · updated ${escapeHtml(file.updated)}</p>
+${done.length ? `<p class="meta">code: ${countLine((r) => r.code)}</p><p class="meta">machine: ${countLine((r) => r.machine)}</p>` : ''}
+${times ? `<p class="meta">wall time: ${times}</p>` : ''}
 <p>avg@${k} ± its standard error over seeds and instances; Δ: the paired difference to the baseline (per seed and instance, then averaged) ± its standard error over seeds and instances; z = Δ / se.</p>
 <table><thead><tr><th>variant</th><th>task</th><th>seeds</th><th>avg@${k}</th><th>Δ vs baseline</th><th>z</th><th>paired seeds</th></tr></thead><tbody>${rows}</tbody></table>
 ${failedTable}

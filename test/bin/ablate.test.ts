@@ -45,7 +45,17 @@ const ablateOne = (file: string, out: string, ...more: string[]) =>
 interface AblationJson {
   seeds: number[]
   variants: { id: string; sft: string }[]
-  runs: { variant: string; seed: number; status: string; dir: string; reason?: string; code?: string }[]
+  runs: {
+    variant: string
+    seed: number
+    status: string
+    dir: string
+    reason?: string
+    code?: string
+    machine?: string
+    minutes?: number
+    rlMinutes?: number
+  }[]
   rows: {
     variant: string
     task: string
@@ -203,6 +213,16 @@ describe('bin/ablate - end to end', () => {
       [true, true, true, true],
     )
     assert.match(html, new RegExp(`code: 4 runs with ${code[0]!.code!.replace('+', '\\+')}`))
+    // ... and the machine and its wall times (the RL phase within the whole run); the page says them.
+    for (const r of code) {
+      assert.match(r.machine ?? '', /^\d+ x .+, \d+ GiB, Node v\d+/)
+      assert.ok(
+        r.minutes! > 0 && typeof r.rlMinutes === 'number' && r.rlMinutes <= r.minutes!,
+        JSON.stringify(r),
+      )
+    }
+    assert.match(html, /machine: 4 runs with \d+ x /)
+    assert.match(html, /wall time: RL phase [\d.]+ to [\d.]+ min \(median [\d.]+\) over 4 runs · whole run /)
     assert.doesNotMatch(html, /<script src=|<link /, 'the page loads nothing from elsewhere')
 
     // Resume: one run's result deleted; only that run (and the failed ones) run again.
@@ -248,6 +268,8 @@ describe('bin/ablate - end to end', () => {
     )
     const file3 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
     assert.deepEqual(file3.rows, file2.rows)
+    const record = (f: AblationJson) => f.runs.map((r) => [r.code, r.machine, r.minutes, r.rlMinutes])
+    assert.deepEqual(record(file3), record(file2), 'each kept run keeps its record')
     assert.deepEqual(status(file3), status(file1))
     // A smaller --seeds runs seed 3 only, and keeps seed 4's results in the table (from the file).
     // One run recorded as made with other code is kept and said.

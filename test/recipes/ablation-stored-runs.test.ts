@@ -51,10 +51,17 @@ function check(content: unknown) {
 }
 
 describe('recipes/ablation-runner - the runs ablation.json stores', () => {
-  it('stored runs - done runs come back with their results and code, by variant@seed; a done run without results (an older table) is undefined', () => {
+  it('stored runs - done runs come back with their results and record (code, machine, wall times), by variant@seed; a done run without results (an older table) is undefined', () => {
     const stored = check(
       table([
-        { ...baseline, code: 'abc', instances: instances([2, 1, 0, 2]) },
+        {
+          ...baseline,
+          code: 'abc',
+          machine: '2 x AMD EPYC, 24 GiB, Node v20.20.2',
+          minutes: 7.42,
+          rlMinutes: 5.1,
+          instances: instances([2, 1, 0, 2]),
+        },
         { ...variant },
         { variant: 'baseline', seed: 6, status: 'failed', dir: 'runs/baseline-s6', reason: 'exit 1' },
       ]),
@@ -63,7 +70,7 @@ describe('recipes/ablation-runner - the runs ablation.json stores', () => {
     assert.deepEqual(stored.get('baseline@5'), {
       seed: 5,
       step: 3,
-      code: 'abc',
+      record: { code: 'abc', machine: '2 x AMD EPYC, 24 GiB, Node v20.20.2', minutes: 7.42, rlMinutes: 5.1 },
       instances: instances([2, 1, 0, 2]),
     })
     assert.equal(stored.get('rl.eps_high=0.2@5'), undefined)
@@ -83,6 +90,9 @@ describe('recipes/ablation-runner - the runs ablation.json stores', () => {
     refused(table({}), /ablation\.json: runs is not a list/)
     refused(table([null]), /run 1 \(\? seed \?\) does not read \(the run: /)
     refused(table([ok({ status: 'weird' })]), /run 1 \(baseline seed 5\) does not read \(status: /)
+    refused(table([ok({ minutes: -1 })]), /run 1 \(baseline seed 5\) does not read \(minutes: /)
+    refused(table([ok({ rlMinutes: '5' })]), /run 1 \(baseline seed 5\) does not read \(rlMinutes: /)
+    refused(table([ok({ machine: 2 })]), /run 1 \(baseline seed 5\) does not read \(machine: /)
     refused(
       table([ok({ variant: 'rl.eps_high=0.3' })]),
       /run 1 \(rl\.eps_high=0\.3 seed 5\) names a variant the table does not have/,
