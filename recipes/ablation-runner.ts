@@ -446,13 +446,22 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
         )
       const result = kept ?? (await resultOf(dir))
       // How the run was made (code, machine, wall times), as the table recorded it: a folder's
-      // result keeps the record.
+      // result keeps the record, and its RL phase is read from its metrics when the record has none
+      // (a run of a table written before the wall times were recorded).
+      const rlMinutes = stored?.record.rlMinutes ?? (result && !kept ? await rlMinutesOf(dir) : undefined)
       runs.set(runKey(v.id, seed), {
         variant: v.id,
         seed,
         dir: relative(out, dir.path),
         status: result ? AblationRunStatus.Done : AblationRunStatus.Missing,
-        ...(result ? { step: result.step, ...stored?.record, instances: result.instances } : {}),
+        ...(result
+          ? {
+              step: result.step,
+              ...stored?.record,
+              ...(rlMinutes !== undefined ? { rlMinutes } : {}),
+              instances: result.instances,
+            }
+          : {}),
       })
     }
   // Seeds past --seeds without a result anywhere are not the table's.

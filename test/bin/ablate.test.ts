@@ -247,6 +247,8 @@ describe('bin/ablate - end to end', () => {
     // 1 in the recipe) resumes: the stored settings read by today's schema are the recipe's.
     const stored = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'))
     delete stored.recipe.settings.triad.stepReward.temperature
+    // Nor did it record the RL phase's wall time: read again from each run's metrics.jsonl.
+    for (const r of stored.runs) delete r.rlMinutes
     writeFileSync(join(out, 'ablation.json'), JSON.stringify(stored))
     const third = await runTriad(args)
     assert.equal(third.code, 1, third.stderr)
@@ -255,6 +257,9 @@ describe('bin/ablate - end to end', () => {
       [],
       'every run with a result is kept',
     )
+    const record = (f: AblationJson) => f.runs.map((r) => [r.code, r.machine, r.minutes, r.rlMinutes])
+    const afterThird = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(record(afterThird), record(file2))
     // The run folders gone (a committed ablation.json in a fresh checkout): the done runs are kept
     // from the file's per-instance results, nothing is run again, and the table is the same.
     rmSync(join(out, 'runs'), { recursive: true })
@@ -268,7 +273,6 @@ describe('bin/ablate - end to end', () => {
     )
     const file3 = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
     assert.deepEqual(file3.rows, file2.rows)
-    const record = (f: AblationJson) => f.runs.map((r) => [r.code, r.machine, r.minutes, r.rlMinutes])
     assert.deepEqual(record(file3), record(file2), 'each kept run keeps its record')
     assert.deepEqual(status(file3), status(file1))
     // A smaller --seeds runs seed 3 only, and keeps seed 4's results in the table (from the file).
