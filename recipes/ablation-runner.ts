@@ -392,7 +392,7 @@ function storedResults(runs: unknown, fileOf: string, plan: AblationPlan): Map<s
 
 /**
  * Runs an ablation (`planAblation`): every variant at every seed is one `triad run` (a child
- * process; its output in `<out>/logs/<run>.log`) in `<out>/runs/<variant>-s<seed>/`, seed by seed,
+ * process; its output in `<out>/logs/<run>.log`) in `<out>/runs/<slug>-s<seed>/` (`AblationVariant.slug`), seed by seed,
  * each evaluated at its end on the recipe's held-out instances with the seed's sampling seeds
  * (the same for every variant). The cold start is made once per seed and SFT group
  * (`triad run --sft-only` in `<out>/sft/<group>-s<seed>/`) and copied into each run of the group
