@@ -587,7 +587,12 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
             ['run', recipeFileOf(holder, seed), '--resume', sftDir.path, '--sft-only'],
             `sft-${basename(sftDir.path)}`,
           )
-          if (signal) break
+          if (signal) {
+            options.log(
+              `cold start of ${v.sftGroup === BASELINE ? 'the baseline' : v.id} at seed ${seed} interrupted (${signal}): the next triad ablate resumes it`,
+            )
+            break
+          }
           if (exit.code !== 0 || !coldStartReady(sftDir, holderRecipe))
             sftFailed.set(
               v.sftGroup,

@@ -124,6 +124,12 @@ export async function runAblate(recipeFile: string, o: AblateOptions): Promise<v
     `written ${relative(process.cwd(), join(out, 'ablation.json'))} and ${relative(process.cwd(), join(out, ABLATION_PAGE))}`,
   )
   if (outcome.signal) {
+    const done = outcome.file.runs.filter(
+      (run) => plan.seeds.includes(run.seed) && run.status === r.AblationRunStatus.Done,
+    ).length
+    say(
+      `stopped by ${outcome.signal}: ${done} of ${total} runs done; the same command goes on with the ${total - done} left`,
+    )
     process.exitCode = SIGNAL_EXIT_CODES[outcome.signal]
     return
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tinyInput } from '../../recipes/tiny.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
-import { runTriad } from '../support/triad-process.ts'
+import { runTriad, startTriad } from '../support/triad-process.ts'
 
 /**
  * recipes/tiny.ts with a budget of one RL step, a cold start of a few steps and an evaluation of
@@ -347,6 +347,46 @@ describe('bin/ablate - end to end', () => {
       0.5,
       'the refused resume wrote nothing',
     )
+  })
+})
+
+describe('bin/ablate - an interrupted table', () => {
+  it('ablate - Ctrl-C during a run: it stops (exit 130) with the run recorded missing; the same command runs only that one, and the done run keeps its record', async () => {
+    const { dir, file } = tinyRecipe()
+    const out = join(dir, 'out')
+    const args = ['ablate', file, '--vary', 'rl.eps_high=0.2', '--seeds', '1', '--out', out]
+    // In a process group of its own, signalled whole, as a terminal's Ctrl-C does.
+    const first = startTriad(args, {}, { ownGroup: true })
+    await first.waitForText(/^running rl\.eps_high=0\.2 seed 3 in /, 240_000)
+    process.kill(-first.child.pid!, 'SIGINT')
+    assert.equal((await first.exited).code, 130, first.stderr())
+    const said = first.stdout.join('\n')
+    assert.match(
+      said,
+      /^rl\.eps_high=0\.2 seed 3 interrupted \(SIGINT\): the next triad ablate runs it again$/m,
+    )
+    assert.match(said, /^stopped by SIGINT: 1 of 2 runs done; the same command goes on with the 1 left$/m)
+    const stopped = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(
+      stopped.runs.map((r) => `${r.variant}:${r.status}`),
+      ['baseline:done', 'rl.eps_high=0.2:missing'],
+    )
+    const second = await runTriad(args)
+    assert.equal(second.code, 0, second.stderr)
+    assert.deepEqual(
+      second.stdout
+        .split('\n')
+        .filter((l) => /^(running|cold start) /.test(l))
+        .map((l) => l.replace(/ in .*/, '')),
+      ['running rl.eps_high=0.2 seed 3'],
+      'only the interrupted run, from the same cold start',
+    )
+    const resumed = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8')) as AblationJson
+    assert.deepEqual(
+      resumed.runs.map((r) => `${r.variant}:${r.status}`),
+      ['baseline:done', 'rl.eps_high=0.2:done'],
+    )
+    assert.deepEqual(resumed.runs[0], stopped.runs[0], 'the done run is kept as it was')
   })
 })
 
