@@ -3,7 +3,7 @@ import { InvalidArgumentError } from 'commander'
 /**
  * Parsers of numeric command-line options, for commander's `.option(flags, description, parser,
  * default)`. A bad value is an `InvalidArgumentError`, which commander prints naming the option
- * and the value and then exits with status 1:
+ * and the value, and triad then exits with status 2 (`hintHelpAfterErrors`):
  *
  *   error: option '--difficulty <d>' argument 'abc' is invalid. Expected an integer >= 1.
  *

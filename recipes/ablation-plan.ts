@@ -175,6 +175,8 @@ export function planAblation(
     seeds: Array.from({ length: seeds }, (_, j) => base.seed + j),
     skipped: [],
   }
+  /** The `--vary` ids whose value is the recipe's own. */
+  const own: string[] = []
   // What makes the held-out instances and their sampling seeds (turn length and temperature may vary).
   const instancesOf = (r: ResolvedRecipe) => {
     const { tasks, k, instances, seed } = heldOutSettings(r)
@@ -218,6 +220,7 @@ export function planAblation(
       const { derived: _b, ...b } = base
       if (isDeepStrictEqual(r, b)) {
         plan.skipped.push(`--vary ${id} is the recipe's own value: the baseline stands for it`)
+        own.push(id)
         continue
       }
       plan.variants.push(variant)
@@ -225,7 +228,7 @@ export function planAblation(
   }
   if (plan.variants.length === 1)
     throw new AblationInputError(
-      `every --vary value is the recipe's own (${plan.skipped.length} left out): nothing to compare with the baseline`,
+      `every --vary value is the recipe's own (${own.join(', ')}): nothing to compare with the baseline`,
     )
   return plan
 }

@@ -12,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
-import { basename, join, relative, resolve } from 'node:path'
+import { basename, dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import stringify from 'json-stringify-pretty-compact'
@@ -256,7 +256,8 @@ function storedVariants(plan: AblationPlan): AblationFile['variants'] {
 }
 
 /**
- * Checks that `out` can hold this ablation before anything runs: it is a folder (or absent), and
+ * Checks that `out` can hold this ablation before anything runs: it is a folder (or absent, under a
+ * folder: its nearest existing parent is not a file), and
  * its `ablation.json`, when there is one, is a table of the same variants and the same recipe. The
  * stored baseline settings are read by today's schema (`resolveRecipe`: fields added since the
  * table was made take their defaults, renamed fields move) and compared with the recipe's, so a
@@ -265,7 +266,7 @@ function storedVariants(plan: AblationPlan): AblationFile['variants'] {
  * @returns The done runs' results the table holds, by `variant@seed` (empty without a table): a
  *   resume keeps them for the runs whose folders are gone.
  * @throws AblationInputError naming what differs (each setting with its stored and current value,
- *   or the variants), an `out` that is a file, an `ablation.json` that does not read, or a stored
+ *   or the variants), an `out` that is a file or under one, an `ablation.json` that does not read, or a stored
  *   run whose results do not read (naming the run).
  */
 export function checkAblationOut(
@@ -276,6 +277,11 @@ export function checkAblationOut(
   const dir = resolve(out)
   if (existsSync(dir) && !statSync(dir).isDirectory())
     throw new AblationInputError(`--out ${out} is a file, not a folder`)
+  // The folder is made later, with its parents: the nearest one that exists must be a folder.
+  let parent = dirname(dir)
+  while (!existsSync(parent)) parent = dirname(parent)
+  if (!statSync(parent).isDirectory())
+    throw new AblationInputError(`--out ${out} cannot be made: ${parent} is a file, not a folder`)
   const fileOf = join(dir, ABLATION_FILE)
   if (!existsSync(fileOf)) return new Map()
   let before: Partial<AblationFile>

@@ -78,7 +78,8 @@ export class RecipeFieldError extends Error {
     readonly path: string,
     reason: string,
   ) {
-    super(`${path} ${reason}`)
+    // An empty or blank path is shown quoted, so that the message still names it.
+    super(`${/^\S+$/.test(path) ? path : JSON.stringify(path)} ${reason}`)
   }
 }
 

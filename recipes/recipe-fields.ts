@@ -111,7 +111,7 @@ export function checkFieldPath(path: string, recipe?: unknown, schema: z.ZodType
       if (key >= length)
         throw new RecipeFieldError(
           path,
-          `${keys.slice(0, i).join('.')} has ${length} element${length === 1 ? '' : 's'} (indices 0..${length - 1})`,
+          `is out of range: ${keys.slice(0, i).join('.')} has ${length} element${length === 1 ? '' : 's'} (indices 0..${length - 1})`,
         )
     }
     cur = cur && typeof cur === 'object' ? (cur as Record<FieldKey, unknown>)[key] : undefined

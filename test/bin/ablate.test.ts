@@ -110,13 +110,20 @@ describe('bin/ablate - bad input', () => {
 })
 
 describe('bin/ablate - an --out that cannot hold the table', () => {
-  it('ablate - a file as --out, and an ablation.json that does not read, are one line each (exit 2); nothing is run or changed', async () => {
+  it('ablate - a file as --out or above it, and an ablation.json that does not read, are one line each (exit 2); nothing is run or changed', async () => {
     const { dir, file } = tinyRecipe()
     const asFile = join(dir, 'a-file')
     writeFileSync(asFile, 'x')
     const r = await ablateOne(file, asFile)
     assert.equal(r.code, 2)
     assert.equal(r.stderr, `triad: --out ${asFile} is a file, not a folder\n`)
+    const under = await ablateOne(file, join(asFile, 'sub', 'out'))
+    assert.equal(under.code, 2)
+    assert.equal(
+      under.stderr,
+      `triad: --out ${join(asFile, 'sub', 'out')} cannot be made: ${asFile} is a file, not a folder\n`,
+    )
+    assert.equal(readFileSync(asFile, 'utf8'), 'x')
     const out = join(dir, 'out')
     mkdirSync(out)
     writeFileSync(join(out, 'ablation.json'), '{')

@@ -133,7 +133,8 @@ describe('recipes/ablation-plan', () => {
     })
     // Every value the recipe's own: nothing to compare.
     assert.throws(() => planAblation(input, [parseVary('rl.eps_high=0.28')], 1, catalog), {
-      message: "every --vary value is the recipe's own (1 left out): nothing to compare with the baseline",
+      message:
+        "every --vary value is the recipe's own (rl.eps_high=0.28): nothing to compare with the baseline",
     })
     // A number JSON reads as Infinity.
     assert.throws(() => parseVary('rl.eps_high=0.2,1e400'), {

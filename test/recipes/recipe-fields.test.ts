@@ -35,7 +35,7 @@ describe('recipes/recipe-fields', () => {
     assert.deepEqual(checkFieldPath('tasks[0].weight', { tasks: [{ name: 'calc' }] }), ['tasks', 0, 'weight'])
     assert.throws(() => checkFieldPath('tasks[2].weight', { tasks: [{ name: 'calc' }] }), {
       name: 'RecipeFieldError',
-      message: 'tasks[2].weight tasks has 1 element (indices 0..0)',
+      message: 'tasks[2].weight is out of range: tasks has 1 element (indices 0..0)',
     })
     assert.throws(
       () => parseFieldPath('rl..eps'),
@@ -45,6 +45,13 @@ describe('recipes/recipe-fields', () => {
         return true
       },
     )
+    // An empty or blank path is quoted, so the message still shows what was given.
+    assert.throws(() => parseFieldPath(' '), {
+      message: '" " is not a field path (write it as rl.eps_high or tasks[0].weight)',
+    })
+    assert.throws(() => parseFieldPath(''), {
+      message: '"" is not a field path (write it as rl.eps_high or tasks[0].weight)',
+    })
   })
 
   it('recipe-fields - an unknown field: the nearest paths and the fields of the object it points into', () => {
