@@ -67,7 +67,9 @@ export function parseVaryValue(text: string): unknown {
 
 /**
  * Parses one `--vary FIELD=V1,V2,...` (commas inside brackets, braces or quotes do not split).
- * @throws AblationInputError for a missing `=`, field or value, and a number that is not finite (`1e400`).
+ * @throws AblationInputError for a missing `=`, field or value, a value that starts as JSON (`{`,
+ *   `[` or `"`) but does not parse as JSON (with the parser's reason), and a number that is not
+ *   finite (`1e400`).
  */
 export function parseVary(arg: string): VarySpec {
   const eq = arg.indexOf('=')
@@ -89,6 +91,13 @@ export function parseVary(arg: string): VarySpec {
   values.push(cur)
   if (values.some((v) => v.trim() === ''))
     throw new AblationInputError(`--vary ${arg}: an empty value (write FIELD=V1,V2 with no empty item)`)
+  for (const v of values.map((x) => x.trim()))
+    if (/^[[{"]/.test(v))
+      try {
+        JSON.parse(v)
+      } catch (err) {
+        throw new AblationInputError(`--vary ${arg}: ${v} is not JSON (${(err as Error).message})`)
+      }
   const parsed = values.map((v) => parseVaryValue(v.trim()))
   parsed.forEach((v, i) => {
     if (typeof v === 'number' && !Number.isFinite(v))

@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { Command } from 'commander'
 import {
   NotARunDirError,
@@ -147,8 +147,16 @@ export function registerReport(program: Command): void {
         throw err
       }
       const out = options.out ?? join(runDirs[0]!, 'report.html')
-      await writeFile(out, report.html).catch((err: Error) => {
-        throw new CliError(`cannot write ${out}: ${err.message}`, { cause: err })
+      await writeFile(out, report.html).catch((err: NodeJS.ErrnoException) => {
+        const why =
+          err.code === 'EISDIR'
+            ? `it is a folder; give a file (--out ${join(out, 'report.html')})`
+            : err.code === 'ENOENT'
+              ? `the folder ${dirname(out)} does not exist`
+              : err.code === 'ENOTDIR'
+                ? `a part of ${dirname(out)} is a file, not a folder`
+                : err.message
+        throw new CliError(`cannot write ${out}: ${why}`, { cause: err })
       })
       process.stdout.write(
         `${JSON.stringify({ report: out, runs: runDirs.length, charts: report.charts, constants: report.constants, lines: report.lines, evals: report.evals, bytes: Buffer.byteLength(report.html) })}\n`,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { appendFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -552,6 +552,25 @@ describe('bin/report - the dashboard', () => {
     assert.deepEqual(variantCalc.slice(20), Array(10).fill(null))
     assert.match(report.html, new RegExp(`<span class="key" data-run="${b.id}">`))
     assert.match(report.html, new RegExp(`<title>triad runs ${a.id}, ${b.id}</title>`))
+  })
+
+  it('triad report RUN_DIR --out - a folder, a missing folder or a path under a file is one line naming it; nothing is written', async () => {
+    const run = await makeSyntheticRun(tmp(), 5, 'one')
+    const folder = tmp()
+    const file = join(tmp(), 'a-file')
+    writeFileSync(file, 'x')
+    for (const [out, why] of [
+      [folder, `it is a folder; give a file \\(--out ${join(folder, 'report.html')}\\)`],
+      [join(folder, 'missing', 'r.html'), `the folder ${join(folder, 'missing')} does not exist`],
+      [join(file, 'r.html'), `a part of ${file} is a file, not a folder`],
+    ] as const) {
+      const bad = startTriad(['report', run.path, '--out', out])
+      const exit = await bad.exited
+      assert.equal(exit.code, 1, bad.stderr())
+      assert.match(bad.stderr(), new RegExp(`^triad: cannot write ${out}: ${why}\\n$`))
+    }
+    assert.deepEqual(readdirSync(folder), [])
+    assert.equal(readFileSync(file, 'utf8'), 'x')
   })
 
   it('triad report RUN_DIR RUN_DIR - writes the overlay to --out; several runs without --out exit 2', async () => {

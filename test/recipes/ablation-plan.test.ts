@@ -32,6 +32,27 @@ describe('recipes/ablation-plan', () => {
     })
   })
 
+  it('ablation-plan - a --vary value that starts as JSON but is not JSON is refused with the reason, not taken as text', () => {
+    for (const [arg, bad] of [
+      ['triad={bad json', '{bad json'],
+      ['tasks=[1,2', '[1,2'],
+      ['rl.aggregation="token-mean', '"token-mean'],
+      ['rl.offPolicy={"name":"tis"},{"name":', '{"name":'],
+    ] as const) {
+      let reason = ''
+      try {
+        JSON.parse(bad)
+      } catch (err) {
+        reason = (err as Error).message
+      }
+      assert.throws(() => parseVary(arg), {
+        name: 'AblationInputError',
+        message: `--vary ${arg}: ${bad} is not JSON (${reason})`,
+      })
+    }
+    assert.deepEqual(parseVary('rl.aggregation="token-mean"').values, ['token-mean'])
+  })
+
   it('ablation-plan - the baseline, then one field at a time (no grid); seeds from the recipe seed; the SFT shared unless the field touches it', () => {
     const plan = planAblation(
       input,
