@@ -55,12 +55,15 @@ export interface AblationPlan {
 
 /**
  * A value of `--vary`: JSON when it parses as JSON (`0.2`, `true`, `"x"`, `{"name":"tis"}`), else
- * the text as a string (`token-mean`).
+ * the text as a string (`token-mean`). Text that starts as JSON (`{`, `[` or `"`) must be JSON.
+ * @throws AblationInputError `<text> is not JSON (<the parser's reason>)` for such text that does not parse.
  */
 export function parseVaryValue(text: string): unknown {
   try {
     return JSON.parse(text)
-  } catch {
+  } catch (err) {
+    if (/^[[{"]/.test(text))
+      throw new AblationInputError(`${text} is not JSON (${(err as Error).message})`, { cause: err })
     return text
   }
 }
@@ -91,14 +94,15 @@ export function parseVary(arg: string): VarySpec {
   values.push(cur)
   if (values.some((v) => v.trim() === ''))
     throw new AblationInputError(`--vary ${arg}: an empty value (write FIELD=V1,V2 with no empty item)`)
-  for (const v of values.map((x) => x.trim()))
-    if (/^[[{"]/.test(v))
-      try {
-        JSON.parse(v)
-      } catch (err) {
-        throw new AblationInputError(`--vary ${arg}: ${v} is not JSON (${(err as Error).message})`)
-      }
-  const parsed = values.map((v) => parseVaryValue(v.trim()))
+  const parsed = values.map((v) => {
+    try {
+      return parseVaryValue(v.trim())
+    } catch (err) {
+      if (err instanceof AblationInputError)
+        throw new AblationInputError(`--vary ${arg}: ${err.message}`, { cause: err })
+      throw err
+    }
+  })
   parsed.forEach((v, i) => {
     if (typeof v === 'number' && !Number.isFinite(v))
       throw new AblationInputError(`--vary ${arg}: ${values[i]!.trim()} is not a finite number`)
