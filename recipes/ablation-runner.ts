@@ -46,7 +46,7 @@ import {
   ablationTable,
   doneRunsByCode,
 } from './ablation-table.ts'
-import { codeVersion } from './code-version.ts'
+import { codeVersion, shortCodeVersion } from './code-version.ts'
 import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
 import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
 import { recipeDifferences } from './resume.ts'
@@ -255,6 +255,18 @@ function storedVariants(plan: AblationPlan): AblationFile['variants'] {
   }))
 }
 
+/** The table `file` holds, or undefined when there is none or it does not read as a JSON object. */
+function storedTable(file: string): AblationFile | undefined {
+  try {
+    const table = JSON.parse(readFileSync(file, 'utf8')) as unknown
+    return typeof table === 'object' && table !== null && !Array.isArray(table)
+      ? (table as AblationFile)
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * Checks that `out` can hold this ablation before anything runs: it is a folder (or absent, under a
  * folder: its nearest existing parent is not a file), and
@@ -423,7 +435,9 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   const storedRuns = checkAblationOut(plan, out, options.catalog)
   const { derived: _d, ...settings } = plan.base
   const variants = storedVariants(plan)
-  for (const sub of ['runs', 'sft', 'recipes', 'logs']) mkdirSync(join(out, sub), { recursive: true })
+  mkdirSync(out, { recursive: true })
+  // The folders of runs, cold starts, recipes and logs are made when a run needs them: a
+  // continue that has nothing left to run adds nothing to `out`.
   const total = plan.variants.length * plan.seeds.length
   let keptFromFile = 0
   const runs = new Map<string, AblationRun>()
@@ -432,7 +446,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   // table, not run: a smaller --seeds never drops results from ablation.json.
   const slugs = new Set(plan.variants.map((v) => v.slug))
   const resultSeeds = new Set([...storedRuns.values()].flatMap((result) => (result ? [result.seed] : [])))
-  for (const name of readdirSync(join(out, 'runs'))) {
+  for (const name of existsSync(join(out, 'runs')) ? readdirSync(join(out, 'runs')) : []) {
     const m = /^(.*)-s(\d+)$/.exec(name)
     if (m && slugs.has(m[1]!)) resultSeeds.add(Number(m[2]))
   }
@@ -486,7 +500,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       .join(', ')}${done.length > 4 ? ` and ${done.length - 4} more` : ''}`
   if (others.length)
     options.log(
-      `runs made with other code than this (${code}): ${others.map(([c, done]) => `${named(done)} with ${c}`).join('; ')}; their results are kept (compare across code with care)`,
+      `runs made with other code than this (${shortCodeVersion(code)}): ${others.map(([c, done]) => `${named(done)} with ${shortCodeVersion(c)}`).join('; ')}; their results are kept (compare across code with care; ablation.json records each run's full commit)`,
     )
   const pastSeeds = tableSeeds.filter((s) => !plan.seeds.includes(s))
   if (pastSeeds.length)
@@ -513,6 +527,11 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       machine: machine(),
       updated: new Date().toISOString(),
     }
+    // A table that says what the file on disk says keeps that file's `updated`: a continue with
+    // nothing left to do leaves ablation.json byte for byte as it was.
+    const stored = storedTable(fileOf)
+    if (stored && isDeepStrictEqual({ ...stored, updated: file.updated }, JSON.parse(JSON.stringify(file))))
+      file.updated = stored.updated
     // Written whole or not at all: a kill mid-write leaves the previous table.
     const tmp = `${fileOf}.tmp-${process.pid}`
     writeFileSync(tmp, `${stringify(file, { maxLength: 110 })}\n`)
@@ -536,6 +555,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   process.on('SIGINT', onSigint)
   process.on('SIGTERM', onSigterm)
   const triad = async (args: string[], name: string) => {
+    mkdirSync(join(out, 'logs'), { recursive: true })
     current = startTriad(
       [...args, ...(options.inProcess ? ['--in-process'] : [])],
       join(out, 'logs', `${name}.log`),
@@ -549,6 +569,7 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
   /** Writes the recipe file of a variant at a seed, for `triad run`: the input as a plain module. */
   const recipeFileOf = (v: AblationVariant, seed: number) => {
     const file = join(out, 'recipes', `${v.slug}-s${seed}.mjs`)
+    mkdirSync(dirname(file), { recursive: true })
     writeFileSync(file, `export default ${JSON.stringify(variantInput(plan, v, seed), null, 2)}\n`)
     return file
   }

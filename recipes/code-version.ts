@@ -33,3 +33,12 @@ export function codeVersion(): string {
     }
   }
 }
+
+/**
+ * A `codeVersion` as people write a commit, for lines a person reads: a commit's first 12 hex
+ * digits (`+dirty` kept); `triad@<version>` and `unknown` as they are.
+ */
+export function shortCodeVersion(code: string): string {
+  const m = /^([0-9a-f]{40})(\+dirty)?$/.exec(code)
+  return m ? `${m[1]!.slice(0, 12)}${m[2] ?? ''}` : code
+}

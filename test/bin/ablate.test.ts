@@ -1,5 +1,14 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -292,7 +301,7 @@ describe('bin/ablate - end to end', () => {
     assert.equal(seventh.code, 1, seventh.stderr)
     assert.match(
       seventh.stdout,
-      /^runs made with other code than this \(.+\): baseline seed 3 with c0de; their results are kept \(compare across code with care\)$/m,
+      /^runs made with other code than this \(([0-9a-f]{12}(\+dirty)?|triad@.+)\): baseline seed 3 with c0de; their results are kept \(compare across code with care; ablation\.json records each run's full commit\)$/m,
     )
     assert.match(seventh.stdout, /^seed 4 past --seeds 1 holds results: kept in the table, not run$/m)
     assert.deepEqual(
@@ -394,6 +403,22 @@ describe('bin/ablate - an interrupted table', () => {
       ['baseline:done', 'rl.eps_high=0.2:done'],
     )
     assert.deepEqual(resumed.runs[0], stopped.runs[0], 'the done run is kept as it was')
+    // The documented continue step on the complete table (its ablation.json alone in the folder,
+    // as in a fresh checkout): nothing runs, the file stays byte for byte as it was (its `updated`
+    // too), and no empty folder of runs, cold starts, recipes or logs is made.
+    const table = readFileSync(join(out, 'ablation.json'))
+    renameSync(out, join(dir, 'old-out'))
+    mkdirSync(out)
+    writeFileSync(join(out, 'ablation.json'), table)
+    const third = await runTriad(args)
+    assert.equal(third.code, 0, third.stderr)
+    assert.match(third.stdout, /^2 runs kept from .*ablation\.json \(their folders are not here\)$/m)
+    assert.deepEqual(
+      third.stdout.split('\n').filter((l) => /^(running|cold start) /.test(l)),
+      [],
+    )
+    assert.ok(readFileSync(join(out, 'ablation.json')).equals(table), 'ablation.json is unchanged')
+    assert.deepEqual(readdirSync(out).sort(), ['ablation.html', 'ablation.json'])
   })
 })
 
