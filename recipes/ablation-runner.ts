@@ -79,9 +79,9 @@ export interface AblationFile {
   runs: AblationRun[]
   /** Per variant, per task and for the mean: avg@k and the paired difference to the baseline. */
   rows: AblationRow[]
-  /** The machine of the last sitting that wrote it (each done run records its own: `AblationRun.machine`). */
+  /** The machine of the last sitting that changed it (each done run records its own: `AblationRun.machine`). */
   machine: { cpus: number; cpu: string; memoryGiB: number; node: string }
-  /** Last update, ISO 8601. */
+  /** Last change, ISO 8601 (a continue that changes nothing keeps it). */
   updated: string
 }
 
@@ -527,15 +527,20 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       machine: machine(),
       updated: new Date().toISOString(),
     }
-    // A table that says what the file on disk says keeps that file's `updated`: a continue with
-    // nothing left to do leaves ablation.json byte for byte as it was.
+    // A table that says what the file on disk says is not written: that file's `machine` and
+    // `updated` name the sitting that last changed it, and a continue with nothing left to do, here
+    // or on another machine, leaves ablation.json as it was (bytes and modification time).
     const stored = storedTable(fileOf)
-    if (stored && isDeepStrictEqual({ ...stored, updated: file.updated }, JSON.parse(JSON.stringify(file))))
+    const same = { ...stored, machine: file.machine, updated: file.updated }
+    if (stored && isDeepStrictEqual(same, JSON.parse(JSON.stringify(file)))) {
+      file.machine = stored.machine
       file.updated = stored.updated
-    // Written whole or not at all: a kill mid-write leaves the previous table.
-    const tmp = `${fileOf}.tmp-${process.pid}`
-    writeFileSync(tmp, `${stringify(file, { maxLength: 110 })}\n`)
-    renameSync(tmp, fileOf)
+    } else {
+      // Written whole or not at all: a kill mid-write leaves the previous table.
+      const tmp = `${fileOf}.tmp-${process.pid}`
+      writeFileSync(tmp, `${stringify(file, { maxLength: 110 })}\n`)
+      renameSync(tmp, fileOf)
+    }
     await options.onTable?.(file)
     return file
   }
