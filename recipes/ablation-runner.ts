@@ -508,6 +508,8 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
       `seed${pastSeeds.length === 1 ? '' : 's'} ${pastSeeds.join(', ')} past --seeds ${plan.seeds.length} hold${pastSeeds.length === 1 ? 's' : ''} results: kept in the table, not run`,
     )
   const tasks = heldOutSettings(plan.base).tasks.map((t) => t.name)
+  // What ablation.json holds: read once here, then kept by `write`, which alone changes the file.
+  let onDisk = storedTable(fileOf)
   const write = async (): Promise<AblationFile> => {
     const all = [...runs.values()]
     const file: AblationFile = {
@@ -530,16 +532,16 @@ export async function runAblation(plan: AblationPlan, options: RunAblationOption
     // A table that says what the file on disk says is not written: that file's `machine` and
     // `updated` name the sitting that last changed it, and a continue with nothing left to do, here
     // or on another machine, leaves ablation.json as it was (bytes and modification time).
-    const stored = storedTable(fileOf)
-    const same = { ...stored, machine: file.machine, updated: file.updated }
-    if (stored && isDeepStrictEqual(same, JSON.parse(JSON.stringify(file)))) {
-      file.machine = stored.machine
-      file.updated = stored.updated
+    const table = JSON.parse(JSON.stringify(file)) as AblationFile
+    if (onDisk && isDeepStrictEqual({ ...onDisk, machine: table.machine, updated: table.updated }, table)) {
+      file.machine = onDisk.machine
+      file.updated = onDisk.updated
     } else {
       // Written whole or not at all: a kill mid-write leaves the previous table.
       const tmp = `${fileOf}.tmp-${process.pid}`
       writeFileSync(tmp, `${stringify(file, { maxLength: 110 })}\n`)
       renameSync(tmp, fileOf)
+      onDisk = table
     }
     await options.onTable?.(file)
     return file
