@@ -3,13 +3,17 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import * as tf from '@tensorflow/tfjs'
 import { BackendUnavailableError, UnknownBackendError } from './errors.ts'
+import { loadNativeAddon } from './native-addon.ts'
+import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.ts'
 
 /**
- * Tensor backends, best first (DESIGN.md, Policy model). `tfjs-node-gpu` and `tfjs-node` are
- * optional dependencies (they download libtensorflow while installing); `wasm` ships inside its npm
- * package and is the default where the native ones are absent; `cpu` is pure JavaScript.
+ * Tensor backends, best first (docs/design.md, Policy model). `native` is triad's own engine
+ * (`native-backend.ts`, compiled by `npm ci`); `tfjs-node-gpu` and `tfjs-node` are optional
+ * dependencies (they download libtensorflow while installing); `wasm` ships inside its npm package
+ * and is the fallback where the native ones are absent; `cpu` is pure JavaScript.
  */
 export const BackendName = {
+  Native: 'native',
   TfjsNodeGpu: 'tfjs-node-gpu',
   TfjsNode: 'tfjs-node',
   Wasm: 'wasm',
@@ -19,6 +23,7 @@ export type BackendName = (typeof BackendName)[keyof typeof BackendName]
 
 /** The order in which `chooseBackend` tries the backends when none is forced. */
 export const BACKEND_ORDER: readonly BackendName[] = [
+  BackendName.Native,
   BackendName.TfjsNodeGpu,
   BackendName.TfjsNode,
   BackendName.Wasm,
@@ -65,6 +70,13 @@ let wasmPathsSet = false
 /** Loads and activates one backend; throws with the reason when it cannot. */
 async function activate(name: BackendName, cudaVisible: () => boolean): Promise<string> {
   switch (name) {
+    case BackendName.Native: {
+      const { addon, reason } = loadNativeAddon()
+      if (!addon) throw new Error(reason)
+      registerNativeBackend(addon)
+      if (!(await tf.setBackend(NATIVE_BACKEND))) throw new Error('native backend failed to initialise')
+      return NATIVE_BACKEND
+    }
     case BackendName.TfjsNodeGpu:
       if (!cudaVisible()) throw new Error('no CUDA device visible')
       await import('@tensorflow/tfjs-node-gpu' as string)

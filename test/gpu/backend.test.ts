@@ -4,16 +4,15 @@ import * as tf from '@tensorflow/tfjs'
 import { BackendUnavailableError, chooseBackend, UnknownBackendError } from '../../gpu/index.ts'
 
 describe('gpu/backend', () => {
-  it('backend - unforced choice falls through missing native packages to wasm', async () => {
+  it('backend - unforced choice takes the native engine that npm ci built', async () => {
     const lines: string[] = []
     const choice = await chooseBackend({ env: {}, log: (l) => lines.push(l), cudaVisible: () => false })
-    // The native packages are optional and absent on the build machine.
-    assert.equal(choice.name, 'wasm')
+    assert.equal(choice.name, 'native')
     assert.equal(choice.forced, false)
-    assert.ok('tfjs-node-gpu' in choice.skipped && 'tfjs-node' in choice.skipped)
-    assert.equal(tf.getBackend(), 'wasm')
+    assert.deepEqual(choice.skipped, {})
+    assert.equal(tf.getBackend(), 'native')
     assert.equal(lines.length, 1)
-    assert.match(lines[0]!, /tensor backend wasm/)
+    assert.match(lines[0]!, /tensor backend native/)
   })
 
   it('backend - TRIAD_BACKEND forces a backend', async () => {
@@ -29,9 +28,9 @@ describe('gpu/backend', () => {
   })
 
   it('backend - an unknown name lists the valid ones', async () => {
-    await assert.rejects(chooseBackend({ backend: 'cuda', log: () => {} }), (err: unknown) => {
+    await assert.rejects(chooseBackend({ backend: 'tpu', log: () => {} }), (err: unknown) => {
       assert.ok(err instanceof UnknownBackendError)
-      assert.match(err.message, /unknown backend 'cuda'; known: tfjs-node-gpu, tfjs-node, wasm, cpu/)
+      assert.match(err.message, /unknown backend 'tpu'; known: native, tfjs-node-gpu, tfjs-node, wasm, cpu/)
       return true
     })
   })

@@ -1,0 +1,57 @@
+// A system BLAS, loaded at run time: the addon builds without one (npm ci cannot install it) and
+// uses OpenBLAS where the machine has it (Debian's libopenblas0-pthread puts it on the library path).
+#include <dlfcn.h>
+
+#include <string>
+
+#include "gemm.h"
+
+namespace triad {
+
+namespace {
+// CBLAS constants (cblas.h): row-major 101, no transpose 111, transpose 112.
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                         float*, int);
+using SetThreadsFn = void (*)(int);
+SgemmFn sgemm = nullptr;
+SetThreadsFn set_threads = nullptr;
+std::string loaded_path;
+bool tried = false;
+}  // namespace
+
+const char* blas_load() {
+  if (tried) return loaded_path.c_str();
+  tried = true;
+  const char* candidates[] = {"libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so"};
+  for (const char* name : candidates) {
+    void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    auto f = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
+    if (!f) {
+      dlclose(h);
+      continue;
+    }
+    sgemm = f;
+    set_threads = reinterpret_cast<SetThreadsFn>(dlsym(h, "openblas_set_num_threads"));
+    loaded_path = name;
+    break;
+  }
+  return loaded_path.c_str();
+}
+
+bool blas_available() { return sgemm != nullptr; }
+
+void blas_set_threads(int n) {
+  if (set_threads) set_threads(n);
+}
+
+void gemm_blas(const GemmArgs& g) {
+  const int lda = static_cast<int>(g.trans_a ? g.m : g.k);
+  const int ldb = static_cast<int>(g.trans_b ? g.k : g.n);
+  sgemm(kRowMajor, g.trans_a ? kTrans : kNoTrans, g.trans_b ? kTrans : kNoTrans, static_cast<int>(g.m),
+        static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, g.a, lda, g.b, ldb, g.accumulate ? 1.0f : 0.0f,
+        g.c, static_cast<int>(g.n));
+}
+
+}  // namespace triad
