@@ -12,6 +12,15 @@ export function matmul(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   return matmulOp(a, b) as tf.Tensor2D
 }
 
+/**
+ * Whether the active backend multiplies with transpose flags as fast as without (the native engine's
+ * GEMM packs either layout; so does libtensorflow's): then no explicit transpose is made.
+ */
+export function transposeFlagsAreFast(): boolean {
+  const backend = tf.getBackend()
+  return backend !== 'wasm' && backend !== 'cpu'
+}
+
 type GradFn = (
   a: tf.Tensor,
   b: tf.Tensor,
@@ -22,10 +31,16 @@ const matmulGrad: GradFn = (a, b, save) => {
   save([a, b])
   return {
     value: tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D),
-    gradFunc: (dy, saved) => [
-      tf.matMul(dy as tf.Tensor2D, tf.transpose(saved[1]!) as tf.Tensor2D), // dA = dY B^T
-      tf.matMul(tf.transpose(saved[0]!) as tf.Tensor2D, dy as tf.Tensor2D), // dB = A^T dY
-    ],
+    gradFunc: (dy, saved) =>
+      transposeFlagsAreFast()
+        ? [
+            tf.matMul(dy as tf.Tensor2D, saved[1] as tf.Tensor2D, false, true), // dA = dY B^T
+            tf.matMul(saved[0] as tf.Tensor2D, dy as tf.Tensor2D, true, false), // dB = A^T dY
+          ]
+        : [
+            tf.matMul(dy as tf.Tensor2D, tf.transpose(saved[1]!) as tf.Tensor2D), // dA = dY B^T
+            tf.matMul(tf.transpose(saved[0]!) as tf.Tensor2D, dy as tf.Tensor2D), // dB = A^T dY
+          ],
   }
 }
 
@@ -33,8 +48,22 @@ const matmulOp = tf.customGrad(matmulGrad as unknown as Parameters<typeof tf.cus
 
 /** `a @ b^T` for 2-D operands, as `matmul(a, transpose(b))` (see `matmul` for why). */
 export function matmulT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  if (transposeFlagsAreFast()) return matmulTOp(a, b) as tf.Tensor2D
   return matmul(a, tf.transpose(b))
 }
+
+const matmulTGrad: GradFn = (a, b, save) => {
+  save([a, b])
+  return {
+    value: tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D, false, true),
+    gradFunc: (dy, saved) => [
+      tf.matMul(dy as tf.Tensor2D, saved[1] as tf.Tensor2D), // dA = dY B
+      tf.matMul(dy as tf.Tensor2D, saved[0] as tf.Tensor2D, true, false), // dB = dY^T A
+    ],
+  }
+}
+
+const matmulTOp = tf.customGrad(matmulTGrad as unknown as Parameters<typeof tf.customGrad>[0])
 
 /**
  * `a @ b` (`[m, k] x [k, n] -> [m, n]`) with a gradient for `a` alone, `dA = dY @ B^T`: for a frozen
@@ -46,7 +75,10 @@ export function matmulFrozen(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
     save([])
     return {
       value: tf.matMul(x as tf.Tensor2D, b),
-      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, tf.transpose(b) as tf.Tensor2D), // dA = dY B^T
+      gradFunc: (dy: tf.Tensor) =>
+        transposeFlagsAreFast()
+          ? tf.matMul(dy as tf.Tensor2D, b, false, true) // dA = dY B^T
+          : tf.matMul(dy as tf.Tensor2D, tf.transpose(b) as tf.Tensor2D),
     }
   }) as unknown as Parameters<typeof tf.customGrad>[0])
   return op(a) as tf.Tensor2D
@@ -62,7 +94,7 @@ export function matmulTFrozen(h: tf.Tensor2D, w: tf.Tensor2D, flagRows: number):
   const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
     save([])
     const value =
-      x.shape[0]! <= flagRows
+      x.shape[0]! <= flagRows || transposeFlagsAreFast()
         ? tf.matMul(x as tf.Tensor2D, w, false, true)
         : tf.matMul(x as tf.Tensor2D, tf.transpose(w) as tf.Tensor2D)
     return { value, gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, w) } // dH = dY w

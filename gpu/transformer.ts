@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
+import { rope as fusedRope, rmsNorm, swiglu, tokenLogprob } from './fused-ops.ts'
 import type { KvCache } from './kv-cache.ts'
 import {
   adapterName,
@@ -11,7 +12,7 @@ import {
   LoraTarget,
   loraScale,
 } from './lora.ts'
-import { matmul, matmulFrozen, matmulTFrozen } from './matmul.ts'
+import { matmul, matmulFrozen, matmulT, matmulTFrozen, transposeFlagsAreFast } from './matmul.ts'
 import { createRng } from './prng.ts'
 import './segment-sum-kernel.ts'
 
@@ -501,12 +502,6 @@ function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
   return f(embed, ids) as tf.Tensor2D
 }
 
-/** RMSNorm over the last axis: `x / sqrt(mean(x^2) + eps) * g` (Zhang & Sennrich 2019, eq. 4). */
-function rmsNorm<T extends tf.Tensor>(x: T, g: tf.Tensor, eps: number): T {
-  const ms = tf.mean(tf.square(x), -1, true) // mean(x^2)
-  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), g) as T // x / RMS(x) * g
-}
-
 /** Inputs of one forward pass beyond the tokens (all built by the caller, inside its tidy). */
 interface ForwardContext {
   batch: number
@@ -523,9 +518,7 @@ interface ForwardContext {
 
 /** Rotary positions on `[n, heads, hd]` (RoFormer eq. 34, rotate-half form). */
 function rope(model: Transformer, x: tf.Tensor3D, ctx: ForwardContext): tf.Tensor3D {
-  const [n, h, hd] = x.shape
-  const rotated = tf.reshape(matmul(tf.reshape(x, [n * h, hd]), model.rotateHalf), [n, h, hd])
-  return tf.add(tf.mul(x, ctx.cos), tf.mul(rotated, ctx.sin)) as tf.Tensor3D // x*cos + rotate_half(x)*sin
+  return fusedRope(x, ctx.cos, ctx.sin, model.rotateHalf) // x*cos + rotate_half(x)*sin
 }
 
 /** `[b*t, h*hd]` -> `[b*h, t, hd]`. */
@@ -545,7 +538,7 @@ function splitRows<T extends tf.Tensor>(x: T, n: number): T[] {
 /**
  * How attention multiplies: `batched` uses one 3-D matmul for all heads; `per-head` one 2-D matmul
  * per sequence and head (on wasm about a third faster for long blocks, since batched and transposed
- * matmuls leave XNNPACK's fast path, but it costs a split per head); `auto` takes `per-head` for
+ * matmuls leave XNNPACK's fast path, but it costs a split per head); `auto` takes `per-head` on wasm for
  * blocks of at least 64 queries with at most 64 sequence-heads, else `batched`.
  */
 export const AttentionMode = { Auto: 'auto', Batched: 'batched', PerHead: 'per-head' } as const
@@ -573,7 +566,10 @@ function attention(
   const keyLen = k.shape[1]
   const maskBatch = mask.shape[0]
   const qg = tf.reshape(q, [bkv, g * t, hd])
-  const perHead = mode === AttentionMode.PerHead || (mode === AttentionMode.Auto && t >= 64 && bkv <= 64)
+  // per-head pays on wasm only (its batched and transposed matmuls leave XNNPACK's fast path)
+  const perHead =
+    mode === AttentionMode.PerHead ||
+    (mode === AttentionMode.Auto && !transposeFlagsAreFast() && t >= 64 && bkv <= 64)
   if (!perHead) {
     const scores = tf.matMul(qg, k, false, true) // [b*kv, g*t, keyLen]
     const masked = tf.add(tf.reshape(scores, [bh / heads, heads, t, keyLen]), mask)
@@ -649,7 +645,7 @@ function block(model: Transformer, i: number, x: tf.Tensor2D, ctx: ForwardContex
     gate = lora(LoraTarget.Gate, m, gate)
     up = lora(LoraTarget.Up, m, up)
   }
-  const hidden = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D // silu(g) * u
+  const hidden = swiglu(gate, up) // silu(g) * u
   return tf.add(x1, lora(LoraTarget.Down, hidden, wx(hidden, 'down'))) as tf.Tensor2D
 }
 
@@ -828,14 +824,8 @@ export function tokenLogprobs(
     const vocab = model.config.vocabSize
     let logits: tf.Tensor2D = projectOut(model, h) // h W^T, [b*t, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
-    const lse = tf.logSumExp(logits, -1) // [b*t]
-    // z_y by a gather at row * V + y (no [b*t, V] one-hot; its gradient is a scatter-add)
-    const flat = tf.add(
-      tf.mul(tf.range(0, b * t, 1, 'int32'), tf.scalar(vocab, 'int32')),
-      tf.reshape(targets.toInt(), [b * t]),
-    ) as tf.Tensor1D
-    const picked = tf.gather(tf.reshape(logits, [b * t * vocab]), flat)
-    return tf.reshape(tf.sub(picked, lse), [b, t]) // log p = z_y - logsumexp(z)
+    const picked = tokenLogprob(logits, tf.reshape(targets.toInt(), [b * t]) as tf.Tensor1D) // z_y - logsumexp(z)
+    return tf.reshape(picked, [b, t])
   })
 }
 
@@ -885,12 +875,11 @@ export function tokenStatsAt(
     const vocab = model.config.vocabSize
     let logits: tf.Tensor2D = projectOut(model, tf.gather(h, rows)) // [n, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
-    const lse = tf.logSumExp(logits, -1) // [n]
-    const wanted = tf.gather(tf.reshape(targets.toInt(), [b * t]), rows)
-    const flat = tf.add(tf.mul(tf.range(0, n, 1, 'int32'), tf.scalar(vocab, 'int32')), wanted) as tf.Tensor1D
-    const picked = tf.sub(tf.gather(tf.reshape(logits, [n * vocab]), flat), lse) // log p = z_y - logsumexp(z)
+    const wanted = tf.gather(tf.reshape(targets.toInt(), [b * t]), rows) as tf.Tensor1D
+    const picked = tokenLogprob(logits, wanted) // log p = z_y - logsumexp(z)
     const logp = tf.reshape(tf.unsortedSegmentSum(picked, rows, b * t), [b, t]) as tf.Tensor2D
     if (!options.entropy) return { logp }
+    const lse = tf.logSumExp(logits, -1) // [n]
     const logSm = tf.sub(logits, tf.reshape(lse, [n, 1]))
     const h1 = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1)) // H = -sum p log p
     const entropy = tf.reshape(tf.unsortedSegmentSum(h1, rows, b * t), [b, t]) as tf.Tensor2D
@@ -918,7 +907,7 @@ function projectOut(model: Transformer, h: tf.Tensor2D): tf.Tensor2D {
   if (model.frozen.has(model.config.tiedEmbeddings ? 'embed' : 'lm_head'))
     return matmulTFrozen(h, w, flagRows)
   if (h.shape[0] <= flagRows) return tf.matMul(h, w, false, true)
-  return matmul(h, tf.transpose(w))
+  return matmulT(h, w)
 }
 
 /** The output projection `[vocabSize, width]`: `lm_head` when untied, else the embedding. */

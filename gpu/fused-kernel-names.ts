@@ -1,0 +1,15 @@
+/**
+ * Names of triad's fused kernels: one kernel where tfjs would run several ops, with a gradient
+ * kernel of its own. A backend that registers them (the native engine does) runs them; on any
+ * other `fused-ops.ts` composes the same math from tfjs ops.
+ */
+export const FusedKernel = {
+  RmsNorm: 'TriadRmsNorm',
+  RmsNormGrad: 'TriadRmsNormGrad',
+  Swiglu: 'TriadSwiglu',
+  SwigluGrad: 'TriadSwigluGrad',
+  Rope: 'TriadRope',
+  TokenLogprob: 'TriadTokenLogprob',
+  TokenLogprobGrad: 'TriadTokenLogprobGrad',
+} as const
+export type FusedKernel = (typeof FusedKernel)[keyof typeof FusedKernel]

@@ -1,0 +1,122 @@
+import * as tf from '@tensorflow/tfjs'
+import { FusedKernel } from './fused-kernel-names.ts'
+
+/**
+ * The transformer's fused operations, each with its gradient: one kernel on a backend that has it
+ * (the native engine), the same math composed from tfjs ops elsewhere (wasm, cpu, tfjs-node), so
+ * there is one model implementation on every backend.
+ */
+
+/** Whether the active backend has a kernel of this name. */
+function hasKernel(name: string): boolean {
+  return tf.getKernel(name, tf.getBackend()) !== undefined
+}
+
+const zeros = (t: tf.Tensor) => () => tf.zerosLike(t)
+
+tf.registerGradient({
+  kernelName: FusedKernel.RmsNorm,
+  inputsToSave: ['x', 'g'],
+  gradFunc: (dy, saved, attrs) => {
+    const [x, g] = saved as [tf.Tensor, tf.Tensor]
+    const [dx, dg] = tf
+      .engine()
+      .runKernel(FusedKernel.RmsNormGrad, { dy: dy as tf.Tensor, x, g }, attrs) as tf.Tensor[]
+    return { x: () => dx!, g: () => dg! }
+  },
+})
+
+tf.registerGradient({
+  kernelName: FusedKernel.Swiglu,
+  inputsToSave: ['gate', 'up'],
+  gradFunc: (dh, saved) => {
+    const [gate, up] = saved as [tf.Tensor, tf.Tensor]
+    const [dgate, dup] = tf
+      .engine()
+      .runKernel(FusedKernel.SwigluGrad, { dh: dh as tf.Tensor, gate, up }) as tf.Tensor[]
+    return { gate: () => dgate!, up: () => dup! }
+  },
+})
+
+tf.registerGradient({
+  kernelName: FusedKernel.Rope,
+  inputsToSave: ['cos', 'sin'],
+  gradFunc: (dy, saved) => {
+    const [cos, sin] = saved as [tf.Tensor, tf.Tensor]
+    const dx = tf
+      .engine()
+      .runKernel(FusedKernel.Rope, { x: dy as tf.Tensor, cos, sin }, { backward: true }) as tf.Tensor
+    return { x: () => dx, cos: zeros(cos), sin: zeros(sin) }
+  },
+})
+
+tf.registerGradient({
+  kernelName: FusedKernel.TokenLogprob,
+  inputsToSave: ['logits', 'targets'],
+  gradFunc: (dy, saved) => {
+    const [logits, targets] = saved as [tf.Tensor, tf.Tensor]
+    const dz = tf
+      .engine()
+      .runKernel(FusedKernel.TokenLogprobGrad, { dy: dy as tf.Tensor, logits, targets }) as tf.Tensor
+    return { logits: () => dz, targets: zeros(targets) }
+  },
+})
+
+/**
+ * RMSNorm over the last axis, `x / sqrt(mean(x^2) + eps) * g` (Zhang & Sennrich 2019, eq. 4).
+ * @param x `[..., d]` float32. @param g `[d]` float32. @returns like x.
+ */
+export function rmsNorm<T extends tf.Tensor>(x: T, g: tf.Tensor, eps: number): T {
+  if (hasKernel(FusedKernel.RmsNorm))
+    return tf.engine().runKernel(FusedKernel.RmsNorm, { x, g }, { eps }) as T
+  const ms = tf.mean(tf.square(x), -1, true) // mean(x^2)
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), g) as T // x / RMS(x) * g
+}
+
+/**
+ * The gated MLP's activation `silu(gate) * up = gate sigmoid(gate) up` (Shazeer 2020, eq. 6).
+ * @param gate float32, any shape. @param up the same shape. @returns the same shape.
+ */
+export function swiglu<T extends tf.Tensor>(gate: T, up: T): T {
+  if (hasKernel(FusedKernel.Swiglu)) return tf.engine().runKernel(FusedKernel.Swiglu, { gate, up }) as T
+  return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as T // silu(g) * u
+}
+
+/**
+ * Rotary positions, rotate-half form: `x cos + rotate_half(x) sin` (RoFormer eq. 34), where
+ * `rotate_half(x) = [x2, x1]` and the sin table holds `-sin` on the first half.
+ * @param x `[n, heads, headDim]` float32. @param cos `[n, 1, headDim]` float32 (row i: token i's
+ *   position). @param sin like cos. @param rotateHalf `[headDim, headDim]`, the permutation
+ *   `x @ rotateHalf = [x2, x1]` (used where the kernel is missing). @returns `[n, heads, headDim]`.
+ */
+export function rope(
+  x: tf.Tensor3D,
+  cos: tf.Tensor3D,
+  sin: tf.Tensor3D,
+  rotateHalf: tf.Tensor2D,
+): tf.Tensor3D {
+  if (hasKernel(FusedKernel.Rope))
+    return tf.engine().runKernel(FusedKernel.Rope, { x, cos, sin }) as tf.Tensor3D
+  const [n, h, hd] = x.shape
+  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, hd]), rotateHalf), [n, h, hd])
+  return tf.add(tf.mul(x, cos), tf.mul(rotated, sin)) as tf.Tensor3D // x*cos + rotate_half(x)*sin
+}
+
+/**
+ * Log-probability of the chosen token of each row, `log softmax(z)[y] = z_y - logsumexp(z)`,
+ * differentiable in the logits.
+ * @param logits `[rows, vocab]` float32. @param targets `[rows]` int32 in `[0, vocab)`.
+ * @returns `[rows]` float32 (nats).
+ */
+export function tokenLogprob(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  if (hasKernel(FusedKernel.TokenLogprob))
+    return tf.engine().runKernel(FusedKernel.TokenLogprob, { logits, targets }) as tf.Tensor1D
+  const [rows, vocab] = logits.shape
+  const lse = tf.logSumExp(logits, -1) // [rows]
+  // z_y by a gather at row * V + y (no [rows, V] one-hot; its gradient is a scatter-add)
+  const flat = tf.add(
+    tf.mul(tf.range(0, rows, 1, 'int32'), tf.scalar(vocab, 'int32')),
+    targets,
+  ) as tf.Tensor1D
+  return tf.sub(tf.gather(tf.reshape(logits, [rows * vocab]), flat), lse) as tf.Tensor1D // log p = z_y - logsumexp(z)
+}

@@ -1,0 +1,53 @@
+import type * as tf from '@tensorflow/tfjs'
+import { FusedKernel } from '../fused-kernel-names.ts'
+import type { NativeBackend, NativeKernel } from '../native-backend.ts'
+
+function int32Values(backend: NativeBackend, t: tf.TensorInfo): Int32Array {
+  const v = backend.values(t)
+  return v instanceof Int32Array ? v : Int32Array.from(v as ArrayLike<number>)
+}
+
+/**
+ * `TriadTokenLogprob`: `out[r] = logits[r, y_r] - logsumexp(logits[r])` (log softmax at the chosen
+ * token). Inputs logits `[rows, vocab]` float32, targets `[rows]` int32; output `[rows]` float32
+ * (NaN for a target outside the vocabulary).
+ */
+export const tokenLogprobKernel: NativeKernel = {
+  kernelName: FusedKernel.TokenLogprob,
+  kernelFunc: ({ inputs, backend }) => {
+    const { logits, targets } = inputs as { logits: tf.TensorInfo; targets: tf.TensorInfo }
+    const [rows, vocab] = logits.shape as [number, number]
+    const out = new Float32Array(rows)
+    backend.addon.tokenLogprob(
+      backend.values(logits) as Float32Array,
+      int32Values(backend, targets),
+      out,
+      rows,
+      vocab,
+    )
+    return backend.output(out, [rows], 'float32')
+  },
+}
+
+/** `TriadTokenLogprobGrad`: `dlogits = dlogp (onehot(y) - softmax(logits))`, `[rows, vocab]`. */
+export const tokenLogprobGradKernel: NativeKernel = {
+  kernelName: FusedKernel.TokenLogprobGrad,
+  kernelFunc: ({ inputs, backend }) => {
+    const { dy, logits, targets } = inputs as {
+      dy: tf.TensorInfo
+      logits: tf.TensorInfo
+      targets: tf.TensorInfo
+    }
+    const [rows, vocab] = logits.shape as [number, number]
+    const dz = new Float32Array(rows * vocab)
+    backend.addon.tokenLogprobGrad(
+      backend.values(dy) as Float32Array,
+      backend.values(logits) as Float32Array,
+      int32Values(backend, targets),
+      dz,
+      rows,
+      vocab,
+    )
+    return backend.output(dz, logits.shape, 'float32')
+  },
+}

@@ -1,0 +1,57 @@
+// The gated MLP's activation, silu(gate) * up (Shazeer 2020, eq. 6), and its gradient.
+#include <cmath>
+
+#include "exports.h"
+#include "napi-args.h"
+#include "thread-pool.h"
+
+namespace triad {
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+inline float sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
+
+/** swiglu(gate [n], up [n], out [n], n): out = gate sigmoid(gate) up. */
+napi_value swiglu(napi_env env, napi_callback_info cb) {
+  return guarded(env, [&] {
+    Args args(env, cb, 4);
+    const int64_t n = args.integer(3, "n");
+    const float* gate = args.f32(0, n, "gate");
+    const float* up = args.f32(1, n, "up");
+    float* out = args.f32(2, n, "out");
+    parallel_range(n, kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
+    });
+    return undefined_value(env);
+  });
+}
+TRIAD_EXPORT("swiglu", swiglu);
+
+/**
+ * swigluGrad(dh, gate, up, dgate, dup, n): with s = sigmoid(g),
+ * dgate = dh up s (1 + g (1 - s)), dup = dh g s.
+ */
+napi_value swiglu_grad(napi_env env, napi_callback_info cb) {
+  return guarded(env, [&] {
+    Args args(env, cb, 6);
+    const int64_t n = args.integer(5, "n");
+    const float* dh = args.f32(0, n, "dh");
+    const float* gate = args.f32(1, n, "gate");
+    const float* up = args.f32(2, n, "up");
+    float* dgate = args.f32(3, n, "dgate");
+    float* dup = args.f32(4, n, "dup");
+    parallel_range(n, kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i++) {
+        const float g = gate[i], s = sigmoid(g);
+        dgate[i] = dh[i] * up[i] * s * (1.0f + g * (1.0f - s));  // d silu(g)/dg = s (1 + g (1 - s))
+        dup[i] = dh[i] * g * s;
+      }
+    });
+    return undefined_value(env);
+  });
+}
+TRIAD_EXPORT("swigluGrad", swiglu_grad);
+
+}  // namespace
+}  // namespace triad
