@@ -5,24 +5,32 @@
  * model-FLOPs utilisation against that matMul rate, generation tokens/s (batch 32, 128 new tokens)
  * with and without the KV cache, and peak memory. Every rate is given twice: per wall-clock second
  * and per second of this process's CPU time (the build machine is shared, so wall time includes
- * waiting for a core); ratios use the same clock on both sides.
+ * waiting for a core); ratios use the same clock on both sides. Also a GRPO-TCR step (`rlStep`) on
+ * the same batch, and, with a PyTorch at hand (`torch-twin.ts`), the same model's SFT step,
+ * GRPO-TCR step and cached generation in PyTorch at the same thread count, with `speedupOverTorch`
+ * = torch time / triad time on each clock (above 1: triad is faster).
  */
 import * as tf from '@tensorflow/tfjs'
 import {
   AdamW,
-  chooseBackend,
+  computeBatchAdvantages,
   createRng,
   createTransformer,
   disposeTransformer,
+  fullConfig,
   generate,
   lossAndGrads,
   parameterCount,
+  RL_STEP_DEFAULTS,
+  type RlBatch,
+  rlStep,
   type SftBatch,
   sftLoss,
   Tokenizer,
   type TransformerConfig,
   trainingFlopsPerToken,
 } from '../../gpu/index.ts'
+import { benchBackend, speedupOverTorch, torchTwin } from './torch-twin.ts'
 
 /** Wall and CPU milliseconds of one awaited call. */
 interface Timing {
@@ -47,6 +55,12 @@ function sum(timings: Timing[]): Timing {
 
 const round = (x: number, digits = 1) => Number(x.toFixed(digits))
 
+/** Median wall and CPU ms of a list of timings (each clock on its own). */
+function median(timings: Timing[]): Timing {
+  const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+  return { wallMs: round(mid(timings.map((t) => t.wallMs))), cpuMs: round(mid(timings.map((t) => t.cpuMs))) }
+}
+
 /** `count` units over a timing, per wall second and per CPU second. */
 function rate(count: number, t: Timing) {
   return { wall: round((count / t.wallMs) * 1000), cpu: round((count / t.cpuMs) * 1000) }
@@ -57,9 +71,15 @@ const notePeak = () => {
   peakTensorBytes = Math.max(peakTensorBytes, tf.memory().numBytes)
 }
 
-export async function run(options: { quick?: boolean }) {
+/**
+ * Runs the benchmark (see the file's comment): matMul GFLOP/s, training step ms and tokens/s, GRPO-TCR
+ * step ms, generation tokens/s, memory in bytes, and the PyTorch twin's figures with their ratios.
+ * @param options.backend forces a backend (else `TRIAD_BACKEND`, else the best); `threads` the
+ *   kernels' threads (default every core); `torch` the Python with torch (default: found).
+ */
+export async function run(options: { quick?: boolean; backend?: string; threads?: number; torch?: string }) {
   const quick = options.quick === true
-  const backend = await chooseBackend()
+  const { choice: backend, threads } = await benchBackend(options)
   const tokenizer = new Tokenizer()
   const config: TransformerConfig = {
     layers: 4,
@@ -140,6 +160,7 @@ export async function run(options: { quick?: boolean }) {
   const train: Timing[] = []
   for (let i = 0; i < sizes.trainSteps; i++) train.push(await timed(trainStep))
   const trainTime = sum(train)
+  const trainMedian = median(train)
   const trainTokensPerSecond = rate(n * sizes.trainSteps, trainTime)
   const flopsPerToken = trainingFlopsPerToken(config, sizes.trainSeqLen)
   const mfu = {
@@ -147,6 +168,39 @@ export async function run(options: { quick?: boolean }) {
     cpu: round((flopsPerToken * trainTokensPerSecond.cpu) / 1e9 / matmulGflops.cpu, 3),
   }
   optimizer.dispose()
+
+  // 2b. A GRPO-TCR step (gpu/rl-step.ts) on the same rows, one token longer: every predicted token
+  // trained, behavior log-probabilities -5.5, one group with rewards 0, 1, 0, 1, ...
+  const rlLen = sizes.trainSeqLen + 1
+  const rlTokens = Int32Array.from({ length: sizes.trainBatch * rlLen }, (_, k) => {
+    const row = Math.floor(k / rlLen)
+    const t = k % rlLen // the row's inputs, then its last target
+    return t < sizes.trainSeqLen
+      ? batch.inputs[row * sizes.trainSeqLen + t]!
+      : batch.targets[(row + 1) * sizes.trainSeqLen - 1]!
+  })
+  const rlMask = Float32Array.from(rlTokens, (_, k) => (k % rlLen === 0 ? 0 : 1))
+  const rl: RlBatch = {
+    batch: sizes.trainBatch,
+    seqLen: rlLen,
+    tokens: rlTokens,
+    lossMask: rlMask,
+    behaviorLogprobs: Float32Array.from(rlMask, (m) => (m ? -5.5 : 0)),
+    weightVersions: new Int32Array(rlTokens.length),
+    tasks: Array.from({ length: sizes.trainBatch }, () => 'bench'),
+    groupIds: Array.from({ length: sizes.trainBatch }, () => 'g0'),
+    rewards: Float32Array.from({ length: sizes.trainBatch }, (_, i) => i % 2),
+  }
+  const rlOptimizer = new AdamW(model.params)
+  const rlOnce = async () => {
+    await rlStep({ model, optimizer: rlOptimizer, lr: 1e-4, version: 0 }, rl)
+    notePeak()
+  }
+  await rlOnce() // warm-up (the optimizer's slots)
+  const rlTimes: Timing[] = []
+  for (let i = 0; i < sizes.trainSteps; i++) rlTimes.push(await timed(rlOnce))
+  rlOptimizer.dispose()
+  const rlMedian = median(rlTimes)
 
   // 3. Generation: genBatch prompts of promptLen tokens, newTokens each (no stop token), T = 1.
   const prompts = Array.from({ length: sizes.genBatch }, () =>
@@ -168,10 +222,55 @@ export async function run(options: { quick?: boolean }) {
   const withCache = rate(cachedTokens, cached)
   const withoutCache = rate(plainTokens, plain)
   disposeTransformer(model)
+  const maxRssBytes = process.resourceUsage().maxRSS * 1024
+
+  // 4. The PyTorch twin of the same model: SFT step, GRPO-TCR step, cached generation.
+  const adv = computeBatchAdvantages(rl, RL_STEP_DEFAULTS).advantages
+  const advantages = Array.from(adv.dataSync())
+  tf.dispose(adv)
+  const reps = Math.max(sizes.trainSteps, 3)
+  const twin = await torchTwin(options.torch, fullConfig(config), threads.backend, [
+    {
+      kind: 'sft',
+      reps,
+      rows: sizes.trainBatch,
+      seqLen: sizes.trainSeqLen,
+      inputs: [...batch.inputs],
+      targets: [...batch.targets],
+      mask: [...batch.mask],
+      lossTokens: batch.lossTokens,
+      lr: 1e-4,
+    },
+    {
+      kind: 'grpo',
+      reps,
+      rows: rl.batch,
+      seqLen: rl.seqLen,
+      tokens: [...rl.tokens],
+      lossMask: [...rl.lossMask],
+      behaviorLogprobs: [...rl.behaviorLogprobs],
+      advantages,
+      lr: 1e-4,
+    },
+    {
+      kind: 'generate',
+      reps: quick ? 1 : 2,
+      batch: sizes.genBatch,
+      promptTokens: sizes.promptLen,
+      newTokens: sizes.newTokens,
+      temperature: 1,
+    },
+  ])
+  const [torchSft, torchRl, torchGen] = 'results' in twin ? twin.results : []
+  const ratio = (t: Timing | undefined, ours: Timing) => ({
+    wall: speedupOverTorch(t?.wallMs, ours.wallMs),
+    cpu: speedupOverTorch(t?.cpuMs, ours.cpuMs),
+  })
 
   return {
     bench: 'model',
     backend: backend.name,
+    threads,
     quick,
     config: { ...config, parameters: parameterCount(config) },
     clocks: 'each rate per wall-clock second and per second of this process CPU time',
@@ -188,6 +287,7 @@ export async function run(options: { quick?: boolean }) {
         wall: round(trainTime.wallMs / sizes.trainSteps),
         cpu: round(trainTime.cpuMs / sizes.trainSteps),
       },
+      stepMsMedian: { wall: trainMedian.wallMs, cpu: trainMedian.cpuMs },
       tokensPerSecond: trainTokensPerSecond,
       flopsPerToken,
       flopsFormula: '6 * parameters + 12 * layers * width * seqLen (PaLM appendix B)',
@@ -196,6 +296,14 @@ export async function run(options: { quick?: boolean }) {
         cpu: round((flopsPerToken * trainTokensPerSecond.cpu) / 1e9),
       },
       mfuVsMatmul: mfu,
+    },
+    rlStep: {
+      algorithm: 'GRPO-TCR (gpu/rl-step.ts defaults), AdamW',
+      batch: rl.batch,
+      seqLen: rl.seqLen,
+      trainedTokens: rlMask.reduce((a, m) => a + m, 0),
+      steps: sizes.trainSteps,
+      stepMsMedian: { wall: rlMedian.wallMs, cpu: rlMedian.cpuMs },
     },
     generation: {
       batch: sizes.genBatch,
@@ -219,7 +327,30 @@ export async function run(options: { quick?: boolean }) {
     memory: {
       trainingStepPeakBytes: profile.peakBytes,
       peakTensorBytes,
-      maxRssBytes: process.resourceUsage().maxRSS * 1024,
+      maxRssBytes,
+    },
+    torch:
+      'results' in twin
+        ? {
+            python: twin.python,
+            version: twin.torch,
+            threads: twin.threads,
+            statistic: 'median of reps after warm-up; cpuMs = the twin process user+system time',
+            sftStepMs: { wall: torchSft!.wallMs, cpu: torchSft!.cpuMs },
+            rlStepMs: { wall: torchRl!.wallMs, cpu: torchRl!.cpuMs },
+            generationWithCache: {
+              ms: { wall: torchGen!.wallMs, cpu: torchGen!.cpuMs },
+              tokensPerSecond: torchGen!.tokensPerSecond,
+            },
+            maxRssBytes: twin.peakRssBytes,
+          }
+        : null,
+    ...('reason' in twin ? { torchReason: twin.reason } : {}),
+    speedupOverTorch: {
+      meaning: 'torch time / triad time, same clock (above 1: triad is faster)',
+      sftStep: ratio(torchSft, trainMedian),
+      rlStep: ratio(torchRl, rlMedian),
+      generationWithCache: ratio(torchGen, cached),
     },
   }
 }

@@ -3,26 +3,38 @@
  * log-probabilities, clipped loss, entropy, AdamW) against one SFT step (`gpu/sft.ts`: masked
  * cross-entropy, AdamW) on the same model and the same tokens, in the same run and backend; and the
  * extra cost of a frozen reference model for the KL term. Model and batch default to the TOOLING.md
- * reference (2 layers, width 128, 4 heads; 16 x 64 tokens).
+ * reference (2 layers, width 128, 4 heads; 16 x 64 tokens, vocabulary 264). With a PyTorch at hand
+ * (`torch-twin.ts`) the same SFT and GRPO-TCR steps run in PyTorch on the same model size, tokens,
+ * advantages and optimizer, at the same thread count, and `speedupOverTorch` gives torch time /
+ * triad time on each clock (above 1: triad is faster).
  */
+import * as tf from '@tensorflow/tfjs'
 import {
   AdamW,
-  chooseBackend,
+  computeBatchAdvantages,
   createTransformer,
   disposeTransformer,
+  fullConfig,
   RL_STEP_DEFAULTS,
   type RlBatch,
   rlStep,
   type SftBatch,
   sftStep,
 } from '../../gpu/index.ts'
+import { benchBackend, speedupOverTorch, torchTwin } from './torch-twin.ts'
 
 /** Median of a list of numbers. */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const round = (x: number) => Number(x.toFixed(1))
 
-export async function run(options: { quick?: boolean }) {
-  const backend = await chooseBackend({ log: () => {} }) // TRIAD_BACKEND forces one
+/**
+ * Runs the benchmark: median wall and CPU ms of an SFT step, a GRPO-TCR step and one with a
+ * reference model, and the PyTorch twin's SFT and GRPO-TCR steps with their ratios.
+ * @param options.backend forces a backend (else `TRIAD_BACKEND`, else the best); `threads` the
+ *   kernels' threads (default every core); `torch` the Python with torch (default: found).
+ */
+export async function run(options: { quick?: boolean; backend?: string; threads?: number; torch?: string }) {
+  const { choice: backend, threads } = await benchBackend(options)
   const reps = options.quick ? 2 : 5
   const batch = 16
   const seqLen = options.quick ? 32 : 64
@@ -92,8 +104,48 @@ export async function run(options: { quick?: boolean }) {
   disposeTransformer(reference)
   optimizer.dispose()
   const trained = lossMask.reduce((s, v) => s + v, 0)
+
+  // The PyTorch twin: the same steps on the same tokens and advantages (triad's own computation of them).
+  const adv = computeBatchAdvantages(rl, RL_STEP_DEFAULTS).advantages
+  const advantages = Array.from(adv.dataSync())
+  tf.dispose(adv)
+  const twin = await torchTwin(options.torch, fullConfig(model), threads.backend, [
+    {
+      kind: 'sft',
+      reps,
+      rows: batch,
+      seqLen: sftLen,
+      inputs: [...inputs],
+      targets: [...targets],
+      mask: [...mask],
+      lossTokens: sft.lossTokens,
+      lr: 1e-4,
+    },
+    {
+      kind: 'grpo',
+      reps,
+      rows: batch,
+      seqLen,
+      tokens: [...tokens],
+      lossMask: [...lossMask],
+      behaviorLogprobs: [...rl.behaviorLogprobs],
+      advantages,
+      lr: 1e-4,
+    },
+  ])
+  const torchSft = 'results' in twin ? twin.results[0] : undefined
+  const torchRl = 'results' in twin ? twin.results[1] : undefined
+  const ratio = (
+    t: { wallMs: number; cpuMs: number } | undefined,
+    ours: { wallMs: number; cpuMs: number },
+  ) => ({
+    wall: speedupOverTorch(t?.wallMs, ours.wallMs),
+    cpu: speedupOverTorch(t?.cpuMs, ours.cpuMs),
+  })
   return {
+    bench: 'rl-step',
     backend: backend.name,
+    threads,
     config: {
       ...model,
       batch,
@@ -108,5 +160,23 @@ export async function run(options: { quick?: boolean }) {
     rlOverSftCpu: Number((rlMs.cpuMs / sftMs.cpuMs).toFixed(3)),
     referenceOverheadCpu: Number((rlKlMs.cpuMs / rlMs.cpuMs).toFixed(3)),
     rlTrainedTokensPerCpuS: Math.round((trained / rlMs.cpuMs) * 1000),
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    torch:
+      'results' in twin
+        ? {
+            python: twin.python,
+            version: twin.torch,
+            threads: twin.threads,
+            sftStep: { wallMs: torchSft!.wallMs, cpuMs: torchSft!.cpuMs },
+            rlStep: { wallMs: torchRl!.wallMs, cpuMs: torchRl!.cpuMs },
+            maxRssBytes: twin.peakRssBytes,
+          }
+        : null,
+    ...('reason' in twin ? { torchReason: twin.reason } : {}),
+    speedupOverTorch: {
+      meaning: 'torch time / triad time, same clock (above 1: triad is faster)',
+      sftStep: ratio(torchSft, sftMs),
+      rlStep: ratio(torchRl, rlMs),
+    },
   }
 }

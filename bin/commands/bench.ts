@@ -1,4 +1,5 @@
-import type { Command } from 'commander'
+import { type Command, InvalidArgumentError } from 'commander'
+import { BackendName } from '../../gpu/index.ts'
 import { UsageError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
 
@@ -24,6 +25,17 @@ const benches: Readonly<Record<string, () => Promise<BenchModule>>> = {
   'hf-model': () => import('../bench/hf-model.ts'),
 }
 
+/**
+ * Parser of `--backend <name>`: one of `BackendName`'s values.
+ * @throws InvalidArgumentError "Expected one of native, ...". for anything else.
+ */
+export function backendOption(value: string): string {
+  const names: string[] = Object.values(BackendName)
+  if (!names.includes(value)) throw new InvalidArgumentError(`Expected one of ${names.join(', ')}.`)
+  return value
+}
+
+/** Adds `triad bench <name>` to the program. */
 export function registerBench(program: Command): void {
   program
     .command('bench')
@@ -37,6 +49,24 @@ export function registerBench(program: Command): void {
       integerOption({ min: 1 }),
     )
     .option('--seconds <n>', 'pipeline: seconds measured per mode (default 90)', integerOption({ min: 1 }))
+    .option(
+      '--backend <name>',
+      'model, rl-step, hf-model: force the tensor backend (default: TRIAD_BACKEND, else the best)',
+      backendOption,
+    )
+    .option(
+      '--threads <n>',
+      'model, rl-step, hf-model: threads of the kernels and of the PyTorch twin (default: every core)',
+      integerOption({ min: 1 }),
+    )
+    .option(
+      '--torch <python>',
+      'model, rl-step, hf-model: a Python with torch for the twin (default: .venv-bench/bin/python, else python3)',
+    )
+    .option(
+      '--skip-full-training',
+      'hf-model: skip the full-parameter training step (at full size it can hold more memory than the machine has)',
+    )
     .allowUnknownOption(false)
     .action(async (name: string, options: Record<string, unknown>) => {
       const load = benches[name]
