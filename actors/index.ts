@@ -101,10 +101,12 @@ export {
 } from './evaluation/index.ts'
 export {
   CHILD_STOP_WATCHDOG_MS,
+  checkRoleThreads,
   childFailureLine,
   evalProcessArgs,
   findNatsServer,
   freePort,
+  inProcessThreads,
   NATS_BIND_ATTEMPTS,
   type NatsServer,
   NatsServerError,
@@ -119,8 +121,10 @@ export {
   processEventLine,
   RoleFailedError,
   RoleGaveUpError,
+  roleThreadsEnv,
   STOP_GRACE_MS,
   type SupervisedProcess,
+  splitCores,
   startEvalProcess,
   startInProcessNodes,
   startNatsServer,

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
+import { nativeAdamW } from './native-kernels/adamw.ts'
 
 /** Settings of `AdamW`. */
 export interface AdamWConfig {
@@ -112,9 +113,13 @@ export class AdamW {
       for (const [name, p] of this.params) {
         const raw = grads[name]
         if (!raw) continue
-        const g = clipScale === 1 ? raw : tf.mul(raw, clipScale)
         const m = this.m.get(name)!
         const v = this.v.get(name)!
+        const decay = this.decayed.has(name) ? this.weightDecay : 0
+        // the same update as below, in one native pass where the backend has one
+        if (nativeAdamW(p, m, v, raw, { lr, beta1: b1, beta2: b2, eps, decay, bias1, bias2, clipScale }))
+          continue
+        const g = clipScale === 1 ? raw : tf.mul(raw, clipScale)
         m.assign(tf.add(tf.mul(m, b1), tf.mul(g, 1 - b1))) // m = b1 m + (1 - b1) g
         v.assign(tf.add(tf.mul(v, b2), tf.mul(tf.square(g), 1 - b2))) // v = b2 v + (1 - b2) g^2
         const update = tf.div(tf.div(m, bias1), tf.add(tf.sqrt(tf.div(v, bias2)), eps)) // m^ / (sqrt(v^) + eps)
@@ -129,8 +134,9 @@ export class AdamW {
   /** Moments as plain arrays (`m.<name>`, `v.<name>`), for resuming; with the step count. */
   async state(): Promise<{ step: number; tensors: Record<string, Float32Array> }> {
     const tensors: Record<string, Float32Array> = {}
-    for (const [name, m] of this.m) tensors[`m.${name}`] = (await m.data()) as Float32Array
-    for (const [name, v] of this.v) tensors[`v.${name}`] = (await v.data()) as Float32Array
+    // copies: the native engine updates the moments in place
+    for (const [name, m] of this.m) tensors[`m.${name}`] = Float32Array.from((await m.data()) as Float32Array)
+    for (const [name, v] of this.v) tensors[`v.${name}`] = Float32Array.from((await v.data()) as Float32Array)
     return { step: this.stepCount, tensors }
   }
 

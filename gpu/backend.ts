@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import os from 'node:os'
 import path from 'node:path'
 import * as tf from '@tensorflow/tfjs'
-import { BackendUnavailableError, UnknownBackendError } from './errors.ts'
-import { loadNativeAddon } from './native-addon.ts'
+import { activateCudaBackend } from './cuda-backend.ts'
+import { BackendUnavailableError, ThreadCountError, UnknownBackendError } from './errors.ts'
+import { loadNativeAddon, NATIVE_DIR_ENV } from './native-addon.ts'
 import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.ts'
 
 /**
@@ -18,6 +20,11 @@ export const BackendName = {
   TfjsNode: 'tfjs-node',
   Wasm: 'wasm',
   Cpu: 'cpu',
+  /**
+   * The native engine with its matrix products on a CUDA device (`cuda-backend.ts`; built where
+   * nvcc is). Not in `BACKEND_ORDER`: an unforced choice tries it first where a device is visible.
+   */
+  Cuda: 'cuda',
 } as const
 export type BackendName = (typeof BackendName)[keyof typeof BackendName]
 
@@ -33,6 +40,35 @@ export const BACKEND_ORDER: readonly BackendName[] = [
 /** Environment variable that forces a backend (one of `BackendName`). */
 export const BACKEND_ENV = 'TRIAD_BACKEND'
 
+/**
+ * Environment variable setting the native engine's threads (a positive integer up to the cores, or
+ * `auto` for all of them); the `threads` option wins over it.
+ */
+export const THREADS_ENV = 'TRIAD_THREADS'
+
+/** Cores this process may run on: `os.availableParallelism()` (it honours the CPU affinity mask). */
+export function machineCores(): number {
+  return os.availableParallelism()
+}
+
+/**
+ * A thread setting as a count: `undefined`, `''` and `auto` are all the cores; a number, or the text
+ * of one (an environment variable), must be an integer from 1 to `cores`.
+ * @param setting the setting's name for the error (`threads`, `TRIAD_THREADS`, `model.threads.learner`).
+ * @throws ThreadCountError for anything else (0, -1, 2.5, `many`, or more than `cores`).
+ */
+export function resolveThreads(
+  asked: number | string | undefined,
+  cores: number = machineCores(),
+  setting = 'threads',
+): number {
+  if (asked === undefined || asked === 'auto' || asked === '') return cores
+  const n = typeof asked === 'string' && /^\s*\d+\s*$/.test(asked) ? Number(asked) : asked
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > cores)
+    throw new ThreadCountError(setting, asked, cores)
+  return n
+}
+
 /** What `chooseBackend` chose. Record it with every run. */
 export interface BackendChoice {
   /** Our name of the backend. */
@@ -43,6 +79,12 @@ export interface BackendChoice {
   forced: boolean
   /** Why each better backend was skipped, by name (empty when the first one worked). */
   skipped: Record<string, string>
+  /**
+   * Threads of the native engine's pool (the caller's thread included), set by this choice; only
+   * for `native`: the other backends do not take the setting (wasm and cpu compute on one core,
+   * tfjs-node sizes libtensorflow's own pool).
+   */
+  threads?: number
 }
 
 /** Options of `chooseBackend`. */
@@ -53,8 +95,17 @@ export interface ChooseBackendOptions {
   env?: Record<string, string | undefined>
   /** Where the choice is printed; default one line on stderr. Pass `() => {}` to silence. */
   log?: (line: string) => void
-  /** Whether a CUDA device is visible; default: `/dev/nvidiactl` exists. */
+  /**
+   * Whether a CUDA device is visible (then an unforced choice tries `cuda` first, and `tfjs-node-gpu`
+   * at all); default: `/dev/nvidiactl` exists.
+   */
   cudaVisible?: () => boolean
+  /**
+   * Threads of the native engine's pool: 1 to the machine's cores (`machineCores()`), or `auto` for
+   * all of them; wins over `TRIAD_THREADS`; default all cores. One pool serves the whole process
+   * (its worker threads too): the last choice sets it. Checked whichever backend is chosen.
+   */
+  threads?: number | 'auto'
 }
 
 const require = createRequire(import.meta.url)
@@ -68,14 +119,26 @@ export function wasmDistDir(): string {
 let wasmPathsSet = false
 
 /** Loads and activates one backend; throws with the reason when it cannot. */
-async function activate(name: BackendName, cudaVisible: () => boolean): Promise<string> {
+async function activate(
+  name: BackendName,
+  cudaVisible: () => boolean,
+  native: { dir?: string; threads: number },
+): Promise<string> {
   switch (name) {
     case BackendName.Native: {
-      const { addon, reason } = loadNativeAddon()
+      const { addon, reason } = loadNativeAddon({ dir: native.dir })
       if (!addon) throw new Error(reason)
       registerNativeBackend(addon)
       if (!(await tf.setBackend(NATIVE_BACKEND))) throw new Error('native backend failed to initialise')
+      addon.setThreads(native.threads)
       return NATIVE_BACKEND
+    }
+    case BackendName.Cuda: {
+      const { addon, reason } = loadNativeAddon({ dir: native.dir })
+      if (!addon) throw new Error(`the native engine it runs on is unavailable: ${reason}`)
+      const { tfBackend } = await activateCudaBackend(addon)
+      addon.setThreads(native.threads)
+      return tfBackend
     }
     case BackendName.TfjsNodeGpu:
       if (!cudaVisible()) throw new Error('no CUDA device visible')
@@ -105,7 +168,7 @@ async function activate(name: BackendName, cudaVisible: () => boolean): Promise<
 }
 
 function isBackendName(name: string): name is BackendName {
-  return (BACKEND_ORDER as readonly string[]).includes(name)
+  return (BACKEND_ORDER as readonly string[]).includes(name) || name === BackendName.Cuda
 }
 
 function reason(err: unknown): string {
@@ -113,13 +176,24 @@ function reason(err: unknown): string {
   return msg.split('\n')[0]!.slice(0, 200)
 }
 
+/** `N thread(s)` for the native backend's line and record; nothing for the others. */
+function threadsOf(name: BackendName, threads: number): { note: string[]; record: { threads?: number } } {
+  if (name !== BackendName.Native) return { note: [], record: {} }
+  return { note: [`${threads} thread${threads === 1 ? '' : 's'}`], record: { threads } }
+}
+
 /**
  * Chooses, activates, prints and returns the tensor backend.
  *
  * A forced backend (the `backend` option, else `TRIAD_BACKEND`) is used or fails loudly; otherwise
- * the first of `BACKEND_ORDER` that loads wins. Calling it again re-activates the asked backend
- * (cheap once loaded).
+ * the first of `BACKEND_ORDER` that loads wins. The line printed names the backend, `forced` when
+ * it was, the native engine's threads, and why each better backend was skipped (a failed native
+ * build says its reason there: `skipped native: build failed: ...`). The native addon comes from
+ * `TRIAD_NATIVE_DIR` of `env` when set (`native-addon.ts`). Calling it again re-activates the asked
+ * backend (cheap once loaded) and sets the threads again.
  *
+ * @throws ThreadCountError when `threads` (else `TRIAD_THREADS`) is not 1 to the machine's cores
+ *   (before any backend is loaded).
  * @throws UnknownBackendError when the forced name is not a `BackendName`.
  * @throws BackendUnavailableError when the forced backend (or, unforced, every backend) fails.
  */
@@ -127,28 +201,39 @@ export async function chooseBackend(options: ChooseBackendOptions = {}): Promise
   const env = options.env ?? process.env
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const cudaVisible = options.cudaVisible ?? (() => existsSync('/dev/nvidiactl'))
+  const threads =
+    options.threads !== undefined
+      ? resolveThreads(options.threads, machineCores(), 'threads')
+      : resolveThreads(env[THREADS_ENV], machineCores(), THREADS_ENV)
+  const native = { dir: env[NATIVE_DIR_ENV] || undefined, threads }
   const forcedName = options.backend ?? (env[BACKEND_ENV] || undefined)
   if (forcedName !== undefined) {
-    if (!isBackendName(forcedName)) throw new UnknownBackendError(forcedName, BACKEND_ORDER)
+    if (!isBackendName(forcedName))
+      throw new UnknownBackendError(forcedName, [...BACKEND_ORDER, BackendName.Cuda])
     try {
-      const tfBackend = await activate(forcedName, cudaVisible)
-      log(`triad: tensor backend ${forcedName} (forced)`)
-      return { name: forcedName, tfBackend, forced: true, skipped: {} }
+      const tfBackend = await activate(forcedName, cudaVisible, native)
+      const { note, record } = threadsOf(forcedName, threads)
+      log(`triad: tensor backend ${forcedName} (${['forced', ...note].join(', ')})`)
+      return { name: forcedName, tfBackend, forced: true, skipped: {}, ...record }
     } catch (err) {
       throw new BackendUnavailableError(forcedName, { [forcedName]: reason(err) }, { cause: err })
     }
   }
   const skipped: Record<string, string> = {}
-  for (const name of BACKEND_ORDER) {
+  // cuda first where a device is visible (its activation then checks that the addon finds it)
+  for (const name of cudaVisible() ? [BackendName.Cuda, ...BACKEND_ORDER] : BACKEND_ORDER) {
     try {
-      const tfBackend = await activate(name, cudaVisible)
-      const why = Object.keys(skipped).length
-        ? ` (skipped ${Object.entries(skipped)
+      const tfBackend = await activate(name, cudaVisible, native)
+      const { note, record } = threadsOf(name, threads)
+      const notes = [...note]
+      if (Object.keys(skipped).length)
+        notes.push(
+          `skipped ${Object.entries(skipped)
             .map(([n, r]) => `${n}: ${r}`)
-            .join('; ')})`
-        : ''
-      log(`triad: tensor backend ${name}${why}`)
-      return { name, tfBackend, forced: false, skipped }
+            .join('; ')}`,
+        )
+      log(`triad: tensor backend ${name}${notes.length ? ` (${notes.join(', ')})` : ''}`)
+      return { name, tfBackend, forced: false, skipped, ...record }
     } catch (err) {
       skipped[name] = reason(err)
     }

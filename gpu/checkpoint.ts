@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { CheckpointError } from './errors.ts'
-import { isHfModelDir, readHfModelWeights } from './hf-model.ts'
+import { checkModelFits, isHfModelDir, readHfModelWeights } from './hf-model.ts'
 import { readJsonFile } from './json-file.ts'
 import {
   type FullLoraConfig,
@@ -12,7 +12,7 @@ import {
   peftAdapterConfig,
   toPeftTensors,
 } from './lora.ts'
-import { decodeSafetensors, encodeSafetensors, type NamedTensor } from './safetensors.ts'
+import { assertFiniteTensor, decodeSafetensors, encodeSafetensors, type NamedTensor } from './safetensors.ts'
 import type { Tokenizer } from './tokenizer.ts'
 import { loadTokenizer, tokenizerJson } from './tokenizer-file.ts'
 import {
@@ -137,6 +137,7 @@ export interface CheckpointWeights {
   base?: string
 }
 
+/** Reads and decodes a weights file; every tensor must hold finite values only. */
 async function readSafetensorsFile(file: string) {
   let bytes: Uint8Array
   try {
@@ -144,13 +145,16 @@ async function readSafetensorsFile(file: string) {
   } catch (err) {
     throw new CheckpointError(file, 'cannot read', { cause: err })
   }
-  return decodeSafetensors(bytes, file)
+  const decoded = decodeSafetensors(bytes, file)
+  for (const [name, t] of Object.entries(decoded.tensors)) assertFiniteTensor(file, name, t.data)
+  return decoded
 }
 
 /**
  * Reads a checkpoint's weights (or adapters) as plain arrays, checked against its config.
  * @throws CheckpointError naming the file for a missing file, a bad config or LoRA setting, a
- *   missing, misshapen or unexpected tensor.
+ *   missing, misshapen or unexpected tensor; NonFiniteWeightsError (a CheckpointError) for a tensor
+ *   with NaN or infinite values, naming the file and the tensor.
  */
 export async function readCheckpointWeights(dir: string): Promise<CheckpointWeights> {
   const configFile = path.join(dir, CheckpointFile.Config)
@@ -221,11 +225,22 @@ export async function readBaseWeights(
 
 /**
  * A checkpoint's model on the current backend: its weights, or its base's weights with its adapters.
- * @throws CheckpointError (see `readCheckpointWeights`, `readBaseWeights`).
+ * @throws CheckpointError (see `readCheckpointWeights`, `readBaseWeights`); ModelTooLargeError,
+ *   from `config.json` before the weights are read, for a model larger than the backend's memory.
  */
 export async function loadCheckpointModel(
   dir: string,
 ): Promise<{ model: Transformer; metadata: Record<string, string> }> {
+  const configFile = path.join(dir, CheckpointFile.Config)
+  if (existsSync(configFile)) {
+    const raw = (await readJsonFile(configFile)) as Partial<CheckpointConfig>
+    let config: FullTransformerConfig | undefined
+    try {
+      const { lora: _lora, base: _base, architecture: _arch, ...rest } = raw
+      config = fullConfig(rest as FullTransformerConfig)
+    } catch {} // a bad config is named by readCheckpointWeights
+    if (config && raw.architecture === 'triad-decoder') checkModelFits(dir, config)
+  }
   const read = await readCheckpointWeights(dir)
   if (!read.lora)
     return { model: createTransformer(read.config, { weights: read.weights }), metadata: read.metadata }

@@ -3,7 +3,7 @@ import { BatcherClosedError, ConfigError, ShapeError } from './errors.ts'
 import { RaggedKvCache } from './kv-cache.ts'
 import { PrefixCache, type PrefixEntry } from './prefix-cache.ts'
 import { createRng, type Rng } from './prng.ts'
-import { FinishReason, type Generation, pick } from './sampler.ts'
+import { FinishReason, type Generation, nonFiniteLogits, pick } from './sampler.ts'
 import { forward, type Transformer } from './transformer.ts'
 
 /**
@@ -141,6 +141,8 @@ interface Row {
    * Idle rows are fed a masked dummy token, so their cached keys stay exactly as they were.
    */
   dead: boolean
+  /** Its logits were not finite (its request was rejected): its keys and values are never reused. */
+  poisoned?: boolean
 }
 
 /** Rows of a cohort still generating. */
@@ -252,7 +254,8 @@ export class ContinuousBatcher {
    * Queues a prompt and resolves with its generation.
    * @param prompt token ids `[promptLen]` int32, 1 <= promptLen < contextLength.
    * @throws (rejects) ConfigError on bad settings; ShapeError on an empty prompt, an id outside the
-   *   vocabulary or a prompt that leaves no room in the context; BatcherClosedError after `close`.
+   *   vocabulary or a prompt that leaves no room in the context; BatcherClosedError after `close`;
+   *   NonFiniteError when a step's logits for it hold a NaN or a +Infinity (naming the step).
    */
   submit(prompt: ArrayLike<number>, options: BatchRequestOptions): Promise<BatchedGeneration> {
     return new Promise<BatchedGeneration>((resolve, reject) => {
@@ -490,7 +493,7 @@ export class ContinuousBatcher {
     if (cohort.prefixes.capacity === 0 || keep.length === rows.length) return
     const going = new Set(keep)
     rows.forEach((r, i) => {
-      if (going.has(i)) return
+      if (going.has(i) || r.poisoned) return
       const count = r.total - 1 // the last token was never fed
       const kv = store.extractRow(i, count)
       if (!kv) return
@@ -569,6 +572,8 @@ export class ContinuousBatcher {
 
   /**
    * Picks the next token of every row from `logits` `[rows, vocabSize]`; resolves finished rows.
+   * A row whose logits hold a NaN or a +Infinity (its sampled logprob is then NaN) has its request
+   * rejected with `NonFiniteError` naming the step, and goes no further; the other rows go on.
    * @returns indices of the rows that go on.
    */
   private sample(rows: Row[], logits: Float32Array, cohort: Cohort): number[] {
@@ -578,6 +583,17 @@ export class ContinuousBatcher {
       const q = r.request
       const row = logits.subarray(i * vocabSize, (i + 1) * vocabSize)
       const [token, logprob] = pick(row, q.temperature, q.top_p, q.rng)
+      if (!Number.isFinite(logprob)) {
+        r.poisoned = true
+        q.reject(
+          nonFiniteLogits(
+            r.tokens.length,
+            `a request (prompt of ${q.prompt.length} tokens, model version ${cohort.version})`,
+            logprob,
+          ),
+        )
+        return
+      }
       q.onToken?.(token, logprob, row)
       r.tokens.push(token)
       r.logprobs.push(logprob)

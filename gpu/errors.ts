@@ -142,14 +142,109 @@ export class ModelTooLargeError extends Error {
   readonly limitBytes: number
   /** The backend whose limit it is. */
   readonly backend: string
-  constructor(path: string, bytes: number, limitBytes: number, backend: string) {
+  /** What the limit is, in words (`its heap (32-bit addresses)`, `the machine's available memory (...)`). */
+  readonly limitSource: string | undefined
+  constructor(
+    path: string,
+    bytes: number,
+    limitBytes: number,
+    backend: string,
+    options: { limitSource?: string } = {},
+  ) {
     const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`
+    const what = options.limitSource ? `: ${options.limitSource}` : ''
+    const todo =
+      backend === 'wasm'
+        ? 'use the native backend (no heap limit; npm run build:native) or a smaller model'
+        : 'free memory (stop other processes), use a smaller model, or a machine with more memory'
     super(
-      `${path}: the model needs ${gib(bytes)} as float32 (${bytes} bytes), more than the ${backend} backend's limit of ${gib(limitBytes)} (${limitBytes} bytes)`,
+      `${path}: the model needs ${gib(bytes)} as float32 (${bytes} bytes), more than the ${backend} backend's limit of ${gib(limitBytes)} (${limitBytes} bytes${what}); ${todo}`,
     )
     this.path = path
     this.bytes = bytes
     this.limitBytes = limitBytes
     this.backend = backend
+    this.limitSource = options.limitSource
+  }
+}
+
+/**
+ * A thread count for the native engine's pool that is not a positive integer or exceeds the
+ * machine's cores (`os.availableParallelism()`); raised before any backend is loaded.
+ */
+export class ThreadCountError extends Error {
+  override name = 'ThreadCountError'
+  /** The value given, as given (a number, or the text of `TRIAD_THREADS`). */
+  readonly asked: unknown
+  /** Cores of this machine (`os.availableParallelism()`). */
+  readonly cores: number
+  /** Where it was given: `threads` (a setting) or `TRIAD_THREADS` (the environment variable). */
+  readonly setting: string
+  constructor(setting: string, asked: unknown, cores: number, options?: { cause?: unknown }) {
+    const n = typeof asked === 'string' && asked.trim() !== '' ? Number(asked) : asked
+    const why =
+      typeof n === 'number' && Number.isInteger(n) && n > cores
+        ? `more than the ${cores} cores of this machine`
+        : 'not a positive integer'
+    super(
+      `${setting}=${JSON.stringify(asked)}: ${why}; give 1 to ${cores}, or leave it out (auto) for all ${cores}`,
+      { cause: options?.cause },
+    )
+    this.asked = asked
+    this.cores = cores
+    this.setting = setting
+  }
+}
+
+/** A weights file with NaN or infinite values in a tensor; raised while loading, before a model is made. */
+export class NonFiniteWeightsError extends CheckpointError {
+  override name = 'NonFiniteWeightsError'
+  /** The tensor's name as stored in the file. */
+  readonly tensor: string
+  /** How many of its values are NaN or infinite. */
+  readonly count: number
+  /** Index (flat, row-major) of the first of them. */
+  readonly firstIndex: number
+  /** The first of them (`NaN`, `Infinity` or `-Infinity`). */
+  readonly firstValue: number
+  constructor(file: string, tensor: string, count: number, firstIndex: number, firstValue: number) {
+    super(
+      file,
+      `${tensor} has ${count} non-finite value${count === 1 ? '' : 's'} (first at index ${firstIndex}: ${firstValue}); the weights are corrupt: download or export the model again`,
+    )
+    this.tensor = tensor
+    this.count = count
+    this.firstIndex = firstIndex
+    this.firstValue = firstValue
+  }
+}
+
+/**
+ * A NaN or infinite value where a model computes: the logits of a generation step, the loss or the
+ * gradient norm of a training step. Raised at once (the weights are not updated with it).
+ */
+export class NonFiniteError extends Error {
+  override name = 'NonFiniteError'
+  /** What was not finite: `logits`, `loss` or `gradient norm`. */
+  readonly quantity: string
+  /** Where, in words: `generation step 3 of sequence 0`, `SFT step 12`, `RL step 5`. */
+  readonly where: string
+  /** The step (generated-token index from 0 for logits; optimizer step from 1 for training). */
+  readonly step: number
+  /** The value that was read (the sampled token's logprob for logits). */
+  readonly value: number
+  constructor(
+    quantity: string,
+    where: string,
+    step: number,
+    value: number,
+    todo: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`non-finite ${quantity} (${value}) at ${where}; ${todo}`, { cause: options?.cause })
+    this.quantity = quantity
+    this.where = where
+    this.step = step
+    this.value = value
   }
 }

@@ -54,3 +54,32 @@ export function addGradients(
     g.dispose()
   }
 }
+
+/** What to do about a non-finite loss or gradient norm, for `NonFiniteError`. */
+export const TRAINING_TODO =
+  'training stopped before the update: lower the learning rate (or warm it up longer), or check the data and the starting weights'
+
+/**
+ * Names of the gradients holding a NaN or an infinity, in `grads` order (one small read-back per
+ * tensor: meant for after a non-finite gradient norm was seen, to say where it came from).
+ */
+export async function nonFiniteGradients(grads: Record<string, tf.Tensor>): Promise<string[]> {
+  const out: string[] = []
+  for (const [name, g] of Object.entries(grads)) {
+    const bad = tf.tidy(() => tf.logicalNot(tf.all(tf.isFinite(g))))
+    const yes = (await bad.data())[0] === 1
+    bad.dispose()
+    if (yes) out.push(name)
+  }
+  return out
+}
+
+/**
+ * Where non-finite gradients are, for an error: ` in the gradient of layers.0.attn.wq and 3 other
+ * parameters` (the first names the layer), or `''` when there are none.
+ */
+export function nonFiniteGradientText(names: readonly string[]): string {
+  if (names.length === 0) return ''
+  const more = names.length - 1
+  return ` in the gradient of ${names[0]}${more ? ` and ${more} other parameter${more === 1 ? '' : 's'}` : ''}`
+}

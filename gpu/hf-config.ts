@@ -52,9 +52,9 @@ function ids(v: unknown): number[] {
  * @param options.contextLength cap on the context (default `max_position_embeddings`): the rotary
  *   tables hold this many positions.
  * @throws UnsupportedArchitectureError for an architecture outside `HfArchitecture`;
- *   CheckpointError for a missing or bad field, or a setting triad does not implement (sliding
- *   window, attention or MLP biases on Llama/Qwen3, an activation other than SiLU, a rope type
- *   outside `HF_ROPE_TYPES`).
+ *   CheckpointError for a missing or bad field, quantized weights (`quantization_config`), or a
+ *   setting triad does not implement (sliding window, attention or MLP biases on Llama/Qwen3, an
+ *   activation other than SiLU, a rope type outside `HF_ROPE_TYPES`).
  */
 export function fromHfConfig(
   raw: unknown,
@@ -77,6 +77,14 @@ export function fromHfConfig(
   }
   const refuse = (field: string, why: string) => {
     throw new CheckpointError(file, `${field}=${JSON.stringify(c[field])} is not supported (${why})`)
+  }
+  if (c.quantization_config !== undefined && c.quantization_config !== null) {
+    const q = c.quantization_config as Json
+    const method = typeof q === 'object' && typeof q.quant_method === 'string' ? ` (${q.quant_method})` : ''
+    throw new CheckpointError(
+      file,
+      `quantization_config${method} is not supported: triad reads F32, F16 and BF16 weights; use the unquantized model`,
+    )
   }
   if (c.hidden_act !== undefined && c.hidden_act !== 'silu')
     refuse('hidden_act', 'the MLP is SwiGLU with silu')

@@ -7,7 +7,12 @@ import { CheckpointError, ModelTooLargeError } from './errors.ts'
 import { fromHfConfig, type HfModelConfig } from './hf-config.ts'
 import { fromHfTensors, hfTensorShapes, isIgnoredHfTensor } from './hf-tensors.ts'
 import { readJsonFile } from './json-file.ts'
-import { readSafetensorsHeader, readSafetensorsTensors, type SafetensorsHeader } from './safetensors.ts'
+import {
+  assertFiniteTensor,
+  readSafetensorsHeader,
+  readSafetensorsTensors,
+  type SafetensorsHeader,
+} from './safetensors.ts'
 import {
   createTransformer,
   type FullTransformerConfig,
@@ -23,7 +28,8 @@ import {
  * here.
  *
  * Everything is checked before any weight is read: the architecture and settings, the size against
- * the backend's memory, that every shard exists, and every tensor's name, dtype and shape.
+ * the backend's memory, that every shard exists, and every tensor's name, dtype and shape; then
+ * every tensor read is checked to hold finite values only.
  */
 
 /** File names of a Hugging Face model directory. */
@@ -60,14 +66,51 @@ export interface LoadHfModelOptions {
 /** The wasm backend's heap limit: 4 GiB (32-bit addresses). */
 export const WASM_HEAP_BYTES = 2 ** 32
 
+/** Reads a small text file, or `undefined` when it is not there. */
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * Bytes the active tfjs backend can hold: 4 GiB for wasm (its heap), the machine's memory for the
- * others (cpu and tfjs-node keep tensors in process memory; tfjs-node-gpu is bounded by the device,
- * which tfjs does not report, so this is an upper bound there).
+ * Memory this process can still take, bytes, and where the number comes from: `MemAvailable` of
+ * `/proc/meminfo` (what the kernel can give without swapping: free memory plus reclaimable
+ * caches), or `os.freemem()` where there is no such file; lowered to the cgroup's `memory.max` less
+ * its `memory.current` when the process runs in a cgroup (v2) with a memory limit (a container).
  */
-export function backendMemoryLimit(): { bytes: number; backend: string } {
+export function availableMemory(): { bytes: number; source: string } {
+  const kb = /^MemAvailable:\s+(\d+) kB$/m.exec(readText('/proc/meminfo') ?? '')
+  let out = kb
+    ? {
+        bytes: Number(kb[1]) * 1024,
+        source: "the machine's available memory (MemAvailable of /proc/meminfo)",
+      }
+    : { bytes: os.freemem(), source: "the machine's free memory (os.freemem())" }
+  const max = Number(readText('/sys/fs/cgroup/memory.max')?.trim())
+  const current = Number(readText('/sys/fs/cgroup/memory.current')?.trim())
+  if (Number.isFinite(max) && Number.isFinite(current) && max - current < out.bytes)
+    out = {
+      bytes: Math.max(0, max - current),
+      source: "the cgroup's memory left (memory.max less memory.current of /sys/fs/cgroup)",
+    }
+  return out
+}
+
+/**
+ * Bytes the active tfjs backend can hold, and what that limit is in words (`source`): 4 GiB for
+ * wasm (its heap); for native and cpu, which keep tensors in process memory, the memory available
+ * now (`availableMemory()`: a model loaded beside others gets what they left); for tfjs-node and
+ * tfjs-node-gpu (tfjs names both `tensorflow`) the machine's total memory (the device's, which tfjs
+ * does not report, bounds tfjs-node-gpu, so this is an upper bound there).
+ */
+export function backendMemoryLimit(): { bytes: number; backend: string; source: string } {
   const backend = tf.getBackend()
-  return { bytes: backend === 'wasm' ? WASM_HEAP_BYTES : os.totalmem(), backend }
+  if (backend === 'wasm') return { bytes: WASM_HEAP_BYTES, backend, source: 'its heap (32-bit addresses)' }
+  if (backend === 'native' || backend === 'cpu') return { ...availableMemory(), backend }
+  return { bytes: os.totalmem(), backend, source: "the machine's total memory (os.totalmem())" }
 }
 
 /**
@@ -76,6 +119,22 @@ export function backendMemoryLimit(): { bytes: number; backend: string } {
  */
 export function modelMemoryBytes(config: FullTransformerConfig): number {
   return parameterBytes(config) + 4 * config.vocabSize * config.width
+}
+
+/**
+ * Refuses a model whose `modelMemoryBytes` exceed the backend's memory, before any weight is read.
+ * @param limitBytes the limit; default `backendMemoryLimit()`.
+ * @throws ModelTooLargeError naming the model's need and the limit (GiB and bytes), what the limit
+ *   is, and what to do.
+ */
+export function checkModelFits(dir: string, config: FullTransformerConfig, limitBytes?: number): void {
+  const limit =
+    limitBytes !== undefined
+      ? { bytes: limitBytes, backend: tf.getBackend(), source: 'the limit given' }
+      : backendMemoryLimit()
+  const need = modelMemoryBytes(config)
+  if (need > limit.bytes)
+    throw new ModelTooLargeError(dir, need, limit.bytes, limit.backend, { limitSource: limit.source })
 }
 
 /** Reads `generation_config.json` when the directory has one. @throws CheckpointError on bad JSON. */
@@ -140,7 +199,9 @@ export interface HfModelWeights extends HfModelConfig {
  * Reads and checks a Hugging Face model directory into triad's weights, without making a model.
  * @throws UnsupportedArchitectureError; ModelTooLargeError (before any weight is read, naming the
  *   size and the limit); CheckpointError for a missing file or shard, an unreadable dtype, a
- *   missing, unexpected or misshapen tensor (naming it, the expected and the found shape).
+ *   missing, unexpected or misshapen tensor (naming it, the expected and the found shape);
+ *   NonFiniteWeightsError (a CheckpointError) for a tensor with NaN or infinite values, naming the
+ *   file, the tensor and the first such value.
  */
 export async function readHfModelWeights(
   dir: string,
@@ -151,12 +212,7 @@ export async function readHfModelWeights(
     contextLength: options.contextLength,
   })
   const { config } = hf
-  const limit =
-    options.memoryLimitBytes !== undefined
-      ? { bytes: options.memoryLimitBytes, backend: tf.getBackend() }
-      : backendMemoryLimit()
-  const need = modelMemoryBytes(config)
-  if (need > limit.bytes) throw new ModelTooLargeError(dir, need, limit.bytes, limit.backend)
+  checkModelFits(dir, config, options.memoryLimitBytes)
   const generation = await readHfGenerationConfig(dir)
 
   const { files, index } = await weightFiles(dir)
@@ -197,9 +253,10 @@ export async function readHfModelWeights(
   const read = new Map<string, Float32Array>()
   for (const f of files) {
     const names = [...headers.get(f)!.entries.keys()].filter((n) => wanted.has(n))
-    await readSafetensorsTensors(path.join(dir, f), headers.get(f)!, names, (name, t) =>
-      read.set(name, t.data),
-    )
+    await readSafetensorsTensors(path.join(dir, f), headers.get(f)!, names, (name, t) => {
+      assertFiniteTensor(path.join(dir, f), name, t.data)
+      read.set(name, t.data)
+    })
   }
   const weights = fromHfTensors(config, (name) => {
     const data = read.get(name)!

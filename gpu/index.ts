@@ -50,7 +50,14 @@ export {
   aggregateTokenMean,
   getAggregator,
 } from './aggregation.ts'
-export { type BackendChoice, BackendName, chooseBackend } from './backend.ts'
+export {
+  type BackendChoice,
+  BackendName,
+  chooseBackend,
+  machineCores,
+  resolveThreads,
+  THREADS_ENV,
+} from './backend.ts'
 export { computeBatchAdvantages } from './batch-advantages.ts'
 export { BytePairEncoding, learnMerges, MAX_CHUNK_BYTES, splitChunks, splitOnSeparators } from './bpe.ts'
 export type { ChatFormat } from './chat-format.ts'
@@ -89,8 +96,11 @@ export {
   CheckpointError,
   ConfigError,
   ModelTooLargeError,
+  NonFiniteError,
+  NonFiniteWeightsError,
   ShapeError,
   TemplateError,
+  ThreadCountError,
   UnknownBackendError,
   UnknownVariantError,
   UnsupportedArchitectureError,
@@ -163,6 +173,7 @@ export {
   f32ToBf16Bits,
   f32ToF16Bits,
   type NamedTensor,
+  nonFiniteValues,
   SafetensorsDtype,
 } from './safetensors.ts'
 export { FinishReason, type Generation, generate, pick } from './sampler.ts'

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
-import { addGradients, lossAndGrads } from './gradients.ts'
+import { addGradients, lossAndGrads, nonFiniteGradients } from './gradients.ts'
 import type { RlBatch } from './rl-batch.ts'
 import type { Transformer } from './transformer.ts'
 
@@ -87,6 +87,14 @@ export class GradientAccumulator {
     const skipped = !Number.isFinite(gradNorm)
     if (!skipped) await optimizer.step(this.grads, lr)
     return { gradNorm, skipped }
+  }
+
+  /**
+   * Names of the summed gradients holding a NaN or an infinity (`nonFiniteGradients`: a read-back
+   * per parameter, for the error after a non-finite norm).
+   */
+  nonFinite(): Promise<string[]> {
+    return nonFiniteGradients(this.grads)
   }
 
   /** Frees the summed gradients. */

@@ -2,7 +2,8 @@ import * as tf from '@tensorflow/tfjs'
 import { getAggregator } from './aggregation.ts'
 import { type BatchAdvantageConfig, computeBatchAdvantages, perTaskStats } from './batch-advantages.ts'
 import { maskUniformGroups } from './dynamic-sampling.ts'
-import { ConfigError, ShapeError } from './errors.ts'
+import { ConfigError, NonFiniteError, ShapeError } from './errors.ts'
+import { nonFiniteGradientText, TRAINING_TODO } from './gradients.ts'
 import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
 import { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
@@ -85,8 +86,8 @@ export interface RlStepState {
  * - `loss/total`: the minimised loss (policy + beta KL - entropyCoef entropy);
  * - `actor/entropy`: mean entropy (nats) of the policy over trained tokens;
  * - `actor/kl_ref`: mean KL estimate to the reference (only with a reference model);
- * - `optim/grad_norm`: global gradient norm before clipping; `optim/skipped`: 1 when a
- *   non-finite norm skipped the update; `optim/lr`: the learning rate;
+ * - `optim/grad_norm`: global gradient norm before clipping; `optim/skipped`: 1 when no token
+ *   was trained (no update; a non-finite norm throws instead); `optim/lr`: the learning rate;
  * - `adv/mean/<task>`, `adv/std/<task>`: final advantages over the task's trained tokens;
  * - `reward/mean/<task>`: mean outcome reward (before shaping); `reward/mean`: over the batch;
  *   `reward/overlong_penalty`: mean shaping penalty (with `overlong`);
@@ -150,10 +151,12 @@ function tokenStats(
  * advantages from `computeBatchAdvantages`, `logp_theta` recomputed by `model` (teacher forcing),
  * the policy loss of `computePolicyLossGrpoTcr` against the recorded behavior log-probabilities,
  * `+ beta * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
- * then one optimizer step (AdamW clips the global gradient norm). A non-finite gradient norm
- * skips the update (`optim/skipped` 1) instead of corrupting the weights.
+ * then one optimizer step (AdamW clips the global gradient norm). A non-finite loss or gradient
+ * norm stops the step before the update (the weights stay as they were).
  * @returns the step's metrics (see `RlStepMetrics`).
- * @throws ShapeError / ConfigError on a bad batch or config (before any update).
+ * @throws ShapeError / ConfigError on a bad batch or config (before any update); NonFiniteError for
+ *   a NaN or infinite loss or gradient norm (naming the step, and for the norm the first parameter
+ *   whose gradient is not finite; nothing updated).
  */
 export async function rlStep(
   state: RlStepState,
@@ -276,8 +279,27 @@ export async function rlStep(
       }
     }
     metrics['loss/total'] = accumulator.loss
+    const step = state.version + 1
+    if (!Number.isFinite(accumulator.loss))
+      throw new NonFiniteError(
+        'loss',
+        `RL step ${step} (from weight version ${state.version})`,
+        step,
+        accumulator.loss,
+        TRAINING_TODO,
+      )
     // No trained token in the whole batch (every pass skipped): nothing to update.
     const { gradNorm, skipped } = await accumulator.apply(state.optimizer, state.lr)
+    if (!Number.isFinite(gradNorm)) {
+      const where = nonFiniteGradientText(await accumulator.nonFinite())
+      throw new NonFiniteError(
+        'gradient norm',
+        `RL step ${step} (from weight version ${state.version})${where}`,
+        step,
+        gradNorm,
+        TRAINING_TODO,
+      )
+    }
     metrics['optim/grad_norm'] = gradNorm
     metrics['optim/skipped'] = skipped ? 1 : 0
     metrics['optim/lr'] = state.lr

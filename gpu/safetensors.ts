@@ -1,6 +1,6 @@
 import type { FileHandle } from 'node:fs/promises'
 import { open } from 'node:fs/promises'
-import { CheckpointError } from './errors.ts'
+import { CheckpointError, NonFiniteWeightsError } from './errors.ts'
 
 /**
  * The safetensors file format (huggingface/safetensors, "Format" section of its README): an 8-byte
@@ -218,6 +218,37 @@ function toFloat32(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
     for (let i = 0; i < count; i++) bits[i] = view.getUint16(2 * i, true) << 16 // bf16 = the high half of a float32
   } else for (let i = 0; i < count; i++) out[i] = f16ToF32(view.getUint16(2 * i, true))
   return out
+}
+
+/**
+ * The NaN and infinite values of an array, in one pass: how many, and the index and value of the
+ * first; `undefined` when every value is finite.
+ */
+export function nonFiniteValues(
+  data: Float32Array,
+): { count: number; firstIndex: number; firstValue: number } | undefined {
+  let count = 0
+  let firstIndex = -1
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!
+    // v - v is 0 for every finite v, NaN for NaN and for either infinity
+    if (v - v !== 0) {
+      if (count === 0) firstIndex = i
+      count++
+    }
+  }
+  return count === 0 ? undefined : { count, firstIndex, firstValue: data[firstIndex]! }
+}
+
+/**
+ * Refuses a tensor with a NaN or an infinite value (a corrupt or diverged checkpoint would load and
+ * generate garbage without a word).
+ * @param file the file it was read from; name its name there.
+ * @throws NonFiniteWeightsError naming the file, the tensor, how many values and the first.
+ */
+export function assertFiniteTensor(file: string, name: string, data: Float32Array): void {
+  const bad = nonFiniteValues(data)
+  if (bad) throw new NonFiniteWeightsError(file, name, bad.count, bad.firstIndex, bad.firstValue)
 }
 
 /**

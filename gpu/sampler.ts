@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
-import { ConfigError, ShapeError } from './errors.ts'
+import { ConfigError, NonFiniteError, ShapeError } from './errors.ts'
 import { KvCache } from './kv-cache.ts'
 import { leftPad } from './left-pad.ts'
 import { createRng, type Rng } from './prng.ts'
@@ -99,11 +99,29 @@ export function pick(row: Float32Array, temperature: number, top_p: number, rng:
 }
 
 /**
+ * The error for a sampled token whose logprob is not finite: its row of logits held a NaN or a
+ * +Infinity, or only -Infinity (any of these makes the logprob `pick` returns NaN), so the token is
+ * garbage. A -Infinity among finite logits (a masked token) is fine.
+ * @param step the generated token's index (0 for the first); who which sequence, in words.
+ */
+export function nonFiniteLogits(step: number, who: string, logprob: number): NonFiniteError {
+  return new NonFiniteError(
+    'logits',
+    `generation step ${step} of ${who} (the sampled token's logprob)`,
+    step,
+    logprob,
+    "the model's weights or activations overflowed or are NaN: check the checkpoint (triad refuses NaN weights at load) or the fine-tuning that made it",
+  )
+}
+
+/**
  * Generates continuations of a batch of prompts.
  * @param prompts token ids of each prompt, `[promptLen_b]` each (lengths may differ), non-empty.
  * @returns one `Generation` per prompt, in order.
  * @throws ConfigError on bad settings; ShapeError on an empty prompt, an id outside the vocabulary
- *   or a prompt that leaves no room in the context.
+ *   or a prompt that leaves no room in the context; NonFiniteError when a step's logits hold a NaN
+ *   or a +Infinity (seen in the sampled token's logprob, which any such logit makes NaN: no extra
+ *   pass over the logits).
  */
 export async function generate(
   model: Transformer,
@@ -176,6 +194,7 @@ export async function generate(
           rng,
         )
         if (seq.done) continue
+        if (!Number.isFinite(logprob)) throw nonFiniteLogits(s, `sequence ${i}`, logprob)
         seq.tokens.push(token)
         seq.logprobs.push(logprob)
         ids[i * total + width + s] = token

@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs'
 import type { AdamW } from './adamw.ts'
 import type { RenderedChat } from './chat-template.ts'
-import { ConfigError, ShapeError } from './errors.ts'
-import { lossAndGrads } from './gradients.ts'
+import { ConfigError, NonFiniteError, ShapeError } from './errors.ts'
+import { lossAndGrads, nonFiniteGradients, nonFiniteGradientText, TRAINING_TODO } from './gradients.ts'
 import type { LrSchedule } from './lr-schedule.ts'
 import { createRng, shuffle } from './prng.ts'
 import type { SftWorkers } from './sft-workers.ts'
@@ -146,7 +146,9 @@ export interface SftLogRecord {
  * gradient of the token-mean loss over all of them (the same step as one batch holding them all).
  * @param batches one batch, or one per thread (this one first; at most `1 + workers.size`).
  * @returns the step's log record (with `epoch` 0; `trainSft` fills it in); `loss` and `lossTokens` over all batches.
- * @throws ConfigError when there are more batches than threads; SftWorkerError when a worker fails.
+ * @throws ConfigError when there are more batches than threads; SftWorkerError when a worker fails;
+ *   NonFiniteError, before the update, for a NaN or infinite loss or gradient norm (naming the step,
+ *   and for the norm the first parameter whose gradient is not finite).
  */
 export async function sftStep(
   model: Transformer,
@@ -193,7 +195,27 @@ export async function sftStep(
       tf.dispose(local.grads)
       grads = combined
     }
-    const info = await optimizer.step(grads, lr)
+    const step = optimizer.stepCount + 1
+    if (!Number.isFinite(loss))
+      throw new NonFiniteError('loss', `SFT step ${step}`, step, loss, TRAINING_TODO)
+    let info: Awaited<ReturnType<AdamW['step']>>
+    try {
+      info = await optimizer.step(grads, lr)
+    } catch (err) {
+      // AdamW refuses a non-finite norm before it updates anything
+      if (!(err instanceof ConfigError && err.field === 'grads')) throw err
+      const where = nonFiniteGradientText(await nonFiniteGradients(grads))
+      throw new NonFiniteError(
+        'gradient norm',
+        `SFT step ${step}${where}`,
+        step,
+        Number(err.value),
+        TRAINING_TODO,
+        {
+          cause: err,
+        },
+      )
+    }
     return {
       step: info.step,
       epoch: 0,

@@ -13,6 +13,14 @@ function loraOf(lora: NonNullable<ResolvedRecipe['model']['lora']>): LoraConfig 
   }
 }
 
+/** The recipe's explicit thread counts per role (`auto` left out); nothing when both are `auto`. */
+function threadsOf(threads: ResolvedRecipe['model']['threads']): Pick<NodeConfig, 'threads'> {
+  const out: NonNullable<NodeConfig['threads']> = {}
+  if (threads.learner !== 'auto') out.learner = threads.learner
+  if (threads.rollout !== 'auto') out.rollout = threads.rollout
+  return Object.keys(out).length ? { threads: out } : {}
+}
+
 /**
  * What every node of a run needs, derived from a resolved recipe. The learner acknowledges
  * trajectory groups only at its checkpoints, so it checkpoints at least every
@@ -27,6 +35,7 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
     runDir: dir.path,
     seed: recipe.seed,
     backend: recipe.model.backend === 'auto' ? undefined : recipe.model.backend,
+    ...threadsOf(recipe.model.threads),
     tokenizerMerges: recipe.model.merges,
     model: {
       layers: recipe.model.layers,

@@ -70,6 +70,25 @@ export const LoraSchema = z.strictObject({
   dropout: z.number().min(0).lt(1).default(0),
 })
 
+/** A role's native-engine threads: 1 to its machine's cores, or `auto`. */
+const RoleThreads = z.union([z.literal('auto'), int(1)])
+
+/**
+ * Threads of the native engine's pool (`chooseBackend`'s `threads`) in the learner's and in the
+ * rollout's process; the other backends do not take it. `auto` (the default): every core of the
+ * machine when the role runs alone there; where `triad run` starts both roles as two processes on
+ * its machine, they split its cores (the learner `ceil(cores / 2)`, the rollout the rest, at least
+ * 1 each); with both in one process (`--in-process`) they share one pool of every core (or of the
+ * larger count given). A count above the cores of the machine that runs the role is refused when
+ * the run starts. `TRIAD_THREADS` sets it for a process where the recipe says `auto`.
+ */
+export const ThreadsSchema = z.strictObject({
+  /** The learner's process (default `auto`). */
+  learner: RoleThreads.default('auto'),
+  /** The rollout's process: policy engines, reward model (default `auto`). */
+  rollout: RoleThreads.default('auto'),
+})
+
 /** The policy model (a decoder-only transformer; DESIGN.md "Policy model"). */
 export const ModelSchema = z.strictObject({
   /**
@@ -94,8 +113,10 @@ export const ModelSchema = z.strictObject({
    * 512: about 3 times fewer tokens per trajectory; 0 keeps bytes only).
    */
   merges: int(0).default(512),
-  /** Tensor backend: `auto` picks the best available (tfjs-node-gpu, tfjs-node, wasm, cpu). */
+  /** Tensor backend: `auto` picks the best available (native, tfjs-node-gpu, tfjs-node, wasm, cpu). */
   backend: z.union([z.literal('auto'), z.enum(BackendName)]).default('auto'),
+  /** Threads of the native engine in each role's process (see `ThreadsSchema`). */
+  threads: ThreadsSchema.prefault({}),
 })
 
 /** Cold-start SFT on expert trajectories that keep mistakes and recoveries (DemyAgent). */

@@ -2,6 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import {
   appendRunLog,
+  checkRoleThreads,
   connectNats,
   type EvalInstance,
   type EvalPaired,
@@ -27,6 +28,7 @@ import {
   type RunDir,
   readLatestCheckpoint,
   recordRunTransport,
+  roleThreadsEnv,
   type SupervisedProcess,
   startInProcessNodes,
   startMetricsSink,
@@ -135,6 +137,8 @@ export async function startRun(
   const maxSteps = options.sftOnly ? 0 : budget.maxSteps
   const budgetMs = options.sftOnly ? undefined : budget.maxMs
   const config = nodeConfigOf(recipe, dir, maxSteps)
+  // Both roles run on this machine, whatever the layout: a count above its cores ends it here.
+  checkRoleThreads(config.threads)
   let server: NatsServer | undefined
   let serverSupervision: NatsServerSupervision | undefined
   let url = options.nats
@@ -194,7 +198,7 @@ export async function startRun(
   // before the learner can prune it.
   const evaluations = options.sftOnly ? undefined : startPeriodicEvaluation(recipe, dir, maxSteps, log)
   const nodes = url
-    ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e))
+    ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e), config)
     : startInProcess(transport as InProcessTransport, config, dir, log)
 
   let timer: NodeJS.Timeout | undefined
@@ -289,6 +293,7 @@ function startProcesses(
   url: string,
   log: (line: string) => void,
   onEvent: (e: ProcessEvent) => void,
+  config: ReturnType<typeof nodeConfigOf>,
 ): RunNodes {
   const supervisor = new ProcessSupervisor()
   let gaveUp: (err: RoleGaveUpError) => void = () => {}
@@ -306,6 +311,8 @@ function startProcesses(
     configFile,
     nats: url,
     logsDir: dir.logsDir,
+    // two processes on this machine: each role left auto gets its share of the cores
+    env: roleThreadsEnv(config.threads),
   }) as Record<'learner' | 'rollout', SupervisedProcess>
   log(`learner pid ${learner.pid()}, rollout pid ${rollout.pid()}; logs in ${dir.logsDir}`)
   return {

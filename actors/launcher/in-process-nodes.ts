@@ -8,6 +8,7 @@ import { type ActorSystem, startActorSystem } from '../runtime/actor-system.ts'
 import type { InProcessTransport } from '../runtime/in-process-transport.ts'
 import { closeRoleLogger, createRoleLogger, infoLines } from '../runtime/role-logger.ts'
 import { RoleFailedError } from './errors.ts'
+import { inProcessThreads } from './role-threads.ts'
 
 /** Options of `startInProcessNodes`. */
 export interface InProcessNodeOptions {
@@ -41,15 +42,23 @@ export interface InProcessNodes {
  * (`actors/pipeline/in-process-trajectory-stream.ts`, `actors/weights/in-process-blobs.ts`). The
  * roles start at once, side by side, as two processes would; this function does not wait for them.
  *
+ * The native engine's threads: one pool for both roles, of the larger count `config.threads` gives,
+ * else `TRIAD_THREADS`, else every core (`inProcessThreads`); a count above the cores fails both
+ * roles with `RoleFailedError` (its cause a `ThreadCountError`).
+ *
  * What this layout does not have: process isolation (a role that fails, or an uncaught error, ends
  * the run instead of one restarted process), machines beyond this one, more than one core, and
  * observers outside the process (`triad monitor`, `triad status`).
  */
 export function startInProcessNodes(
   transport: InProcessTransport,
-  config: NodeConfig,
+  given: NodeConfig,
   options: InProcessNodeOptions,
 ): InProcessNodes {
+  // One pool of native threads serves both roles: each role's backend choice sets the same count.
+  const threads = inProcessThreads(given.threads)
+  const config: NodeConfig =
+    threads === undefined ? given : { ...given, threads: { learner: threads, rollout: threads } }
   const logs: Logger[] = []
   // Each role's lines as pino lines in its log file, as its own process would write them.
   const logTo = (role: string) => {
@@ -61,7 +70,7 @@ export function startInProcessNodes(
   system.onEscalate((e) => options.onEscalate?.(e.path, e.error))
   // The tensor backend is one per process: choose it once before the roles start (two first
   // initialisations of the wasm backend at the same time fail, and one role fell back to 'cpu').
-  const backend = chooseBackend({ backend: config.backend, log: () => {} })
+  const backend = chooseBackend({ backend: config.backend, threads, log: () => {} })
   const learnerLog = logTo('learner')
   const rolloutLog = logTo('rollout')
   const stopping = new AbortController()

@@ -39,3 +39,10 @@ export {
   STOP_GRACE_MS,
   type SupervisedProcess,
 } from './process-supervisor.ts'
+export {
+  checkRoleThreads,
+  inProcessThreads,
+  roleThreadsEnv,
+  splitCores,
+  type ThreadedRole,
+} from './role-threads.ts'

@@ -17,6 +17,8 @@ export interface NodeProcessOptions {
   nats: string
   /** Each process appends its output to `<logsDir>/<role>.log`. */
   logsDir: string
+  /** Variables added to a role's environment, by role (`roleThreadsEnv`: its share of the cores). */
+  env?: Readonly<Record<string, Readonly<Record<string, string>>>>
 }
 
 /**
@@ -47,6 +49,7 @@ export function startNodeProcesses(
         role,
       ],
       logFile: join(options.logsDir, `${role}.log`),
+      ...(options.env?.[role] ? { env: { ...options.env[role] } } : {}),
       restart: role === 'learner' ? 'transient' : 'permanent',
     })
   return out

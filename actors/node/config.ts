@@ -69,6 +69,13 @@ export interface NodeConfig {
   seed: number
   /** Compute backend to force (`wasm`, `cpu`, `tensorflow`...); the best available when absent. */
   backend?: string
+  /**
+   * Threads of the native engine's pool in each role's process (`chooseBackend`'s `threads`, 1 to
+   * the cores of the machine running it), as the recipe gives them (`model.threads`). A role left
+   * out is `auto`: `TRIAD_THREADS` of its process when set (the launcher sets it where both roles
+   * share a machine, `roleThreadsEnv`), else every core of its machine.
+   */
+  threads?: { learner?: number; rollout?: number }
   /** Byte-pair merges learned from the expert corpus on top of the byte-level tokenizer (0: bytes only). */
   tokenizerMerges?: number
   /**

@@ -202,7 +202,7 @@ async function startLearnerLoop(
   report: (values: Record<string, number>, step: number, axis?: MetricsAxis) => void,
   live: LearnerLive,
 ): Promise<{ done: Promise<void> }> {
-  const backend = await chooseBackend({ backend: config.backend, log })
+  const backend = await chooseBackend({ backend: config.backend, threads: config.threads?.learner, log })
   // The stream holds the buffer plus what the learner holds unacknowledged until its next
   // checkpoint (up to checkpointEvery steps of maxBatchGroups each); a smaller bound would deadlock.
   const p0 = config.pipeline

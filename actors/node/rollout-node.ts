@@ -231,7 +231,7 @@ export async function startRolloutNode(
   options: NodeOptions = {},
 ): Promise<NodeHandle> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[rollout] ${line}\n`))
-  await chooseBackend({ backend: config.backend, log })
+  await chooseBackend({ backend: config.backend, threads: config.threads?.rollout, log })
   // A pretrained policy: its base loaded once, shared by every engine; its own tokenizer and template.
   const pretrained = config.pretrained ? await loadPretrainedPolicy(config) : undefined
   const tokenizer = pretrained

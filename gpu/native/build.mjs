@@ -2,6 +2,8 @@
 // It never fails the install: on a failed build it writes the reason to build/status.json, and
 // the backend choice then skips `native` with that reason and falls back to wasm. Nothing is
 // downloaded: node-gyp builds against the Node headers npm is configured with (nodedir).
+// Then, where nvcc is found, the CUDA engine (gpu/native/cuda/build-cuda.mjs, a separate addon):
+// its outcome is status.json's `cuda` ({ok, reason, ...}) and it never affects the CPU engine's.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -11,9 +13,31 @@ import { fileURLToPath } from 'node:url'
 const here = path.dirname(fileURLToPath(import.meta.url))
 const statusFile = path.join(here, 'build', 'status.json')
 
-function writeStatus(status) {
+function writeStatus(status, cuda) {
   mkdirSync(path.dirname(statusFile), { recursive: true })
-  writeFileSync(statusFile, `${JSON.stringify({ ...status, at: new Date().toISOString() }, null, 2)}\n`)
+  writeFileSync(statusFile, `${JSON.stringify({ ...status, cuda, at: new Date().toISOString() }, null, 2)}\n`)
+}
+
+/** Builds the CUDA engine where nvcc is found (gpu/native/cuda); never throws. @returns its status. */
+async function buildCudaEngine(nodedir) {
+  let cuda
+  try {
+    const { buildCuda } = await import('./cuda/build-cuda.mjs')
+    cuda = buildCuda({ nodedir })
+  } catch (err) {
+    cuda = {
+      ok: false,
+      reason: `build script failed: ${String(err?.message ?? err)
+        .split('\n')[0]
+        .slice(0, 300)}`,
+    }
+  }
+  if (cuda.ok)
+    console.log(
+      `triad: CUDA kernels ${cuda.cached ? 'unchanged, kept' : `built in ${cuda.seconds} s`} (${cuda.archs}, nvcc ${cuda.nvcc})`,
+    )
+  else console.log(`triad: CUDA kernels not built: ${cuda.reason}`)
+  return cuda
 }
 
 function nodeGyp() {
@@ -37,13 +61,19 @@ function nodeGyp() {
 }
 
 if (process.env.TRIAD_NATIVE_SKIP_BUILD) {
-  writeStatus({ ok: false, reason: 'build skipped (TRIAD_NATIVE_SKIP_BUILD is set)' })
+  writeStatus(
+    { ok: false, reason: 'build skipped (TRIAD_NATIVE_SKIP_BUILD is set)' },
+    { ok: false, reason: 'build skipped (TRIAD_NATIVE_SKIP_BUILD is set)' },
+  )
   console.log('triad: native engine build skipped (TRIAD_NATIVE_SKIP_BUILD)')
   process.exit(0)
 }
 const gyp = nodeGyp()
 if (!gyp) {
-  writeStatus({ ok: false, reason: 'node-gyp not found (npm ships it; is npm installed with Node?)' })
+  writeStatus(
+    { ok: false, reason: 'node-gyp not found (npm ships it; is npm installed with Node?)' },
+    { ok: false, reason: 'not built: the CPU engine it extends was not (node-gyp not found)' },
+  )
   console.log('triad: native engine not built: node-gyp not found; tensors will run on wasm')
   process.exit(0)
 }
@@ -59,8 +89,8 @@ const started = Date.now()
 const run = spawnSync(process.execPath, args, { cwd: here, encoding: 'utf8', maxBuffer: 64 << 20 })
 const seconds = Number(((Date.now() - started) / 1000).toFixed(1))
 if (run.status === 0) {
-  writeStatus({ ok: true, seconds })
   console.log(`triad: native engine built in ${seconds} s`)
+  writeStatus({ ok: true, seconds }, await buildCudaEngine(nodedir))
 } else {
   const out = `${run.stdout ?? ''}\n${run.stderr ?? ''}`
   const line =
@@ -70,7 +100,10 @@ if (run.status === 0) {
       ?.trim() ??
     run.error?.message ??
     `node-gyp exited with ${run.status}`
-  writeStatus({ ok: false, reason: `build failed: ${line.slice(0, 300)}`, seconds })
+  writeStatus(
+    { ok: false, reason: `build failed: ${line.slice(0, 300)}`, seconds },
+    await buildCudaEngine(nodedir),
+  )
   writeFileSync(path.join(here, 'build', 'build.log'), out)
   console.log(
     `triad: native engine not built (${line.slice(0, 200)}); see gpu/native/build/build.log; tensors will run on wasm`,

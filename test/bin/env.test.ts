@@ -14,7 +14,6 @@ import {
 import { formatEnvWorkers, tryDifficulty } from '../../bin/commands/env.ts'
 import { CliError } from '../../bin/errors.ts'
 import {
-  chooseBackend,
   disposeTransformer,
   fullLoraConfig,
   initAdapters,
@@ -23,6 +22,7 @@ import {
   withAdapters,
 } from '../../gpu/index.ts'
 import { suiteNatsServer } from '../support/suite-nats-server.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 import { runTriad } from '../support/triad-process.ts'
 
@@ -75,14 +75,14 @@ describe('bin/env', () => {
     try {
       const hf = join(root, 'qwen3-tiny')
       await writeTinyQwen3(hf)
-      const args = ['--max-new-tokens', '6', '--context-length', '1024', '--backend', 'wasm', '--json']
+      const args = ['--max-new-tokens', '6', '--context-length', '1024', '--json']
       const r = await runTriad(['env', 'try', 'calc', '--policy', `model:${hf}`, ...args])
       assert.equal(r.code, 0, r.stderr)
       const t = JSON.parse(r.stdout) as { task: string; messages: { role: string }[]; status: string }
       assert.equal(t.task, 'calc')
       assert.ok(t.messages.some((m) => m.role === 'assistant'))
       // the same with adapters: a checkpoint of them names its base
-      await chooseBackend({ backend: 'wasm', log: () => {} })
+      await useTestBackend()
       const base = await loadHfModel(hf, { contextLength: 1024 })
       const adapted = withAdapters(
         base.model,

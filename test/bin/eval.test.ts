@@ -11,19 +11,11 @@ import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 import { runTriadInProcess } from '../support/triad-in-process.ts'
 import { runTriad } from '../support/triad-process.ts'
 
-/** One sample of one instance, at most 4 new tokens, seed 0, on wasm: a quick eval of a tiny checkpoint. */
-const QUICK_EVAL = [
-  '--k',
-  '1',
-  '--instances',
-  '1',
-  '--max-new-tokens',
-  '4',
-  '--seed',
-  '0',
-  '--backend',
-  'wasm',
-]
+/**
+ * One sample of one instance, at most 4 new tokens, seed 0: a quick eval of a tiny checkpoint, on
+ * the suite's backend (the child inherits TRIAD_BACKEND; test/support/test-backend.ts).
+ */
+const QUICK_EVAL = ['--k', '1', '--instances', '1', '--max-new-tokens', '4', '--seed', '0']
 
 /** A run directory with `recipe` as its recipe.json and a tiny checkpoint at learner step 4. */
 async function runWithCheckpoint(recipe: object): Promise<{ path: string; recipeFile: string }> {
@@ -146,18 +138,7 @@ describe('bin/eval - bad input', () => {
 
   it('eval RUN_DIR - a recipe.json that is not a valid recipe is an error when a setting is read from it', async () => {
     const run = await runWithCheckpoint({})
-    const r = await runTriad([
-      'eval',
-      run.path,
-      '--tasks',
-      'calc',
-      '--k',
-      '1',
-      '--instances',
-      '1',
-      '--backend',
-      'wasm',
-    ])
+    const r = await runTriad(['eval', run.path, '--tasks', 'calc', '--k', '1', '--instances', '1'])
     assert.equal(r.code, 1)
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
@@ -169,7 +150,7 @@ describe('bin/eval - bad input', () => {
   it('eval RUN_DIR - a recipe.json that is not JSON is an error when a setting is read from it', async () => {
     const run = await runWithCheckpoint(CALC_RECIPE)
     writeFileSync(run.recipeFile, '{not json')
-    const r = await runTriad(['eval', run.path, '--tasks', 'calc', '--backend', 'wasm'])
+    const r = await runTriad(['eval', run.path, '--tasks', 'calc'])
     assert.equal(r.code, 1)
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
@@ -179,7 +160,7 @@ describe('bin/eval - bad input', () => {
 
   it("eval RUN_DIR - --difficulty outside a level of the run's tasks is refused, naming the option", async () => {
     const run = await runWithCheckpoint(CALC_RECIPE)
-    const r = await runTriad(['eval', run.path, '--difficulty', '9', '--backend', 'wasm'])
+    const r = await runTriad(['eval', run.path, '--difficulty', '9'])
     assert.equal(r.code, 2)
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
@@ -237,7 +218,7 @@ describe('bin/eval - into a run directory', () => {
 
   it("eval RUN_DIR - options not given come from the run's recipe.json, and one line says which", async () => {
     const run = await runWithCheckpoint(CALC_RECIPE)
-    const r = await runTriad(['eval', run.path, '--backend', 'wasm', '--json'])
+    const r = await runTriad(['eval', run.path, '--json'])
     assert.equal(r.code, 0, r.stderr)
     assert.ok(
       r.stderr
@@ -269,7 +250,7 @@ describe('bin/eval - into a run directory', () => {
 
   it("eval RUN_DIR - options given on the command line win over the run's recipe", async () => {
     const run = await runWithCheckpoint(CALC_RECIPE)
-    const r = await runTriad(['eval', run.path, '--tasks', 'maze', '--k', '1', '--backend', 'wasm', '--json'])
+    const r = await runTriad(['eval', run.path, '--tasks', 'maze', '--k', '1', '--json'])
     assert.equal(r.code, 0, r.stderr)
     assert.ok(
       r.stderr

@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
-  chooseBackend,
   createTransformer,
   disposeTransformer,
   fullLoraConfig,
@@ -18,6 +17,7 @@ import {
 } from '../../gpu/index.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { referenceLogits } from '../support/hf-reference-forward.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 const spec: TestHfSpec = {
@@ -279,7 +279,7 @@ describe('bin/generate and bin/export', () => {
         /config\.json: lora\.targets="qkv_proj": is not a projection; valid targets: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj$/,
       ],
     ]
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     for (const [name, make, message] of cases) {
       const dir = await make(path.join(root, `bad-${name.replaceAll(' ', '-')}`))
       const out = path.join(root, `bad-${name.replaceAll(' ', '-')}-out`)

@@ -7,7 +7,6 @@ import OpenAI from 'openai'
 import { buildChatServer, type ChatServer } from '../../bin/serve/chat-server.ts'
 import {
   AdamW,
-  chooseBackend,
   createTransformer,
   disposeTransformer,
   generate,
@@ -23,6 +22,7 @@ import {
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { QWEN3_TOKENIZER_DIR } from '../support/qwen3-tokenizer.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
 import { runTriad, startTriad } from '../support/triad-process.ts'
 import { within } from '../support/within.ts'
@@ -54,7 +54,7 @@ describe('triad serve: OpenAI-compatible chat server', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'triad-serve-'))
     await writeTinyCheckpoint(join(dir, 'ckpt'), 1, 2048)
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     ckpt = await loadCheckpoint(join(dir, 'ckpt'))
     format = new TriadChatFormat(ckpt.tokenizer)
     server = buildChatServer({ model: ckpt.model, format, name: MODEL, bodyLimit: 2 ** 20 })
@@ -317,7 +317,7 @@ describe('triad serve: a model that answers with a tool call', () => {
   )
 
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     const call = {
       id: 'c0',
       type: 'function' as const,
@@ -376,7 +376,7 @@ describe('triad serve (the command)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'triad-serve-cli-'))
     const ckpt = join(dir, 'step-1')
     await writeTinyCheckpoint(ckpt, 1, 2048)
-    const p = startTriad(['serve', ckpt, '--port', '0', '--backend', 'wasm', '--served-model-name', 'mine'])
+    const p = startTriad(['serve', ckpt, '--port', '0', '--served-model-name', 'mine'])
     try {
       const m = await p.waitForText(/^serving mine at (http:\/\/127\.0\.0\.1:\d+)\/v1$/, 60_000)
       const out = await within(
@@ -428,16 +428,7 @@ describe('triad serve (the command)', () => {
     })
     for (const f of ['tokenizer.json', 'tokenizer_config.json'])
       await copyFile(join(QWEN3_TOKENIZER_DIR, f), join(dir, f))
-    const p = startTriad([
-      'serve',
-      dir,
-      '--port',
-      '0',
-      '--backend',
-      'wasm',
-      '--served-model-name',
-      'qwen-tiny',
-    ])
+    const p = startTriad(['serve', dir, '--port', '0', '--served-model-name', 'qwen-tiny'])
     try {
       const m = await p.waitForText(/^serving qwen-tiny at (http:\/\/127\.0\.0\.1:\d+)\/v1$/, 90_000)
       const client = new OpenAI({ baseURL: `${m[1]}/v1`, apiKey: 'unused', maxRetries: 0 })

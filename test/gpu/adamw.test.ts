@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { AdamW, ConfigError, chooseBackend, ShapeError } from '../../gpu/index.ts'
+import { AdamW, ConfigError, ShapeError } from '../../gpu/index.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 /** Plain-loop AdamW (PyTorch form) on one parameter, for comparison. */
 function reference(p: number[], grads: number[][], lr: number, wd: number, clip: number[]) {
@@ -24,7 +25,7 @@ function reference(p: number[], grads: number[][], lr: number, wd: number, clip:
 
 describe('gpu/adamw', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('adamw - matches a plain loop, with decay on matrices only', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   broadcastToTokens,
@@ -9,6 +9,7 @@ import {
   normalizeTaskAdvantages,
 } from '../../gpu/advantage.ts'
 import { ShapeError, UnknownVariantError } from '../../gpu/errors.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol: number) => {
   assert.equal(actual.length, expected.length)
@@ -32,6 +33,10 @@ function loopGrpo(rewards: number[], groups: number[], divide: boolean): number[
 }
 
 describe('gpu/advantage', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('grpo - a two-group batch gives the hand-worked advantages', () => {
     // group a: rewards 1, 0, 0, 0 -> mean 0.25, unbiased std sqrt(0.75 / 3) = 0.5
     // group b: rewards 2, 0, 1    -> mean 1,    unbiased std sqrt(2 / 2) = 1

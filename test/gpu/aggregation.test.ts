@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   AggregationMode,
@@ -9,6 +9,7 @@ import {
   getAggregator,
 } from '../../gpu/aggregation.ts'
 import { ShapeError, UnknownVariantError } from '../../gpu/errors.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 // Ragged lengths 4, 2, 1 and an empty row; masked-out entries hold junk that must not count.
 const loss = tf.tensor2d([
@@ -35,6 +36,10 @@ function loop(mode: AggregationMode, l: number[][], m: number[][]): number {
 }
 
 describe('gpu/aggregation', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('aggregation - token-mean on ragged lengths: (10 + 30 + 5) / 7', () => {
     assert.ok(Math.abs(aggregateTokenMean(loss, mask).dataSync()[0]! - 45 / 7) < 1e-6)
   })

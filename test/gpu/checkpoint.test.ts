@@ -19,6 +19,7 @@ import {
   Tokenizer,
   type TransformerConfig,
 } from '../../gpu/index.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const tokenizer = new Tokenizer()
 const config: TransformerConfig = {
@@ -35,12 +36,12 @@ describe('gpu/checkpoint', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'triad-ckpt-'))
   })
   after(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     await rm(dir, { recursive: true, force: true })
   })
 
   it('checkpoint - save then load gives identical weights, config and tokenizer', async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     const model = createTransformer(config, { seed: 42 })
     await saveCheckpoint(path.join(dir, 'a'), model, { tokenizer, metadata: { step: '3' } })
     const loaded = await loadCheckpoint(path.join(dir, 'a'))
@@ -58,7 +59,7 @@ describe('gpu/checkpoint', () => {
   })
 
   it('checkpoint - a tokenizer with merges is restored with them', async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     const text = 'Go west. Go east. Go west again.'
     const merged = learnTaskTokenizer([text, text], 6)
     const model = createTransformer({ ...config, vocabSize: merged.vocabSize }, { seed: 3 })
@@ -72,19 +73,19 @@ describe('gpu/checkpoint', () => {
     disposeTransformer(loaded.model)
   })
 
-  it('checkpoint - saved under wasm, loads under cpu with the same logits', async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+  it('checkpoint - saved under the test backend, loads under cpu with the same logits', async () => {
+    await useTestBackend()
     const model = createTransformer(config, { seed: 5 })
     const tokens = [[1, 2, 3, 200, 259]]
-    const wasmLogits = await forward(model, tf.tensor2d(tokens, [1, 5], 'int32')).data()
+    const savedLogits = await forward(model, tf.tensor2d(tokens, [1, 5], 'int32')).data()
     await saveCheckpoint(path.join(dir, 'b'), model, { tokenizer })
     disposeTransformer(model)
     await chooseBackend({ backend: 'cpu', log: () => {} })
     const loaded = await loadCheckpoint(path.join(dir, 'b'))
     const cpuLogits = await forward(loaded.model, tf.tensor2d(tokens, [1, 5], 'int32')).data()
-    for (let i = 0; i < wasmLogits.length; i++) assert.ok(Math.abs(wasmLogits[i]! - cpuLogits[i]!) < 1e-4)
+    for (let i = 0; i < savedLogits.length; i++) assert.ok(Math.abs(savedLogits[i]! - cpuLogits[i]!) < 1e-4)
     disposeTransformer(loaded.model)
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('checkpoint - weights go to and from a flat record', async () => {

@@ -6,7 +6,6 @@ import {
   type BatchRequestOptions,
   ConfigError,
   ContinuousBatcher,
-  chooseBackend,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -18,6 +17,7 @@ import {
   type TransformerConfig,
   tokenLogprobs,
 } from '../../gpu/index.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const config: TransformerConfig = { layers: 2, width: 16, heads: 2, contextLength: 32, vocabSize: 13 }
 const prompts = [[1, 2, 3, 4, 5, 6, 7], [8, 9], [3, 1, 4, 1, 5], [12], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4]]
@@ -63,7 +63,7 @@ describe('gpu/continuous-batching', () => {
   let model: Transformer
   let other: Transformer
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     model = spreadModel(7)
     other = spreadModel(21)
   })

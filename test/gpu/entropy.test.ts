@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { computeEntropyFromLogits } from '../../gpu/entropy.ts'
 import { ShapeError } from '../../gpu/errors.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 describe('gpu/entropy', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('entropy - uniform logits give log V, a peaked distribution nearly 0', () => {
     const h = computeEntropyFromLogits(
       tf.tensor3d([

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError, UnknownVariantError } from '../../gpu/errors.ts'
 import {
@@ -9,6 +9,7 @@ import {
   type GrpoTcrConfig,
   PolicyMetric,
 } from '../../gpu/grpo.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol: number) => {
   assert.equal(actual.length, expected.length)
@@ -44,6 +45,10 @@ const logProbs = tf.tensor2d([ratios.map((r, i) => Math.log(r) + behavior.arrayS
 const advantages = tf.tensor2d([advs])
 
 describe('gpu/grpo', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('grpo-tcr - hand-worked token losses, clip fractions and token-mean loss', () => {
     const tokens = computeTokenLossGrpoTcr({ logProbs, behaviorLogProbs: behavior, advantages, mask })
     close(tokens.dataSync().slice(0, 6), [-1.28, -1, 10, 0.8, 5, -0.5], 1e-5)

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { ShapeError, UnknownVariantError } from '../../gpu/errors.ts'
 import { computeKlK1, computeKlK2, computeKlK3, getKlEstimator } from '../../gpu/kl.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 describe('gpu/kl', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('kl - k3 is exactly 0 for equal log-probabilities and positive otherwise', () => {
     const lp = tf.tensor2d([[-0.1, -2, -7]])
     assert.deepEqual([...computeKlK3(lp, lp).dataSync()], [0, 0, 0])

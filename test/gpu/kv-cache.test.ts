@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { chooseBackend } from '../../gpu/backend.ts'
 import { KvCache, RaggedKvCache } from '../../gpu/kv-cache.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 /** `[rows*heads, steps, 1]` keys whose value is `base + column`, one head per row. */
 const keys = (rows: number, steps: number, base: number) =>
@@ -13,7 +13,7 @@ const keys = (rows: number, steps: number, base: number) =>
 
 describe('gpu/kv-cache', () => {
   before(async () => {
-    await chooseBackend({ backend: 'cpu', log: () => {} })
+    await useTestBackend()
   })
 
   it('kv-cache - a plain cache keeps no key mask while every token is real; alwaysMask keeps one', () => {

@@ -10,7 +10,6 @@ import {
   adapterShapes,
   CheckpointError,
   ConfigError,
-  chooseBackend,
   createTransformer,
   disposeTransformer,
   exportHf,
@@ -31,6 +30,7 @@ import {
   withAdapters,
 } from '../../gpu/index.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 /** A Qwen3-layout model: GQA, head size above width / heads, q/k norms; and Qwen2's q/k/v biases. */
 const SPEC: TestHfSpec = {
@@ -90,7 +90,7 @@ async function frozenWeights(model: Transformer): Promise<Record<string, Float32
 describe('gpu/lora', () => {
   let root: string
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     root = await mkdtemp(path.join(tmpdir(), 'triad-lora-'))
   })
   after(async () => {

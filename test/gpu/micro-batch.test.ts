@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { chooseBackend } from '../../gpu/backend.ts'
 import { GradientAccumulator, type RlOptimizer } from '../../gpu/micro-batch.ts'
 import { createTransformer, disposeTransformer, forward } from '../../gpu/transformer.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, mlpHidden: 32 }
 
@@ -27,7 +27,7 @@ const meanLogit = (model: ReturnType<typeof createTransformer>, rows: number[][]
 
 describe('gpu/micro-batch', () => {
   before(async () => {
-    await chooseBackend({ backend: 'cpu', log: () => {} })
+    await useTestBackend()
   })
 
   it('micro-batch - two halves weighted 1/2 give the gradient, loss and metrics of the whole batch', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { AdamW } from '../../gpu/adamw.ts'
 import { ConfigError, UnknownVariantError } from '../../gpu/errors.ts'
@@ -14,6 +14,7 @@ import {
 import type { RlBatch } from '../../gpu/rl-batch.ts'
 import { RL_STEP_DEFAULTS, rlStep } from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer } from '../../gpu/transformer.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 // A batch of 2 x 4: column 0 untrained, row 1's last token padding. The raw importance weights
 // w = exp(logp_prox - logp_behavior) of the trained tokens are 0.25, 1, 3 (row 0) and 8, 0.6 (row 1).
@@ -138,6 +139,10 @@ const cfg = (name: OffPolicyName, extra: Partial<OffPolicyConfig> = {}): OffPoli
 })
 
 describe('gpu/off-policy', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('off-policy - none: the ratio against the behavior policy, weight 1, no proximal pass, no metrics', () => {
     const { got } = matches(cfg('none'))
     assert.equal(got.needsProximal, false)
@@ -239,6 +244,10 @@ describe('gpu/off-policy', () => {
 })
 
 describe('gpu/rl-step with an off-policy correction', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, mlpHidden: 32 }
   /** Two rows whose behavior log-probabilities are far from the model's (stale tokens: w = exp(logp_prox + 4)). */
   function staleBatch(): RlBatch {

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError } from '../../gpu/errors.ts'
 import { computeOverlongPenalty, overlongPenalty, shapeOverlongRewards } from '../../gpu/overlong.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 describe('gpu/overlong', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('overlong - penalties at the edges of the three regions (L_max 10, L_buf 4)', () => {
     // |y| <= 6: 0; 6 < |y| <= 10: (6 - |y|) / 4; |y| > 10: -1
     const lengths = tf.tensor1d([0, 6, 7, 8, 9, 10, 11, 100], 'int32')

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { AdamW } from '../../gpu/adamw.ts'
 import { chooseBackend } from '../../gpu/backend.ts'
@@ -9,6 +9,7 @@ import { lengthBuckets } from '../../gpu/micro-batch.ts'
 import type { RlBatch } from '../../gpu/rl-batch.ts'
 import { RL_STEP_DEFAULTS, rlStep } from '../../gpu/rl-step.ts'
 import { createTransformer, disposeTransformer, forward, type Transformer } from '../../gpu/transformer.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, mlpHidden: 32 }
 
@@ -60,6 +61,10 @@ function rng(seed: number): () => number {
 }
 
 describe('gpu/rl-step', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('rl-step - one step raises the log-probability of positive-advantage tokens and lowers negative ones', async () => {
     const model = createTransformer(tiny, { seed: 1 })
     const rows = [
@@ -280,7 +285,7 @@ describe('gpu/rl-step', () => {
     }
     const cpu = await stepOn('cpu')
     const wasm = await stepOn('wasm')
-    await chooseBackend({ backend: 'cpu', log: () => {} })
+    await useTestBackend()
     for (const key of ['loss/total', 'optim/grad_norm', 'actor/entropy', 'policy/approx_kl']) {
       assert.ok(
         Math.abs(cpu.metrics[key]! - wasm.metrics[key]!) < 1e-4,

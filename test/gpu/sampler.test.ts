@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   ConfigError,
-  chooseBackend,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -14,6 +13,7 @@ import {
   type TransformerConfig,
   tokenLogprobs,
 } from '../../gpu/index.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const config: TransformerConfig = { layers: 2, width: 16, heads: 2, contextLength: 32, vocabSize: 13 }
 const prompts = [
@@ -35,7 +35,7 @@ async function referenceLogprobs(model: Transformer, seq: number[], from: number
 describe('gpu/sampler', () => {
   let model: Transformer
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     // A wider spread than the default init, so the distribution is far from uniform.
     const w = initWeights(config, 7)
     const rng = createRng(8)

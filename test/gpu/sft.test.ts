@@ -4,7 +4,6 @@ import * as tf from '@tensorflow/tfjs'
 import {
   AdamW,
   ConfigError,
-  chooseBackend,
   createTransformer,
   disposeTransformer,
   getWeights,
@@ -22,6 +21,7 @@ import {
   trainSft,
   warmupCosine,
 } from '../../gpu/index.ts'
+import { testBackendName, useTestBackend } from '../support/test-backend.ts'
 
 const ex = (ids: number[], mask: number[]): RenderedChat => ({
   ids: Int32Array.from(ids),
@@ -30,7 +30,7 @@ const ex = (ids: number[], mask: number[]): RenderedChat => ({
 
 describe('gpu/sft', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('sft - length bucketing packs sorted lengths, shifts targets and mask, pads right', () => {
@@ -173,7 +173,7 @@ describe('gpu/sft', () => {
     const parallel = createTransformer(config, { seed: 5 })
     const refOpt = new AdamW(reference.params)
     const parOpt = new AdamW(parallel.params)
-    const workers = await SftWorkers.start(1, parallel.config, 'wasm')
+    const workers = await SftWorkers.start(1, parallel.config, await testBackendName())
     try {
       for (let i = 0; i < 2; i++) {
         const r = await sftStep(reference, refOpt, joined[0]!, 1e-2)

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
-  chooseBackend,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -15,6 +14,7 @@ import {
   tokenLogprobs,
   tokenStatsAt,
 } from '../../gpu/index.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 /**
  * The pretrained-model features of the one transformer (grouped-query attention, a head size apart
@@ -48,7 +48,7 @@ function spread(seed: number): Record<string, Float32Array> {
 
 describe('gpu/transformer variants', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('parameters: biases start at 0, the untied head and q/k norms exist with their shapes', () => {

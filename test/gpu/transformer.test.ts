@@ -3,7 +3,6 @@ import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   ConfigError,
-  chooseBackend,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -14,6 +13,7 @@ import {
   type TransformerConfig,
   tokenLogprobs,
 } from '../../gpu/index.ts'
+import { useTestBackend } from '../support/test-backend.ts'
 
 const tiny: TransformerConfig = {
   layers: 2,
@@ -36,7 +36,7 @@ function spreadWeights(seed: number): Record<string, Float32Array> {
 
 describe('gpu/transformer', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('transformer - parameter count and shapes follow the config', () => {

@@ -27,7 +27,6 @@ const recipe = resolveTasks(
     name: 'pe',
     seed: 3,
     tasks: [{ name: 'calc', difficulty: { start: 2 } }],
-    model: { backend: 'wasm' },
     pipeline: { maxNewTokens: 4 },
     evaluation: { every: 2, k: 1, instancesPerTask: 1 },
   }),

@@ -4,7 +4,10 @@ import { join } from 'node:path'
 import { writeTinyCheckpoint } from './tiny-checkpoint.ts'
 import { startTriad } from './triad-process.ts'
 
-/** A tiny triad checkpoint behind `triad serve` (the real command, on wasm). */
+/**
+ * A tiny triad checkpoint behind `triad serve` (the real command, on the suite's backend: the child
+ * inherits TRIAD_BACKEND; test/support/test-backend.ts).
+ */
 export interface ServedCheckpoint {
   /** The server's base URL, `http://127.0.0.1:<port>/v1`. */
   base: string
@@ -22,7 +25,7 @@ export async function serveTinyCheckpoint(model = 'tiny'): Promise<ServedCheckpo
   const dir = await mkdtemp(join(tmpdir(), 'triad-served-'))
   const ckpt = join(dir, 'step-1')
   await writeTinyCheckpoint(ckpt, 1, 2048)
-  const p = startTriad(['serve', ckpt, '--port', '0', '--backend', 'wasm', '--served-model-name', model])
+  const p = startTriad(['serve', ckpt, '--port', '0', '--served-model-name', model])
   const m = await p.waitForText(/^serving \S+ at (http:\/\/127\.0\.0\.1:\d+\/v1)$/, 60_000)
   return {
     base: m[1]!,

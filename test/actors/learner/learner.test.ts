@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { after, describe, it } from 'node:test'
+import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { Learner, LearnerCheckpointError, type LearnerCore, latestCheckpoint } from '../../../actors/index.ts'
 import {
@@ -16,6 +16,7 @@ import {
   Tokenizer,
 } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const tokenizer = new Tokenizer(DEFAULT_TOKENIZER_SETTINGS)
 const config = {
@@ -65,6 +66,10 @@ after(async () => {
 })
 
 describe('actors/learner/learner', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('learner - steps advance the version, report metrics and checkpoint at the interval', async () => {
     const root = await tempDir()
     const learner = await Learner.create({

@@ -8,7 +8,6 @@ import {
   sftEpisodes,
 } from '../../../actors/node/cold-start.ts'
 import {
-  chooseBackend,
   createTransformer,
   disposeTransformer,
   loadJinjaChatFormat,
@@ -16,6 +15,7 @@ import {
   Tokenizer,
 } from '../../../gpu/index.ts'
 import { QWEN3_TOKENIZER_DIR } from '../../support/qwen3-tokenizer.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
 describe('actors/node/cold-start', () => {
@@ -55,7 +55,7 @@ describe('actors/node/cold-start', () => {
       const { kept, dropped } = sftEpisodes(corpus)
       assert.equal(dropped, 2)
       assert.deepEqual(kept, corpus.slice(0, 2))
-      await chooseBackend({ backend: 'wasm', log: () => {} })
+      await useTestBackend()
       const tokenizer = new Tokenizer()
       const model = createTransformer(
         { layers: 1, width: 16, heads: 2, contextLength: 384, vocabSize: tokenizer.vocabSize },

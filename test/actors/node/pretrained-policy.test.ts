@@ -4,13 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { before, describe, it } from 'node:test'
 import { adaptersFromCheckpoint, freshAdapters, loadPretrainedPolicy } from '../../../actors/index.ts'
-import {
-  CheckpointError,
-  chooseBackend,
-  disposeTransformer,
-  getWeights,
-  saveCheckpoint,
-} from '../../../gpu/index.ts'
+import { CheckpointError, disposeTransformer, getWeights, saveCheckpoint } from '../../../gpu/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 import { writeTinyQwen3 } from '../../support/tiny-qwen3.ts'
 
 /**
@@ -26,7 +21,7 @@ describe('actors/node/pretrained-policy', () => {
     pretrained: { dir, lora: { ...lora, targets: [...lora.targets] } },
   }
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     await writeTinyQwen3(dir)
   })
 

@@ -14,15 +14,10 @@ import {
 import { readSftDataset } from '../../../actors/node/sft-dataset.ts'
 import { writeTrajectoryFile } from '../../../bin/trajectories/trajectory-file.ts'
 import type { TrajectoryRow } from '../../../bin/trajectories/trajectory-rows.ts'
-import {
-  chooseBackend,
-  createTransformer,
-  disposeTransformer,
-  renderChat,
-  Tokenizer,
-} from '../../../gpu/index.ts'
+import { createTransformer, disposeTransformer, renderChat, Tokenizer } from '../../../gpu/index.ts'
 import type { ChatMessage, ToolSchema } from '../../../protocols/index.ts'
 import { builtinTaskCatalog, defineRecipe, nodeConfigOf, resolveTasks } from '../../../recipes/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
 const TOOLS: ToolSchema[] = [
@@ -189,7 +184,7 @@ describe('actors/node/sft-dataset', () => {
     const both = await sftTrainingEpisodes({ ...config, sft: { ...config.sft, experts: true } })
     assert.deepEqual(both.episodes, [...(await playExperts(config, 2)), ...episodes])
 
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     const model = createTransformer(
       { layers: 1, width: 16, heads: 2, contextLength: 256, vocabSize: tokenizer.vocabSize },
       { seed: 1 },

@@ -21,7 +21,6 @@ import {
   type WeightsAnnouncement,
 } from '../../../actors/index.ts'
 import {
-  chooseBackend,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -45,6 +44,7 @@ import {
   RemoteError,
   Subjects,
 } from '../../../protocols/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 import { within } from '../../support/within.ts'
 
 const config: TransformerConfig = { layers: 1, width: 16, heads: 2, contextLength: 48, vocabSize: 13 }
@@ -104,7 +104,7 @@ describe('actors/policy/engine - policy engines over NATS', () => {
       .then((m) => m.payload as Generated)
 
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     dir = mkdtempSync(path.join(tmpdir(), 'triad-engine-'))
     nats = await startNatsServer({ storeDir: dir, monitorPort: false })
     server = await connectNats({ servers: nats.url, run: RUN, role: 'policy', id: '0' })

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   judgementAccuracy,
@@ -12,6 +12,7 @@ import {
   TriadConfigError,
 } from '../../../actors/triad/index.ts'
 import { computeAdvantageGrpo } from '../../../gpu/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
   assert.equal(actual.length, expected.length)
@@ -31,6 +32,10 @@ const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.
 const off = { ...on, stepReward: { ...on.stepReward, enabled: false } }
 
 describe('actors/triad/policy-step-reward', () => {
+  before(async () => {
+    await useTestBackend()
+  })
+
   it('step labels - from step_good/<j>, 0 where the task gives none; accuracy over labelled steps', () => {
     assert.deepEqual(
       [...stepLabels({ turns: 3, metrics: { 'step_good/0': 1, 'step_good/2': 0 } })],

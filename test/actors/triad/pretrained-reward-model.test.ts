@@ -23,7 +23,6 @@ import {
 } from '../../../actors/index.ts'
 import {
   adapterShapes,
-  chooseBackend,
   disposeTransformer,
   fullLoraConfig,
   lastTokenLogits,
@@ -34,6 +33,7 @@ import {
 } from '../../../gpu/index.ts'
 import type { JudgeStep } from '../../../protocols/index.ts'
 import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 import { writeTinyQwen3 } from '../../support/tiny-qwen3.ts'
 
 /**
@@ -100,7 +100,7 @@ describe('actors/triad/reward-model on a pretrained model', () => {
   let base: PretrainedJudgeBase
   let root: string
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     root = mkdtempSync(join(tmpdir(), 'triad-hf-rm-'))
     const dir = join(root, 'tiny-qwen3')
     await writeTinyQwen3(dir, { contextLength: 1024 })

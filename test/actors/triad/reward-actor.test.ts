@@ -10,7 +10,6 @@ import {
   startActorSystem,
   startRewardModel,
 } from '../../../actors/index.ts'
-import { chooseBackend } from '../../../gpu/index.ts'
 import {
   ErrorCode,
   type JudgeStep,
@@ -21,6 +20,7 @@ import {
   RewardLoadWeights,
   Subjects,
 } from '../../../protocols/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const config = { layers: 1, width: 16, heads: 2, contextLength: 48, vocabSize: 264 }
 const step = (move: string): JudgeStep => ({
@@ -34,7 +34,7 @@ describe('actors/triad/reward-actor - reward.judge over NATS', () => {
   const system = startActorSystem({ name: 'reward-test' })
   let t: NatsTransport
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     t = await connectNats({ servers: '127.0.0.1:4222', run, role: 'test', id: '0' })
   })
   after(async () => {

@@ -10,9 +10,10 @@ import {
   saveRewardModelCheckpoint,
   TRIAD_SWITCHES_DEFAULTS,
 } from '../../../actors/index.ts'
-import { chooseBackend, Tokenizer } from '../../../gpu/index.ts'
+import { Tokenizer } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const switches = {
   ...TRIAD_SWITCHES_DEFAULTS,
@@ -45,7 +46,7 @@ const sameArrays = (a: Record<string, Float32Array>, b: Record<string, Float32Ar
 
 describe('actors/triad/reward-model-checkpoint', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('reward-model-checkpoint - a saved reward model loads back: weights, AdamW moments and update count', async () => {

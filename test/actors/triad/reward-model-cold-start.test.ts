@@ -15,14 +15,9 @@ import {
 } from '../../../actors/node/index.ts'
 import { runSeeds } from '../../../actors/runtime/index.ts'
 import { RewardModel } from '../../../actors/triad/index.ts'
-import {
-  chooseBackend,
-  createTransformer,
-  disposeTransformer,
-  getWeights,
-  Tokenizer,
-} from '../../../gpu/index.ts'
+import { createTransformer, disposeTransformer, getWeights, Tokenizer } from '../../../gpu/index.ts'
 import { defineRecipe, nodeConfigOf, resolveTasks } from '../../../recipes/index.ts'
+import { testBackendName, useTestBackend } from '../../support/test-backend.ts'
 
 const run = { seed: 3, tasks: [{ name: 'calc', weight: 1, difficulty: 1 }] }
 const sft: RewardModelSftConfig = {
@@ -48,7 +43,7 @@ const modelConfig = {
 describe('actors/triad/reward-model-cold-start', () => {
   const dir = mkdtempSync(join(tmpdir(), 'triad-rm-sft-'))
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
   after(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -120,8 +115,12 @@ describe('actors/triad/reward-model-cold-start', () => {
     const b = new RewardModel({ config: modelConfig, seed: 10 })
     try {
       await rewardModelColdStart(a, run, sft, (r) => single.push(r.lossTokens))
-      const report = await rewardModelColdStart(b, { ...run, sft: { threads: 2 } }, sft, (r) =>
-        parallel.push(r.lossTokens),
+      const report = await rewardModelColdStart(
+        b,
+        { ...run, sft: { threads: 2 } },
+        sft,
+        (r) => parallel.push(r.lossTokens),
+        await testBackendName(),
       )
       assert.equal(report.steps, 12)
       assert.equal(parallel.length, 12)
@@ -153,7 +152,14 @@ describe('actors/triad/reward-model-cold-start', () => {
       assert.ok(a.every((s) => s.step.task === 'calc' && s.step.step.role === 'assistant'))
       const rm = new RewardModel({ config: modelConfig, seed: 10 })
       try {
-        const withPolicy = await rewardModelColdStart(rm, run, own, undefined, 'wasm', policy)
+        const withPolicy = await rewardModelColdStart(
+          rm,
+          run,
+          own,
+          undefined,
+          await testBackendName(),
+          policy,
+        )
         assert.equal(withPolicy.policySteps, a.length)
         assert.equal(
           withPolicy.trainGood + withPolicy.trainBad,
@@ -177,7 +183,7 @@ describe('actors/triad/reward-model-cold-start', () => {
           run,
           { ...own, policyTrajectoriesPerTask: 0 },
           undefined,
-          'wasm',
+          await testBackendName(),
           policy,
         )
         assert.equal(without.policySteps, 0)

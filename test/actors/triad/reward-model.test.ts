@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { RewardModel, RewardModelConfigError, verdictOf } from '../../../actors/triad/index.ts'
-import { chooseBackend, ShapeError, tokenLogprobs } from '../../../gpu/index.ts'
+import { ShapeError, tokenLogprobs } from '../../../gpu/index.ts'
 import type { JudgeStep } from '../../../protocols/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const config = { layers: 1, width: 16, heads: 2, contextLength: 64, vocabSize: 264 }
 const step = (goal: string, move: string): JudgeStep => ({
@@ -16,7 +17,7 @@ const steps = [step('N', 'N'), step('S', 'E'), step('W', 'W')]
 describe('actors/triad/reward-model', () => {
   let rm: RewardModel
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
     rm = new RewardModel({ config, seed: 3, prompt: { system: () => 'judge' } })
   })
   after(() => rm.dispose())

@@ -8,7 +8,8 @@ import {
   TRIAD_SWITCHES_DEFAULTS,
   trainRewardModelStep,
 } from '../../../actors/triad/index.ts'
-import { AdamW, ConfigError, chooseBackend, REWARD_MODEL_STEP_DEFAULTS } from '../../../gpu/index.ts'
+import { AdamW, ConfigError, REWARD_MODEL_STEP_DEFAULTS } from '../../../gpu/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 import { compassBatch, compassEvalSet } from './synthetic-steps.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
@@ -22,7 +23,7 @@ const prompt = { system: () => 'j' }
 
 describe('actors/triad/reward-training', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('batch - verdict tokens with their logprobs, consistency rewards z-scored per step as advantages', () => {

@@ -13,8 +13,8 @@ import {
   startRewardModel,
   TRIAD_SWITCHES_DEFAULTS,
 } from '../../../actors/index.ts'
-import { chooseBackend } from '../../../gpu/index.ts'
 import { Subjects } from '../../../protocols/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const run = 'stepjudge'
 const m = 3
@@ -23,7 +23,7 @@ describe('actors/triad/step-judge - judging real maze episodes against their ste
   const system = startActorSystem({ name: 'step-judge-test' })
   const transport = new InProcessTransport()
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
   after(async () => {
     await system.stop()

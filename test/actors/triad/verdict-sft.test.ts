@@ -12,7 +12,8 @@ import {
   verdictAccuracy,
   verdictSftExample,
 } from '../../../actors/triad/index.ts'
-import { chooseBackend, createRng, getWeights, Tokenizer } from '../../../gpu/index.ts'
+import { createRng, getWeights, Tokenizer } from '../../../gpu/index.ts'
+import { useTestBackend } from '../../support/test-backend.ts'
 
 const MOVES = ['N', 'E', 'S', 'W'] as const
 const FILLER = ['calm', 'dark', 'wide', 'cold', 'tall', 'soft', 'loud', 'pale']
@@ -41,7 +42,7 @@ const set = (n: number, seed: number) => {
 
 describe('actors/triad/verdict-sft', () => {
   before(async () => {
-    await chooseBackend({ backend: 'wasm', log: () => {} })
+    await useTestBackend()
   })
 
   it('verdict-sft - an example is the judge prompt then the verdict token, with the loss mask on the verdict only', () => {
