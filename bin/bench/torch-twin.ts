@@ -12,7 +12,6 @@ import { existsSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import * as tf from '@tensorflow/tfjs'
 import {
   type BackendChoice,
   BackendName,
@@ -161,25 +160,20 @@ export interface BenchThreads {
 
 /**
  * Chooses the tensor backend of a benchmark (`backend` forces one, else `TRIAD_BACKEND`, else the
- * best available) and its thread count (`threads`, default every core): the native engine's pool
- * (the active backend's `addon`) is set to it; the wasm backend runs one thread under Node (its threaded build needs a browser's
- * cross-origin isolation); tfjs-node's own pool and the pure-JS cpu backend are left as they are.
+ * best available) and its thread count (`threads`, default every core), which `chooseBackend`
+ * sets on the native engine's pool; the wasm backend runs one thread under Node (its threaded
+ * build needs a browser's cross-origin isolation) and the pure-JS cpu backend one; tfjs-node
+ * sizes its own pool. The twin is given the backend's count.
+ * @throws ThreadCountError (from `chooseBackend`) for more threads than cores.
  */
 export async function benchBackend(options: {
   backend?: string
   threads?: number
 }): Promise<{ choice: BackendChoice; threads: BenchThreads }> {
-  const choice = await chooseBackend({ backend: options.backend, log: () => {} })
+  const choice = await chooseBackend({ backend: options.backend, threads: options.threads, log: () => {} })
   const requested = options.threads ?? os.availableParallelism()
   process.stderr.write(`triad: tensor backend ${choice.name}${choice.forced ? ' (forced)' : ''}\n`)
-  // the native engine's backends (gpu/native-backend.ts, and those built on it) hold the addon
-  const { addon } = tf.backend() as unknown as {
-    addon?: { setThreads(n: number): void; info(): { threads: number } }
-  }
-  if (addon && typeof addon.setThreads === 'function') {
-    addon.setThreads(requested)
-    return { choice, threads: { requested, backend: addon.info().threads } }
-  }
+  if (choice.threads !== undefined) return { choice, threads: { requested, backend: choice.threads } }
   if (choice.name === BackendName.Wasm || choice.name === BackendName.Cpu)
     return {
       choice,

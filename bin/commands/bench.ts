@@ -1,3 +1,4 @@
+import os from 'node:os'
 import { type Command, InvalidArgumentError } from 'commander'
 import { BackendName } from '../../gpu/index.ts'
 import { UsageError } from '../errors.ts'
@@ -57,7 +58,7 @@ export function registerBench(program: Command): void {
     .option(
       '--threads <n>',
       'model, rl-step, hf-model: threads of the kernels and of the PyTorch twin (default: every core)',
-      integerOption({ min: 1 }),
+      integerOption({ min: 1, max: os.availableParallelism() }),
     )
     .option(
       '--torch <python>',

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import os from 'node:os'
 import { describe, it } from 'node:test'
 import { findTorchPython } from '../../bin/bench/torch-twin.ts'
 import { BackendName } from '../../gpu/index.ts'
@@ -65,11 +66,15 @@ describe('bin/commands/bench', () => {
     const cases: [string[], string][] = [
       [
         ['bench', 'rl-step', '--threads', '0'],
-        "error: option '--threads <n>' argument '0' is invalid. Expected an integer >= 1.",
+        `error: option '--threads <n>' argument '0' is invalid. Expected an integer in 1..${os.availableParallelism()}.`,
       ],
       [
         ['bench', 'model', '--threads', 'many'],
-        "error: option '--threads <n>' argument 'many' is invalid. Expected an integer >= 1.",
+        `error: option '--threads <n>' argument 'many' is invalid. Expected an integer in 1..${os.availableParallelism()}.`,
+      ],
+      [
+        ['bench', 'rl-step', '--threads', String(os.availableParallelism() + 1)],
+        `error: option '--threads <n>' argument '${os.availableParallelism() + 1}' is invalid. Expected an integer in 1..${os.availableParallelism()}.`,
       ],
       [
         ['bench', 'hf-model', '--backend', 'tpu'],
