@@ -821,7 +821,6 @@ export function tokenLogprobs(
       attentionMask: options.attentionMask,
       positions: options.positions,
     })
-    const vocab = model.config.vocabSize
     let logits: tf.Tensor2D = projectOut(model, h) // h W^T, [b*t, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
     const picked = tokenLogprob(logits, tf.reshape(targets.toInt(), [b * t]) as tf.Tensor1D) // z_y - logsumexp(z)
@@ -872,7 +871,6 @@ export function tokenStatsAt(
     })
     const rows = tf.tensor1d(positions, 'int32')
     const n = positions.length
-    const vocab = model.config.vocabSize
     let logits: tf.Tensor2D = projectOut(model, tf.gather(h, rows)) // [n, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
     const wanted = tf.gather(tf.reshape(targets.toInt(), [b * t]), rows) as tf.Tensor1D

@@ -106,8 +106,7 @@ describe('gpu/native numerics', () => {
     assert.ok(wasm.sft[2]!.loss < wasm.sft[0]!.loss, 'SFT lowers the loss (the steps did something)')
     assert.equal(wasm.ids.length, 8)
     assert.deepEqual(native.ids, wasm.ids)
-    wasm.logprobs.forEach((w, i) =>
-      assert.ok(Math.abs(w - native.logprobs[i]!) <= 1e-4, `logprob ${i}: ${w} vs ${native.logprobs[i]}`),
-    )
+    for (const [i, w] of wasm.logprobs.entries())
+      assert.ok(Math.abs(w - native.logprobs[i]!) <= 1e-4, `logprob ${i}: ${w} vs ${native.logprobs[i]}`)
   })
 })
