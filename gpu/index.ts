@@ -31,7 +31,9 @@
  *   config.json, tokenizer.json); `getWeights(model)` / `setWeights(model, record)` move weights as
  *   `Record<string, Float32Array>`; `encodeSafetensors` / `decodeSafetensors` for bytes.
  * - `loadHfModel(dir)`: a Hugging Face directory (Llama, Qwen2, Qwen3; sharded safetensors; BF16,
- *   F16, F32) as the same `Transformer`; `exportHf(checkpointDir, outDir)` writes one back.
+ *   F16, F32) as the same `Transformer`; `exportHf(checkpointDir, outDir)` writes one back;
+ *   `writeTinyQwen3(dir)` writes a tiny random one in Qwen3's layout with the real Qwen3 tokenizer
+ *   (`triad model tiny`), `writeRandomHfCheckpoint(dir, spec)` one of any size and architecture.
  */
 
 export { AdamW, type AdamWConfig } from './adamw.ts'
@@ -124,7 +126,14 @@ export {
   readHfModelConfig,
   readHfModelWeights,
 } from './hf-model.ts'
+export {
+  type RandomHfArchitecture,
+  type RandomHfModel,
+  type RandomHfSpec,
+  writeRandomHfCheckpoint,
+} from './hf-random-checkpoint.ts'
 export { hfTensorShapes } from './hf-tensors.ts'
+export { QWEN3_VOCAB_ROWS, type TinyQwen3Options, writeTinyQwen3 } from './hf-tiny-qwen3.ts'
 export { JinjaChatFormat, loadJinjaChatFormat } from './jinja-chat-format.ts'
 export { computeKlK1, computeKlK2, computeKlK3, getKlEstimator, KlEstimatorName } from './kl.ts'
 export { KvCache, RaggedKvCache } from './kv-cache.ts'
@@ -157,6 +166,7 @@ export { avgAtK, passAtK, passAtKOver } from './pass-at-k.ts'
 export { type CheckpointPolicy, loadChatFormatOf, loadCheckpointPolicy } from './policy-checkpoint.ts'
 export { loadPretrainedTokenizer } from './pretrained-tokenizer.ts'
 export { createRng, type Rng, shuffle } from './prng.ts'
+export { QWEN3_TOKENIZER_DIR, QWEN3_TOKENIZER_FILES } from './qwen3-tokenizer-files.ts'
 export {
   REWARD_MODEL_STEP_DEFAULTS,
   type RewardModelBatch,
