@@ -9,6 +9,7 @@ import { registerEval } from './commands/eval.ts'
 import { registerExport } from './commands/export.ts'
 import { registerGenerate } from './commands/generate.ts'
 import { registerMetrics } from './commands/metrics.ts'
+import { registerModel } from './commands/model.ts'
 import { registerMonitor } from './commands/monitor.ts'
 import { registerReport } from './commands/report.ts'
 import { registerRun } from './commands/run.ts'
@@ -41,6 +42,7 @@ registerEval(program)
 registerGenerate(program)
 registerServe(program)
 registerExport(program)
+registerModel(program)
 
 registerWorker(program)
 

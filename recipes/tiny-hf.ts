@@ -3,11 +3,15 @@
  * through the model's own chat template, RL steps whose weight versions are the adapters alone,
  * evaluation of the SFT and the last checkpoint) and the whole dynamic triad on it: the reward
  * model is its own adapters on the same base, cold-started on labelled steps, judging every step
- * through the model's template and trained by consistency beside the policy. For the end-to-end test, on the tiny random
- * Qwen3-layout model it writes (`test/support/tiny-qwen3.ts`); it does not learn. The model
- * directory comes from `TRIAD_TINY_HF_DIR`:
+ * through the model's template and trained by consistency beside the policy. It runs on the tiny
+ * random Qwen3-layout checkpoint (`gpu/hf-tiny-qwen3.ts`: Qwen3's layout, vocabulary, tokenizer and
+ * chat template at width 16), which `triad model tiny` writes; it does not learn, and it is the
+ * end-to-end test's recipe. The model directory is `models/tiny-qwen3`, or `TRIAD_TINY_HF_DIR`:
  *
- *   TRIAD_TINY_HF_DIR=/tmp/tiny-qwen3 triad run recipes/tiny-hf.ts
+ *   triad model tiny models/tiny-qwen3
+ *   triad run recipes/tiny-hf.ts
+ *
+ *   triad model tiny /tmp/tiny-qwen3 && TRIAD_TINY_HF_DIR=/tmp/tiny-qwen3 triad run recipes/tiny-hf.ts
  */
 import { defineRecipe } from './define-recipe.ts'
 import type { RecipeInput } from './recipe-schema.ts'
