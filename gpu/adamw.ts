@@ -12,13 +12,19 @@ export interface AdamWConfig {
   eps?: number
   /** Decoupled weight decay coefficient; default 0.01. */
   weightDecay?: number
-  /** Clip the global gradient L2 norm to this; default 1.0 (DESIGN.md); `Infinity` for none. */
+  /**
+   * Clip the global gradient L2 norm to this; default 1.0 (docs/design.md#algorithms); `Infinity`
+   * for none.
+   */
   gradClip?: number
   /** Whether a parameter is decayed; default every parameter of rank >= 2 (not norms). */
   decay?: (name: string, variable: tf.Variable) => boolean
 }
 
-/** The settings `AdamW` takes when its config leaves them out (DESIGN.md: global grad-norm clip 1.0). */
+/**
+ * The settings `AdamW` takes when its config leaves them out (docs/design.md#algorithms: global
+ * grad-norm clip 1.0).
+ */
 export const ADAMW_DEFAULTS = Object.freeze({
   beta1: 0.9,
   beta2: 0.95,

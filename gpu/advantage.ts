@@ -3,7 +3,7 @@ import { ShapeError } from './errors.ts'
 import { defineRegistry, lookupVariant } from './registry.ts'
 import { assertMatrix, assertShape } from './shape.ts'
 
-/** The epsilon added to every standard deviation before dividing (DESIGN.md, Algorithms). */
+/** The epsilon added to every standard deviation before dividing (docs/design.md#algorithms). */
 export const ADVANTAGE_EPS = 1e-6
 
 /**

@@ -4,9 +4,10 @@ import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
 import { checkBatch, type RlBatch } from './rl-batch.ts'
 
 /**
- * The advantage pipeline of an RL batch (DESIGN.md, Algorithms): outcome rewards, plus the overlong
- * penalty (DemyAgent), become group advantages (GRPO) broadcast to the trained tokens, or the
- * batch's own step advantages (RLAnything) are taken, then task advantage normalization (AgentRL).
+ * The advantage pipeline of an RL batch (docs/design.md#algorithms): outcome rewards, plus the
+ * overlong penalty (DemyAgent), become group advantages (GRPO) broadcast to the trained tokens, or
+ * the batch's own step advantages (RLAnything) are taken, then task advantage normalization
+ * (AgentRL).
  */
 
 /** The settings of the advantage pipeline (the fields of `RlStepConfig` it reads). */

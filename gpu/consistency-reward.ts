@@ -3,13 +3,13 @@ import { ConfigError } from './errors.ts'
 import { meanJudgement } from './step-reward.ts'
 
 /**
- * The reward model's own reward (RLAnything, arXiv 2602.02488, consistency feedback; DESIGN.md,
- * Algorithms): a judgement `S_l` of a step gets `(O + mean S) * S_l`, where O is the signed outcome
- * of the episode in [-1, +1] (`signedOutcome`) and `mean S` the mean of that step's parseable
- * judgements; a judgement that cannot be parsed gets a fixed penalty; the m rewards of one step are
- * then z-scored across its judgements. The sign matters: with O in {0, 1} a failed episode
- * (O = 0) rewards only agreement with the majority, `mean S * S_l`, and carries no label signal;
- * with O = -1 it rewards the judgements that call its steps bad.
+ * The reward model's own reward (RLAnything, arXiv 2602.02488, consistency feedback;
+ * docs/design.md#algorithms): a judgement `S_l` of a step gets `(O + mean S) * S_l`, where O is the
+ * signed outcome of the episode in [-1, +1] (`signedOutcome`) and `mean S` the mean of that step's
+ * parseable judgements; a judgement that cannot be parsed gets a fixed penalty; the m rewards of
+ * one step are then z-scored across its judgements. The sign matters: with O in {0, 1} a failed
+ * episode (O = 0) rewards only agreement with the majority, `mean S * S_l`, and carries no label
+ * signal; with O = -1 it rewards the judgements that call its steps bad.
  */
 
 /**
@@ -53,7 +53,7 @@ export interface ConsistencyRewards {
 }
 
 /**
- * Consistency rewards of the m judgements of one step (RLAnything; DESIGN.md):
+ * Consistency rewards of the m judgements of one step (RLAnything; docs/design.md#algorithms):
  * `r_l = (O + mean S) * S_l` for a parseable `S_l`, `r_l = penalty` otherwise; then
  * `A_l = (r_l - mean r) / (std r + eps)` with the unbiased (n - 1) std, as the GRPO group advantage.
  * `mean S` is over the parseable judgements only (0 when none parse).

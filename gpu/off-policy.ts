@@ -4,7 +4,7 @@ import { defineRegistry, lookupVariant } from './registry.ts'
 import { assertMatrix, assertShape } from './shape.ts'
 
 /**
- * Off-policy correction for stale tokens (DESIGN.md, Algorithms). Tokens reach the learner from
+ * Off-policy correction for stale tokens (docs/design.md#algorithms). Tokens reach the learner from
  * engines whose weights are up to `stalenessBound` versions old (and, with cross-policy sampling,
  * from stale engines), so the behavior policy that sampled a token is not the learner's policy. A
  * correction chooses what the PPO ratio is taken against (its anchor) and a per-token weight that
@@ -14,7 +14,8 @@ import { assertMatrix, assertShape } from './shape.ts'
  * - `none`: anchor `logp_behavior`, weight 1 (no proximal pass);
  * - `decoupled` (AReaL, Fu et al., arXiv 2505.24298, eq. 5, decoupled PPO): anchor `logp_prox`, so
  *   the ratio `exp(logp_theta - logp_prox)` is clipped around the proximal policy; weight
- *   `min(w, cap)` per token (DESIGN.md's cap; AReaL's code drops tokens above its cap instead);
+ *   `min(w, cap)` per token (the cap of docs/design.md#algorithms; AReaL's code drops tokens
+ *   above its cap instead);
  * - `tis` (truncated importance sampling, Yao et al. 2025, "Your efficient RL framework secretly
  *   brings you off-policy RL training"): anchor `logp_prox`; weight `min(w, cap)` per token, or per
  *   sequence `min(exp(sum_t m_t (logp_prox - logp_behavior)), cap)` broadcast to its tokens
@@ -146,7 +147,10 @@ function stats(w: tf.Tensor2D, m: tf.Tensor2D, capped: tf.Tensor2D, masked: tf.T
   }
 }
 
-/** `none`: the ratio against the behavior policy, no weight (GRPO-TCR as DESIGN.md defines it). */
+/**
+ * `none`: the ratio against the behavior policy, no weight (GRPO-TCR as docs/design.md#algorithms
+ * defines it).
+ */
 export const offPolicyNone: OffPolicyCorrection = {
   needsProximal: false,
   apply(input) {

@@ -6,13 +6,13 @@ import { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
 import { hiddenStates, outputWeight, type Transformer } from './transformer.ts'
 
 /**
- * The reward model's consistency update (RLAnything, arXiv 2602.02488; DESIGN.md, Dynamic triad):
- * each sampled verdict token is a one-token "response" to its judge prompt, its advantage the
- * consistency reward `(O + mean S) * S_l` z-scored across the m judgements of the step. The
- * policy's GRPO-TCR loss (`computePolicyLossGrpoTcr`) trains it on a `[steps, m]` matrix: row j
- * holds the m verdict tokens of step j, which all follow the same prompt, so one forward pass per
- * prompt gives `logp_theta` of all m (m times less work than m copies of the prompt). The micro-batch
- * accumulation and the optimizer step are the RL step's (`GradientAccumulator`).
+ * The reward model's consistency update (RLAnything, arXiv 2602.02488; docs/design.md#algorithms,
+ * dynamic triad): each sampled verdict token is a one-token "response" to its judge prompt, its
+ * advantage the consistency reward `(O + mean S) * S_l` z-scored across the m judgements of the
+ * step. The policy's GRPO-TCR loss (`computePolicyLossGrpoTcr`) trains it on a `[steps, m]` matrix:
+ * row j holds the m verdict tokens of step j, which all follow the same prompt, so one forward pass
+ * per prompt gives `logp_theta` of all m (m times less work than m copies of the prompt). The
+ * micro-batch accumulation and the optimizer step are the RL step's (`GradientAccumulator`).
  */
 
 /** The reward model's training batch; matrices are `[steps, m]` row-major. */

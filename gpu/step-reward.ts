@@ -2,11 +2,11 @@ import { ADVANTAGE_EPS } from './advantage.ts'
 import { ConfigError, ShapeError } from './errors.ts'
 
 /**
- * RLAnything's integrated policy reward (arXiv 2602.02488, "dynamic triad"; DESIGN.md, Algorithms):
- * each assistant step j of a trajectory gets `R_j = O + lambda * mean_l S_jl` from the outcome O
- * and the m reward-model judgements `S_jl` of that step; the rewards are z-scored per step index
- * across the rollouts of one task instance (the G samples of a group, as GRPO) and become the
- * token-level advantages of the step's tokens.
+ * RLAnything's integrated policy reward (arXiv 2602.02488, "dynamic triad";
+ * docs/design.md#algorithms): each assistant step j of a trajectory gets
+ * `R_j = O + lambda * mean_l S_jl` from the outcome O and the m reward-model judgements `S_jl` of
+ * that step; the rewards are z-scored per step index across the rollouts of one task instance (the
+ * G samples of a group, as GRPO) and become the token-level advantages of the step's tokens.
  */
 
 /** The value of one reward-model judgement. Closed set. */
@@ -47,9 +47,10 @@ export function meanJudgement(judgements: ArrayLike<number>): number {
 }
 
 /**
- * Integrated policy reward of every step of one trajectory (RLAnything, arXiv 2602.02488; DESIGN.md):
- * `R_j = O + lambda * mean_l S_jl`. Unparseable judgements (0) are left out of the mean; a step with
- * none parseable gets `R_j = O`. With `lambda = 0` every step gets the outcome.
+ * Integrated policy reward of every step of one trajectory (RLAnything, arXiv 2602.02488;
+ * docs/design.md#algorithms): `R_j = O + lambda * mean_l S_jl`. Unparseable judgements (0) are left
+ * out of the mean; a step with none parseable gets `R_j = O`. With `lambda = 0` every step gets the
+ * outcome.
  * @param outcome O, the episode's outcome reward.
  * @param judgements per step j, its m judgements `[m]` (+1, -1, or 0 for unparseable).
  * @param lambda weight of the step judgements (>= 0).
@@ -72,7 +73,7 @@ export function computeIntegratedStepRewards(
 
 /**
  * Z-scores step rewards per step index across the rollouts of one task instance (RLAnything;
- * DESIGN.md): for each j, over the rollouts that have a step j,
+ * docs/design.md#algorithms): for each j, over the rollouts that have a step j,
  * `A_ij = (R_ij - mean_i R_ij) / (std_i R_ij + eps)`. The std is the unbiased (n - 1) estimate, as in
  * the GRPO group advantage (`computeAdvantageGrpo`), so with one step per rollout and `lambda = 0`
  * this is exactly the GRPO advantage.

@@ -2,11 +2,11 @@ import { z } from 'zod'
 import { defineMessage } from './message.ts'
 
 /**
- * Task difficulty, set by the env adapter (RLAnything's task adaptation; DESIGN.md, Dynamic triad).
- * The adapter publishes `env.difficulty` on `Subjects.difficulty(run)` whenever a level changes, and
- * answers `env.difficulty_get` there with the same message, so a rollout process that starts late
- * (or missed an at-most-once publish) can ask. The rollout side starts an episode of `task`, instance
- * `index`, at `tasks[task].levels[String(index)] ?? tasks[task].default`.
+ * Task difficulty, set by the env adapter (RLAnything's task adaptation; docs/design.md#algorithms,
+ * dynamic triad). The adapter publishes `env.difficulty` on `Subjects.difficulty(run)` whenever a
+ * level changes, and answers `env.difficulty_get` there with the same message, so a rollout process
+ * that starts late (or missed an at-most-once publish) can ask. The rollout side starts an episode
+ * of `task`, instance `index`, at `tasks[task].levels[String(index)] ?? tasks[task].default`.
  */
 
 /** The levels of one task. */

@@ -3,11 +3,11 @@ import { ChatMessageSchema, ToolCallSchema } from './chat.ts'
 import { defineMessage } from './message.ts'
 
 /**
- * The reward model's API (RLAnything's generative step judge; DESIGN.md, Dynamic triad). The
- * reward-model actor serves `reward.judge` on `Subjects.rewardJudge(run)` in queue group `reward`
- * (NATS service `triad-reward`): for every step it returns m judgements in {-1, +1} (0 when the
- * sampled verdict could not be parsed), each with the log-probability of its verdict token, which the
- * learner needs to train the reward model with the GRPO loss.
+ * The reward model's API (RLAnything's generative step judge; docs/design.md#algorithms, dynamic
+ * triad). The reward-model actor serves `reward.judge` on `Subjects.rewardJudge(run)` in queue
+ * group `reward` (NATS service `triad-reward`): for every step it returns m judgements in {-1, +1}
+ * (0 when the sampled verdict could not be parsed), each with the log-probability of its verdict
+ * token, which the learner needs to train the reward model with the GRPO loss.
  */
 
 /** An assistant message (the step being judged), as in `ChatMessageSchema`. */

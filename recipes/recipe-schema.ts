@@ -1,6 +1,6 @@
 /**
  * The schema of a triad recipe: every setting of a run, each with a one-line doc and its
- * default. Fields are named for their symbol in DESIGN.md where the design gives one
+ * default. Fields are named for their symbol in docs/design.md#algorithms where it gives one
  * (`eps_low`, `eps_high`, `c`, `L_max`, `L_buf`, `beta`, `rho`, `lambda`, `m`, and `top_p` as on
  * the `policy.generate` wire), camelCase otherwise. Every object is strict: an unknown field is
  * an error that lists the valid ones.
@@ -89,7 +89,7 @@ export const ThreadsSchema = z.strictObject({
   rollout: RoleThreads.default('auto'),
 })
 
-/** The policy model (a decoder-only transformer; DESIGN.md "Policy model"). */
+/** The policy model (a decoder-only transformer; docs/design.md#the-policy-model). */
 export const ModelSchema = z.strictObject({
   /**
    * A pretrained policy: a Hugging Face model directory (Qwen3, Qwen2/Qwen2.5, Llama; path relative

@@ -5,9 +5,9 @@ import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 /**
- * The layer table of DESIGN.md, checked on the source: an import never points up the table, a
- * cross-folder import goes through the folder's `index.ts`, tensors live only in `gpu/`, and
- * progress bars only in `bin/`.
+ * The layer table of docs/design.md#layers, checked on the source: an import never points up the
+ * table, a cross-folder import goes through the folder's `index.ts`, tensors live only in `gpu/`,
+ * and progress bars only in `bin/`.
  */
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')

@@ -2,11 +2,11 @@ import type { EnvDifficulty, PayloadOf, TaskDifficulty, Trajectory } from '../..
 import { AdapterConfigError } from './errors.ts'
 
 /**
- * Task adaptation (RLAnything, arXiv 2602.02488; DESIGN.md, Dynamic triad): the policy's accuracy on
- * each task instance over a window of episodes makes it harder (accuracy >= 0.8) or easier (< 0.2);
- * a changed instance is kept only if, over its next window, it still has some successes and its
- * accuracy moved the intended way while staying inside [0.2, 0.8]; otherwise the change is dropped
- * and the instance goes back to its previous level.
+ * Task adaptation (RLAnything, arXiv 2602.02488; docs/design.md#algorithms, dynamic triad): the
+ * policy's accuracy on each task instance over a window of episodes makes it harder
+ * (accuracy >= 0.8) or easier (< 0.2); a changed instance is kept only if, over its next window, it
+ * still has some successes and its accuracy moved the intended way while staying inside [0.2, 0.8];
+ * otherwise the change is dropped and the instance goes back to its previous level.
  *
  * Only episodes played at the instance's current level count (episodes started before a change are
  * ignored). After every decision the window starts empty, so a dropped change is tried again at the

@@ -14,7 +14,7 @@ const CHECK_TIMEOUT_S = 10
  * (`print(6 * 7)`) through a runner opened as the task's episodes open theirs (the HTTP sandbox of
  * `TRIAD_SANDBOX_URL`, SandboxFusion's `/run_code`, or the backend in this process), which must
  * answer `Success` with `42` on stdout. Tasks that share a sandbox are checked once per place.
- * DESIGN.md (Sandboxes): a wrong sandbox URL must not fail silently while training goes on
+ * docs/design.md#sandboxes: a wrong sandbox URL must not fail silently while training goes on
  * without tools, so `triad run`, `triad env try` and `triad eval` call this before they start.
  * @throws SandboxCheckError (one line: the task, the sandbox's URL or backend, what answered) for
  *   the first task whose sandbox does not answer as it should.

@@ -68,13 +68,13 @@ export function sameIndices(a: TaskInstances, b: TaskInstances, what: string): n
 
 /**
  * The paired difference of avg@k of evaluation `b` minus evaluation `a`, both of the same tasks on
- * the same held-out instances (DESIGN.md, Evaluation: "per instance, then averaged, with its
- * standard error"): per task, `d_i = avg@k_b(i) - avg@k_a(i)`, its mean over instances and the
- * standard error `sd(d) / sqrt(n)` (`crossedMean` with one seed). The instances and the seeds
- * they were sampled with are shared, so the instance's own difficulty cancels out and the standard
- * error is that of the change alone, not of two independent means. The last row (`task`
- * `MEAN_TASK`) is the mean over tasks: per instance index the mean of the tasks' differences
- * (every task plays indices `0..n-1`), then its mean and standard error the same way.
+ * the same held-out instances (docs/design.md#algorithms, evaluation: paired per instance, then
+ * averaged, with its standard error): per task, `d_i = avg@k_b(i) - avg@k_a(i)`, its mean over
+ * instances and the standard error `sd(d) / sqrt(n)` (`crossedMean` with one seed). The instances
+ * and the seeds they were sampled with are shared, so the instance's own difficulty cancels out and
+ * the standard error is that of the change alone, not of two independent means. The last row
+ * (`task` `MEAN_TASK`) is the mean over tasks: per instance index the mean of the tasks'
+ * differences (every task plays indices `0..n-1`), then its mean and standard error the same way.
  * @throws EvaluationStatsError when the two evaluations' tasks or instances differ.
  */
 export function pairedDifference(

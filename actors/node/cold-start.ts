@@ -130,7 +130,8 @@ export const TOKENIZER_CORPUS_PER_TASK = 64
 
 /**
  * The run's tokenizer: byte-level with `merges` byte-pair merges learned from the rendered expert
- * episodes (DESIGN.md, small-model economy: about 3 times fewer tokens per trajectory with 512).
+ * episodes (docs/design.md#the-policy-model, small models: about 3 times fewer tokens per
+ * trajectory with 512).
  */
 export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number): Tokenizer {
   const byteLevel = new Tokenizer()

@@ -11,8 +11,8 @@ import type { Clock } from '../runtime/clock.ts'
 
 /**
  * The trajectory stream of a run: the bounded buffer between the rollout side (publishers) and the
- * learner (one consumer), with the semantics DESIGN.md asks for (Asynchronous pipeline,
- * Messaging):
+ * learner (one consumer), with the semantics of docs/design.md#messaging-and-wire-protocol and
+ * docs/design.md#algorithms (asynchronous pipeline):
  *
  * - bounded: at most `maxGroups` groups are held (published and not yet acknowledged); a publish
  *   into a full buffer waits for room, up to its deadline (`BufferFullError`);

@@ -11,10 +11,10 @@ export interface VersionPolicyInput {
 }
 
 /**
- * Whether an engine takes an announced version (DESIGN.md, cross-policy sampling: stale engines'
- * weights change every `staleEvery` learner steps). The first announced version is always taken
- * (so an engine never serves seed weights once a learner exists); after that only newer versions,
- * and for a stale engine only multiples of `staleEvery`.
+ * Whether an engine takes an announced version (docs/design.md#algorithms, cross-policy sampling:
+ * stale engines' weights change every `staleEvery` learner steps). The first announced version is
+ * always taken (so an engine never serves seed weights once a learner exists); after that only
+ * newer versions, and for a stale engine only multiples of `staleEvery`.
  */
 export function acceptsVersion(input: VersionPolicyInput, version: number): boolean {
   if (!input.announced) return true

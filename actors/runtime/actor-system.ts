@@ -1,7 +1,8 @@
 /**
- * The only module of triad that touches nact. nact 7.6.2 is unmaintained and has sharp edges
- * (see DESIGN.md); this wrapper gives the rest of the code a small typed surface instead:
- * behaviours as data, supervision as data, `ask` with a deadline, and counted stats.
+ * The only module of triad that touches nact. nact 7.6.2 is unmaintained and has sharp edges (see
+ * docs/design.md#actors-and-supervision); this wrapper gives the rest of the code a small typed
+ * surface instead: behaviours as data, supervision as data, `ask` with a deadline, and counted
+ * stats.
  *
  * Each process hosts one `ActorSystem`; its nact tree is `root -> node -> <actors>`. An actor's
  * crash is decided by its `SupervisionPolicy` through nact's `onCrash`: restart after backoff

@@ -14,12 +14,13 @@ import { TRIAD_VERDICT_TOKENS } from './judge-prompt.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 
 /**
- * Training the reward model by consistency (RLAnything, arXiv 2602.02488; DESIGN.md): each sampled
- * verdict token is a one-token "response" to its judge prompt; its reward is the consistency reward
- * `(O + mean S) * S_l` with the signed outcome `O = 2r - 1` (a fixed penalty when unparseable),
- * z-scored across the m judgements of the step, and that z-score is the token's advantage. This
- * file builds that batch from the judged steps; the update itself is `rewardModelStep`
- * (`gpu/reward-model-step.ts`), the policy's GRPO-TCR loss on the `[steps, m]` verdict matrix.
+ * Training the reward model by consistency (RLAnything, arXiv 2602.02488;
+ * docs/design.md#algorithms): each sampled verdict token is a one-token "response" to its judge
+ * prompt; its reward is the consistency reward `(O + mean S) * S_l` with the signed outcome
+ * `O = 2r - 1` (a fixed penalty when unparseable), z-scored across the m judgements of the step,
+ * and that z-score is the token's advantage. This file builds that batch from the judged steps; the
+ * update itself is `rewardModelStep` (`gpu/reward-model-step.ts`), the policy's GRPO-TCR loss on
+ * the `[steps, m]` verdict matrix.
  */
 
 /** One judged step, as the learner has it. */

@@ -28,8 +28,9 @@ export const weightsKey = (model: string, version: number) => `${checkToken(mode
 
 /**
  * Weights of a run in the blob store bucket `weightsBucket(run)` of the transport's medium: the
- * JetStream object store over NATS (DESIGN.md, Messaging: payloads over `max_payload` go to the
- * object store and the version is announced on `Subjects.weights(run, model)`), memory in process.
+ * JetStream object store over NATS (docs/design.md#messaging-and-wire-protocol: payloads over
+ * `max_payload` go to the object store and the version is announced on
+ * `Subjects.weights(run, model)`), memory in process.
  *
  * Each version is one safetensors object (`gpu/safetensors.ts`; tensors 1-D unless shapes are
  * given; metadata `model` and `version`) named `weightsKey(model, version)`. Only the newest

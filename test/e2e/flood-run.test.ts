@@ -57,9 +57,9 @@ function hugeUnknownType(bytes: number): Uint8Array {
 
 /**
  * End to end under attack: while `triad run recipes/tiny.ts` runs, every service subject of the run
- * gets requests whose error replies would be over the server's `max_payload` (DESIGN.md: no
- * request from the bus may stop a process). Each gets a `reply_too_large` error reply, no role
- * restarts, and the run reaches its step budget.
+ * gets requests whose error replies would be over the server's `max_payload`
+ * (docs/design.md#messaging-and-wire-protocol: no message from the bus may stop a process). Each
+ * gets a `reply_too_large` error reply, no role restarts, and the run reaches its step budget.
  */
 describe('e2e - triad run recipes/tiny.ts flooded with requests whose replies are over max_payload', () => {
   it('e2e - every service subject answers reply_too_large, no process restarts, the run finishes its 3 steps', async () => {
