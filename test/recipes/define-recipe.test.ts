@@ -30,6 +30,7 @@ describe('recipes/define-recipe', () => {
       contextLength: 1024,
       merges: 512,
       backend: 'auto',
+      threads: { learner: 'auto', rollout: 'auto' },
     })
     assert.deepEqual(r.rl, {
       groupSize: 8,

@@ -248,6 +248,8 @@ const cases: Record<string, Case> = {
   },
   'model.merges': { set: 0, lands: { 'node.tokenizerMerges': 0 } },
   'model.backend': { set: 'cpu', lands: { 'node.backend': 'cpu' } },
+  'model.threads.learner': { set: 1, lands: { 'node.threads.learner': 1 } },
+  'model.threads.rollout': { set: 1, lands: { 'node.threads.rollout': 1 } },
   'sft.epochs': { set: 3, lands: { 'node.sft.epochs': 3 } },
   'sft.steps': { set: 7, lands: { 'node.sft.maxSteps': 7 } },
   'sft.batchSize': { set: 4, lands: { 'node.sft.batchTokens': 4 * 1024 } },
