@@ -7,7 +7,7 @@
  *   triad run recipes/qwen3-0.6b.ts
  *
  * It wants a GPU (`@tensorflow/tfjs-node-gpu`): on the wasm backend the model does not fit a
- * training step (the README gives the measured numbers).
+ * training step (measured in docs/results/2026-12-02-pretrained-on-wasm-278b90d.md).
  */
 import { defineRecipe } from './define-recipe.ts'
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { METRIC_CATALOG, metricKeyInfo } from '../../protocols/index.ts'
@@ -11,6 +11,13 @@ const sources = sourceFiles
 /** The metric areas (first segments) and placeholders (`<task>`, ...) of the catalog. */
 const AREAS = new Set(METRIC_CATALOG.map((e) => e.key.split('/')[0]!))
 const PLACEHOLDERS = new Set(METRIC_CATALOG.flatMap((e) => e.key.match(/<[a-z]+>/g) ?? []))
+
+/** Every `.md` file under `dir` (relative to the repository's root), recursively, as absolute paths. */
+function markdownFiles(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.md'))
+    .map((e) => join(e.parentPath, e.name))
+}
 
 /**
  * Whether the documented key `doc` names a catalog key (which the catalog's own test ties to the
@@ -24,8 +31,8 @@ function inCatalog(doc: string): boolean {
 }
 
 describe('protocols/metric keys in the docs', () => {
-  it('metric keys - every metric key the README and protocols/ name is in the metric-key catalog', () => {
-    const docs = [join(root, 'README.md'), ...sources('protocols')]
+  it('metric keys - every metric key the README, docs/ and protocols/ name is in the metric-key catalog', () => {
+    const docs = [join(root, 'README.md'), ...markdownFiles('docs'), ...sources('protocols')]
     const unknown: string[] = []
     let checked = 0
     for (const file of docs) {
