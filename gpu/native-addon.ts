@@ -14,8 +14,13 @@ export interface NativeAddon {
   info(): NativeInfo
   /** Threads of the engine's pool, the caller's included (1 to 1024). */
   setThreads(threads: number): void
-  /** Which GEMM serves `matmul`: triad's packed microkernel (`own`) or the loaded BLAS (`blas`). */
-  setGemm(gemm: 'own' | 'blas'): void
+  /**
+   * Which GEMM serves `matmul`: triad's packed microkernel (`own`), the loaded BLAS (`blas`), or
+   * `auto` (the default): the BLAS for products of more than 16 rows where one loaded, triad's own
+   * kernels below (generation's few rows, where they measured faster). The BLAS runs one thread per
+   * task of triad's pool. @throws Error for `blas` without a loaded BLAS.
+   */
+  setGemm(gemm: 'own' | 'blas' | 'auto'): void
   /**
    * `batch` row-major products `c[i] = op(a[i]) op(b[i])`, `op(a[i])` `[m, k]` (stored `[k, m]`
    * when `transA`), `op(b[i])` `[k, n]` (stored `[n, k]` when `transB`), `c[i]` `[m, n]` at `i*m*n`;
@@ -225,7 +230,7 @@ export interface NativeInfo {
   hardwareThreads: number
   /** The BLAS library loaded at start (`libopenblas.so.0`), or `''` for none. */
   blas: string
-  /** The GEMM in use: `own` or `blas`. */
+  /** The GEMM in use: `own`, `blas` or `auto` (see `setGemm`); `own` where no BLAS loaded. */
   gemm: string
   /** `built` when compiled with CUDA kernels, else `''`. */
   cuda: string

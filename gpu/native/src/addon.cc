@@ -19,7 +19,7 @@ std::vector<Export>& exports_registry() {
 
 namespace {
 
-GemmImpl gemm_impl = GemmImpl::Own;
+GemmImpl gemm_impl = GemmImpl::Auto;
 
 napi_value set_property(napi_env env, napi_value obj, const char* key, napi_value v) {
   napi_set_named_property(env, obj, key, v);
@@ -46,7 +46,9 @@ napi_value info(napi_env env, napi_callback_info) {
   set_property(env, obj, "threads", num(env, ThreadPool::instance().threads()));
   set_property(env, obj, "hardwareThreads", num(env, std::thread::hardware_concurrency()));
   set_property(env, obj, "blas", str(env, blas_load()));
-  set_property(env, obj, "gemm", str(env, gemm_impl == GemmImpl::Blas && blas_available() ? "blas" : "own"));
+  const bool blas = blas_available();
+  set_property(env, obj, "gemm",
+               str(env, !blas || gemm_impl == GemmImpl::Own ? "own" : gemm_impl == GemmImpl::Blas ? "blas" : "auto"));
 #ifdef TRIAD_CUDA
   set_property(env, obj, "cuda", str(env, "built"));
 #else
@@ -63,25 +65,27 @@ napi_value set_threads(napi_env env, napi_callback_info cb) {
     int64_t n = args.integer(0, "threads");
     if (n < 1 || n > 1024) throw ArgError{"threads: expected 1 to 1024, got " + std::to_string(n)};
     ThreadPool::instance().set_threads(static_cast<int>(n));
-    blas_set_threads(static_cast<int>(n));
+    blas_set_threads(1);  // triad's pool splits BLAS products (gemm_blas_parallel)
     return undefined_value(env);
   });
 }
 TRIAD_EXPORT("setThreads", set_threads);
 
-/** setGemm('own' | 'blas'): which GEMM serves matmul; 'blas' needs a loaded BLAS. */
+/** setGemm('own' | 'blas' | 'auto'): which GEMM serves matmul (GemmImpl); 'blas' needs a loaded BLAS. */
 napi_value set_gemm(napi_env env, napi_callback_info cb) {
   return guarded(env, [&] {
     Args args(env, cb, 1);
     std::string which = args.string(0, "gemm");
     if (which == "own")
       gemm_impl = GemmImpl::Own;
+    else if (which == "auto")
+      gemm_impl = GemmImpl::Auto;
     else if (which == "blas") {
       blas_load();
       if (!blas_available()) throw ArgError{"gemm: no BLAS library (libopenblas.so.0) could be loaded"};
       gemm_impl = GemmImpl::Blas;
     } else
-      throw ArgError{"gemm: expected 'own' or 'blas', got '" + which + "'"};
+      throw ArgError{"gemm: expected 'own', 'blas' or 'auto', got '" + which + "'"};
     return undefined_value(env);
   });
 }

@@ -2,9 +2,11 @@
 // uses OpenBLAS where the machine has it (Debian's libopenblas0-pthread puts it on the library path).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <string>
 
 #include "gemm.h"
+#include "thread-pool.h"
 
 namespace triad {
 
@@ -35,6 +37,7 @@ const char* blas_load() {
     sgemm = f;
     set_threads = reinterpret_cast<SetThreadsFn>(dlsym(h, "openblas_set_num_threads"));
     loaded_path = name;
+    if (set_threads) set_threads(1);  // triad's pool splits the products (gemm_blas_parallel)
     break;
   }
   return loaded_path.c_str();
@@ -52,6 +55,26 @@ void gemm_blas(const GemmArgs& g) {
   sgemm(kRowMajor, g.trans_a ? kTrans : kNoTrans, g.trans_b ? kTrans : kNoTrans, static_cast<int>(g.m),
         static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, g.a, lda, g.b, ldb, g.accumulate ? 1.0f : 0.0f,
         g.c, static_cast<int>(g.n));
+}
+
+void gemm_blas_parallel(const GemmArgs& g) {
+  // One BLAS thread per task of triad's pool, so the two never compete for the cores. Blocks of
+  // rows of C (columns of A when transposed): each block is a whole sgemm over the same B.
+  const int64_t threads = ThreadPool::instance().threads();
+  const int64_t blocks = std::min<int64_t>(threads, g.m / 32);
+  if (blocks <= 1) return gemm_blas(g);
+  ThreadPool::instance().parallel_for(blocks, [&](int64_t t) {
+    const int64_t i0 = g.m * t / blocks, i1 = g.m * (t + 1) / blocks;
+    GemmArgs part = g;
+    part.m = i1 - i0;
+    part.a = g.trans_a ? g.a + i0 : g.a + i0 * g.k;  // A^T stored k x m: the block is columns i0..i1
+    part.c = g.c + i0 * g.n;
+    const int lda = static_cast<int>(g.trans_a ? g.m : g.k);
+    const int ldb = static_cast<int>(g.trans_b ? g.k : g.n);
+    sgemm(kRowMajor, g.trans_a ? kTrans : kNoTrans, g.trans_b ? kTrans : kNoTrans, static_cast<int>(part.m),
+          static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, part.a, lda, g.b, ldb, g.accumulate ? 1.0f : 0.0f,
+          part.c, static_cast<int>(g.n));
+  });
 }
 
 }  // namespace triad

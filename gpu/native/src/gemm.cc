@@ -320,21 +320,36 @@ void gemm_own(const GemmArgs& g) {
 void gemm_batched(GemmImpl impl, int64_t batch, const float* a, int64_t stride_a, const float* b,
                   int64_t stride_b, float* c, int64_t stride_c, int64_t m, int64_t n, int64_t k, bool trans_a,
                   bool trans_b) {
-  const bool blas = impl == GemmImpl::Blas && blas_available();
-  auto one = [&](int64_t i) {
-    GemmArgs g{a + i * stride_a, b + i * stride_b, c + i * stride_c, m, n, k, trans_a, trans_b, false};
-    if (blas)
-      gemm_blas(g);
-    else
-      gemm_own(g);
+  const bool blas =
+      blas_available() && (impl == GemmImpl::Blas || (impl == GemmImpl::Auto && m > kAutoOwnRows));
+  const GemmArgs first{a, b, c, m, n, k, trans_a, trans_b, false};
+  auto at = [&](int64_t i) {
+    GemmArgs g = first;
+    g.a = a + i * stride_a;
+    g.b = b + i * stride_b;
+    g.c = c + i * stride_c;
+    return g;
   };
-  // Many small products: one product per task, each single-threaded (nested loops run serially).
+  // Many small products: one product per task, each on one thread (nested loops run serially, and
+  // the BLAS keeps one thread).
   const int64_t flops = 2 * m * n * k;
-  if (batch > 1 && flops < (int64_t{1} << 22) && !blas) {
-    ThreadPool::instance().parallel_for(batch, one);
+  if (batch > 1 && flops < (int64_t{1} << 22)) {
+    ThreadPool::instance().parallel_for(batch, [&](int64_t i) {
+      const GemmArgs g = at(i);
+      if (blas)
+        gemm_blas(g);
+      else
+        gemm_own(g);
+    });
     return;
   }
-  for (int64_t i = 0; i < batch; i++) one(i);
+  for (int64_t i = 0; i < batch; i++) {
+    const GemmArgs g = at(i);
+    if (blas)
+      gemm_blas_parallel(g);
+    else
+      gemm_own(g);
+  }
 }
 
 }  // namespace triad

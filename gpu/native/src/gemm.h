@@ -15,8 +15,16 @@ struct GemmArgs {
   bool accumulate;
 };
 
-/** Which GEMM serves products: triad's packed microkernel or a dynamically loaded BLAS. */
-enum class GemmImpl { Own = 0, Blas = 1 };
+/**
+ * Which GEMM serves products: triad's packed microkernel, a dynamically loaded BLAS, or `Auto`
+ * (the default): the BLAS for products of more than kAutoOwnRows rows where one loaded, triad's
+ * row-streaming and dot-product kernels for fewer (generation's m = batch; measured faster there,
+ * docs/native-engine.md).
+ */
+enum class GemmImpl { Own = 0, Blas = 1, Auto = 2 };
+
+/** Rows (m) at or below which `Auto` keeps a product on triad's own kernels. */
+constexpr int64_t kAutoOwnRows = 16;
 
 /** C = op(A) op(B) with triad's own packed, threaded microkernel. */
 void gemm_own(const GemmArgs& g);
@@ -36,9 +44,11 @@ void gemm_batched(GemmImpl impl, int64_t batch, const float* a, int64_t stride_a
 const char* blas_load();
 /** Whether `blas_load` found a BLAS. */
 bool blas_available();
-/** Sets the BLAS library's own thread count. */
+/** Sets the BLAS library's own thread count (triad keeps it at 1: its pool splits the work). */
 void blas_set_threads(int n);
-/** C = op(A) op(B) through the loaded BLAS (cblas_sgemm, row-major). */
+/** C = op(A) op(B) through the loaded BLAS (cblas_sgemm, row-major), on the calling thread. */
 void gemm_blas(const GemmArgs& g);
+/** C = op(A) op(B) through the loaded BLAS, split over triad's thread pool by blocks of C's rows. */
+void gemm_blas_parallel(const GemmArgs& g);
 
 }  // namespace triad

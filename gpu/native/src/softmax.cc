@@ -1,5 +1,5 @@
-// Softmax over the last axis of a float32 tensor: per row the max, exp(x - max) (a vectorizable
-// Cephes-style expf, about 1 ulp), their sum in double, and the division, as the cpu backend's
+// Softmax over the last axis of a float32 tensor: per row the max, exp(x - max) (the vectorized
+// expf of fast-exp.h, relative error about 1e-7), their sum, and the division, as the cpu backend's
 // kernel computes it (max, sub, exp, sum, div).
 #include <algorithm>
 #include <cmath>
@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "exports.h"
+#include "fast-exp.h"
 #include "napi-args.h"
 #include "strided-copy.h"
 #include "thread-pool.h"
@@ -15,62 +16,11 @@ namespace triad {
 
 namespace {
 
-/** e^x in float32 (Cephes expf: relative error about 1e-7); 0 below -87.3, NaN for NaN. */
-inline float exp_f32(float x) {
-  const float hi = 88.3762626647949f, lo = -87.3365447504f;
-  const float xc = std::min(std::max(x, lo), hi);
-  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  const float z = r * r;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * z + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  float e = y * scale;
-  e = x < lo ? 0.0f : e;
-  e = x > hi ? INFINITY : e;
-  return x != x ? x : e;
-}
-
-/** One row: y = exp(x - max x) / sum. */
+/** One row: y = exp(x - max x) / sum; the sum in double, as the cpu backend's. */
 void softmax_row(const float* x, float* y, int64_t n) {
-  constexpr int L = 16;
-  float m = x[0];
-  int64_t j = 0;
-  if (n >= 2 * L) {
-    float lane[L];
-    for (int l = 0; l < L; l++) lane[l] = x[0];
-    for (; j + L <= n; j += L)
-      for (int l = 0; l < L; l++) {
-        const float v = x[j + l];
-        lane[l] = (v > lane[l] || v != v) ? v : lane[l];
-      }
-    for (int l = 0; l < L; l++) m = (lane[l] > m || lane[l] != lane[l]) ? lane[l] : m;
-  }
-  for (; j < n; j++) m = (x[j] > m || x[j] != x[j]) ? x[j] : m;
-  double lanes[L] = {};
-  j = 0;
-  for (; j + L <= n; j += L)
-    for (int l = 0; l < L; l++) {
-      const float e = exp_f32(x[j + l] - m);
-      y[j + l] = e;
-      lanes[l] += e;
-    }
-  double s = 0;
-  for (int l = 0; l < L; l++) s += lanes[l];
-  for (; j < n; j++) {
-    const float e = exp_f32(x[j] - m);
-    y[j] = e;
-    s += e;
-  }
-  const float sum = static_cast<float>(s);
+  const float m = row_max(x, n);
+  exp_shifted(x, m, y, n);
+  const float sum = static_cast<float>(lane_sum(y, n));
   for (int64_t k = 0; k < n; k++) y[k] = y[k] / sum;
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "exports.h"
+#include "fast-exp.h"
 #include "napi-args.h"
 #include "thread-pool.h"
 
@@ -12,12 +13,10 @@ namespace {
 
 /** Max and log-sum-exp of one row. */
 inline float row_lse(const float* z, int64_t v) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < v; j++) mx = z[j] > mx ? z[j] : mx;
+  if (v == 0) return -std::numeric_limits<float>::infinity();
+  const float mx = row_max(z, v);
   if (!std::isfinite(mx)) return mx;
-  float s = 0;
-  for (int64_t j = 0; j < v; j++) s += std::exp(z[j] - mx);
-  return mx + std::log(s);
+  return mx + static_cast<float>(std::log(exp_shifted_sum(z, mx, v)));
 }
 
 /** tokenLogprob(logits [rows*v], targets int32 [rows], out [rows], rows, v); a target outside [0, v) gives NaN. */
@@ -55,7 +54,8 @@ napi_value token_logprob_grad(napi_env env, napi_callback_info cb) {
         float* dr = dz + r * v;
         const float lse = row_lse(zr, v);
         const float g = dl[r];
-        for (int64_t j = 0; j < v; j++) dr[j] = -g * std::exp(zr[j] - lse);  // -dlogp softmax(z)
+        exp_shifted(zr, lse, dr, v);  // softmax(z)
+        for (int64_t j = 0; j < v; j++) dr[j] *= -g;  // -dlogp softmax(z)
         const int32_t t = y[r];
         if (t >= 0 && t < v) dr[t] += g;  // + dlogp onehot(y)
       }
