@@ -41,7 +41,8 @@ export function nativeAdamW(
   const gv = backend.values(g)
   if (![pv, mv, vv, gv].every((a) => a instanceof Float32Array)) return false
   if (backend.refCount(m.dataId) !== 1 || backend.refCount(v.dataId) !== 1) return false
-  const next = Float32Array.from(pv as Float32Array)
+  const next = backend.allocate('float32', pv.length) as Float32Array
+  next.set(pv as Float32Array)
   backend.addon.adamw(
     next,
     mv as Float32Array,

@@ -32,10 +32,9 @@ function stored(backend: NativeBackend, t: tf.TensorInfo): NativeArray | undefin
 }
 
 /** A zeroed array of `n` elements of `dtype` as the cpu backend stores it (bool in a Uint8Array). */
-function allocate(dtype: 'float32' | 'int32' | 'bool', n: number): NativeArray {
-  if (dtype === 'float32') return new Float32Array(n)
-  if (dtype === 'int32') return new Int32Array(n)
-  return new Uint8Array(n)
+function allocate(backend: NativeBackend, dtype: 'float32' | 'int32' | 'bool', n: number): NativeArray {
+  if (dtype === 'bool') return new Uint8Array(n)
+  return backend.allocate(dtype, n)
 }
 
 /** Dims of a broadcast walk the addon takes (after merging; tfjs tensors have far fewer). */
@@ -159,7 +158,7 @@ function binaryKernel(spec: BinarySpec): NativeKernel {
       const p = broadcastPlan(a.shape, b.shape)
       if (!p) return cpu(args)
       const dtype = spec.bool ? 'bool' : (a.dtype as 'float32' | 'int32')
-      const out = allocate(dtype, p.size)
+      const out = allocate(backend, dtype, p.size)
       if (p.size > 0) backend.addon.binary(spec.code, av, bv, out, p.plan)
       return backend.output(out, p.shape, dtype)
     },
@@ -230,7 +229,7 @@ function unaryKernel(spec: UnarySpec): NativeKernel {
       const xv = x.dtype === spec.input ? stored(backend, x) : undefined
       if (!xv) return cpu(args)
       const [p0, p1] = spec.params ? spec.params(args.attrs ?? {}) : [0, 0]
-      const out = allocate(spec.output, xv.length)
+      const out = allocate(backend, spec.output, xv.length)
       if (xv.length > 0) backend.addon.unary(spec.code, xv, out, p0, p1)
       return backend.output(out, x.shape, spec.output)
     },
@@ -257,7 +256,7 @@ export const castKernel: NativeKernel = {
       return cpuCast(args)
     const xv = stored(backend, x)
     if (!xv) return cpuCast(args)
-    const out = allocate(dtype, xv.length)
+    const out = allocate(backend, dtype, xv.length)
     if (xv.length > 0) backend.addon.cast(xv, out)
     return backend.output(out, x.shape, dtype)
   },
@@ -285,7 +284,7 @@ export const selectKernel: NativeKernel = {
     const ev = stored(backend, e)
     if (!same || t.dtype !== e.dtype || !cv || !tv || !ev) return cpuSelect(args)
     const dtype = t.dtype as 'float32' | 'int32' | 'bool'
-    const out = allocate(dtype, tv.length)
+    const out = allocate(backend, dtype, tv.length)
     if (tv.length > 0) backend.addon.select(cv as Uint8Array, tv, ev, out)
     return backend.output(out, t.shape, dtype)
   },
@@ -310,7 +309,7 @@ export const addNKernel: NativeKernel = {
       if (!v || v.length !== tf.util.sizeFromShape(first.shape)) return cpuAddN(args)
       values.push(v as Float32Array | Int32Array)
     }
-    const out = allocate(first.dtype, tf.util.sizeFromShape(first.shape)) as Float32Array | Int32Array
+    const out = allocate(backend, first.dtype, tf.util.sizeFromShape(first.shape)) as Float32Array | Int32Array
     if (out.length > 0) backend.addon.addN(values, out)
     return backend.output(out, first.shape, first.dtype)
   },

@@ -27,7 +27,7 @@ export const gatherV2Kernel: NativeKernel = {
     )
     const size = sizeOf(info.outputShape)
     if (size === 0) return cpuKernel(tf.GatherV2, args)
-    const out = newWords(x.dtype, size)
+    const out = newWords(backend, x.dtype, size)
     backend.addon.gather(
       v,
       idx,
@@ -61,7 +61,7 @@ export const unsortedSegmentSumKernel: NativeKernel = {
       return cpuKernel(tf.UnsortedSegmentSum, args)
     const rest = x.shape.slice(segmentIds.shape.length)
     const inner = sizeOf(rest)
-    const out = new Float32Array(numSegments * inner)
+    const out = backend.allocate('float32', numSegments * inner) as Float32Array
     backend.addon.unsortedSegmentSum(xv, ids, out, ids.length, inner, numSegments)
     return backend.output(out, [numSegments, ...rest], 'float32')
   },

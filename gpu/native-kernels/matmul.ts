@@ -42,7 +42,7 @@ export const batchMatMulKernel: NativeKernel = {
         `BatchMatMul: inner sizes differ: a [${a.shape}] and b [${b.shape}] (transposeA ${!!transposeA}, transposeB ${!!transposeB})`,
       )
     const batch = Math.max(na, nb)
-    const out = new Float32Array(batch * m * n)
+    const out = backend.allocate('float32', batch * m * n) as Float32Array
     backend.addon.matmul(
       av,
       bv,

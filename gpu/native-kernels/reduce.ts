@@ -68,7 +68,7 @@ function reductionKernel(
         block = { outer, r: v.length / outer, inner: 1 }
       }
       const dtype: tf.DataType = op === ReduceOp.Mean ? 'float32' : arg ? 'int32' : x.dtype
-      const out = newWords(dtype, sizeOf(outShape!))
+      const out = newWords(backend, dtype, sizeOf(outShape!))
       backend.addon.reduce(src, out, block.outer, block.r, block.inner, op, x.dtype === 'int32')
       const shape = attrs.keepDims ? tf.backend_util.expandShapeToKeepDim(outShape!, axes) : outShape!
       return backend.output(out, shape, dtype)

@@ -12,7 +12,7 @@ export const rmsNormKernel: NativeKernel = {
     const { x, g } = inputs as { x: tf.TensorInfo; g: tf.TensorInfo }
     const d = g.shape[0]!
     const size = tf.util.sizeFromShape(x.shape)
-    const y = new Float32Array(size)
+    const y = backend.allocate('float32', size) as Float32Array
     backend.addon.rmsNorm(
       backend.values(x) as Float32Array,
       backend.values(g) as Float32Array,
@@ -35,7 +35,7 @@ export const rmsNormGradKernel: NativeKernel = {
     const { dy, x, g } = inputs as { dy: tf.TensorInfo; x: tf.TensorInfo; g: tf.TensorInfo }
     const d = g.shape[0]!
     const size = tf.util.sizeFromShape(x.shape)
-    const dx = new Float32Array(size)
+    const dx = backend.allocate('float32', size) as Float32Array
     const dg = new Float32Array(d)
     backend.addon.rmsNormGrad(
       backend.values(dy) as Float32Array,

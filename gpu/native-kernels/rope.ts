@@ -13,7 +13,7 @@ export const ropeKernel: NativeKernel = {
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, cos, sin } = inputs as { x: tf.TensorInfo; cos: tf.TensorInfo; sin: tf.TensorInfo }
     const [n, h, hd] = x.shape as [number, number, number]
-    const y = new Float32Array(n * h * hd)
+    const y = backend.allocate('float32', n * h * hd) as Float32Array
     backend.addon.rope(
       backend.values(x) as Float32Array,
       backend.values(cos) as Float32Array,

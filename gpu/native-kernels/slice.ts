@@ -18,7 +18,7 @@ function gatherView(
   shape: readonly number[],
   srcStrides: readonly number[],
 ): Float32Array | Int32Array {
-  const out = newWords(dtype, sizeOf(shape))
+  const out = newWords(backend, dtype, sizeOf(shape))
   if (out.length > 0)
     backend.addon.stridedCopy(
       src,
@@ -85,7 +85,7 @@ export const splitVKernel: NativeKernel = {
         return backend.output(part, shapeOf(s), x.dtype)
       })
     }
-    const parts = sizes.map((s) => newWords(x.dtype, rows * s * inner))
+    const parts = sizes.map((s) => newWords(backend, x.dtype, rows * s * inner))
     backend.addon.split(
       v,
       rows,
@@ -115,7 +115,7 @@ export const concatKernel: NativeKernel = {
     const nonEmpty = inputs.map((t, k) => [t, values[k]] as const).filter(([t]) => sizeOf(t.shape) > 0)
     if (values.some((w) => !w) || nonEmpty.length < 2) return cpuKernel(tf.Concat, args)
     const rows = sizeOf(outShape.slice(0, $axis))
-    const out = newWords(dtype, sizeOf(outShape))
+    const out = newWords(backend, dtype, sizeOf(outShape))
     backend.addon.concat(
       nonEmpty.map(([, w]) => w!),
       Int32Array.from(nonEmpty, ([t]) => sizeOf(t.shape) / rows),
@@ -172,7 +172,7 @@ export const stridedSliceKernel: NativeKernel = {
     const strides = stridesOf(x.shape)
     const out =
       sizeOf(sizes) === 0
-        ? newWords(x.dtype, 0)
+        ? newWords(backend, x.dtype, 0)
         : gatherView(
             backend,
             v,
@@ -198,7 +198,7 @@ export const tileKernel: NativeKernel = {
     const v = wordValues(backend, x)
     if (!v || x.shape.length > 8 || reps.length !== x.shape.length) return cpuKernel(tf.Tile, args)
     const outShape = x.shape.map((d, k) => d * reps[k]!)
-    const out = newWords(x.dtype, sizeOf(outShape))
+    const out = newWords(backend, x.dtype, sizeOf(outShape))
     if (out.length > 0) {
       const xs = stridesOf(x.shape)
       const os = stridesOf(outShape)
@@ -241,7 +241,7 @@ export const padV2Kernel: NativeKernel = {
     if (!v || x.shape.length > 16 || paddings.some(([b, e]) => b < 0 || e < 0))
       return cpuKernel(tf.PadV2, args)
     const outShape = paddings.map(([b, e], k) => b + x.shape[k]! + e)
-    const out = newWords(x.dtype, sizeOf(outShape))
+    const out = newWords(backend, x.dtype, sizeOf(outShape))
     if (constantValue !== 0) out.fill(constantValue)
     if (v.length > 0) {
       const os = stridesOf(outShape)

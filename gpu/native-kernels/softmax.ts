@@ -21,7 +21,7 @@ export const softmaxKernel: NativeKernel = {
       return cpuKernel(tf.Softmax, args)
     const cols = logits.shape[rank - 1]!
     const size = sizeOf(logits.shape)
-    const out = new Float32Array(size)
+    const out = backend.allocate('float32', size) as Float32Array
     if (size > 0) backend.addon.softmax(v, out, size / cols, cols)
     return backend.output(out, logits.shape, 'float32')
   },

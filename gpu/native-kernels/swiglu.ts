@@ -8,7 +8,7 @@ export const swigluKernel: NativeKernel = {
   kernelFunc: ({ inputs, backend }) => {
     const { gate, up } = inputs as { gate: tf.TensorInfo; up: tf.TensorInfo }
     const n = tf.util.sizeFromShape(gate.shape)
-    const out = new Float32Array(n)
+    const out = backend.allocate('float32', n) as Float32Array
     backend.addon.swiglu(backend.values(gate) as Float32Array, backend.values(up) as Float32Array, out, n)
     return backend.output(out, gate.shape, 'float32')
   },
@@ -20,8 +20,8 @@ export const swigluGradKernel: NativeKernel = {
   kernelFunc: ({ inputs, backend }) => {
     const { dh, gate, up } = inputs as { dh: tf.TensorInfo; gate: tf.TensorInfo; up: tf.TensorInfo }
     const n = tf.util.sizeFromShape(gate.shape)
-    const dgate = new Float32Array(n)
-    const dup = new Float32Array(n)
+    const dgate = backend.allocate('float32', n) as Float32Array
+    const dup = backend.allocate('float32', n) as Float32Array
     backend.addon.swigluGrad(
       backend.values(dh) as Float32Array,
       backend.values(gate) as Float32Array,

@@ -39,7 +39,7 @@ export const tokenLogprobGradKernel: NativeKernel = {
       targets: tf.TensorInfo
     }
     const [rows, vocab] = logits.shape as [number, number]
-    const dz = new Float32Array(rows * vocab)
+    const dz = backend.allocate('float32', rows * vocab) as Float32Array
     backend.addon.tokenLogprobGrad(
       backend.values(dy) as Float32Array,
       backend.values(logits) as Float32Array,

@@ -16,7 +16,7 @@ export const transposeKernel: NativeKernel = {
     const v = wordValues(backend, x)
     if (!v || x.shape.length > 16) return cpuKernel(tf.Transpose, args)
     const shape = perm.map((p) => x.shape[p]!)
-    const out = newWords(x.dtype, sizeOf(x.shape))
+    const out = newWords(backend, x.dtype, sizeOf(x.shape))
     backend.addon.transpose(v, out, Int32Array.from(x.shape), Int32Array.from(perm))
     return backend.output(out, shape, x.dtype)
   },

@@ -15,9 +15,9 @@ export function wordValues(backend: NativeBackend, t: tf.TensorInfo): Float32Arr
   return v.length < 2 ** 31 ? v : undefined
 }
 
-/** A zero-filled array of `size` elements of `dtype` (float32 or int32). */
-export function newWords(dtype: tf.DataType, size: number): Float32Array | Int32Array {
-  return dtype === 'int32' ? new Int32Array(size) : new Float32Array(size)
+/** A zero-filled array of `size` elements of `dtype` (float32 or int32), from the backend's pool of recycled outputs. */
+export function newWords(backend: NativeBackend, dtype: tf.DataType, size: number): Float32Array | Int32Array {
+  return backend.allocate(dtype === 'int32' ? 'int32' : 'float32', size)
 }
 
 /** Number of elements of a tensor of `shape`. */
@@ -63,7 +63,7 @@ export function transposeWords(
   shape: readonly number[],
   perm: readonly number[],
 ): Float32Array | Int32Array {
-  const out = newWords(dtype, v.length)
+  const out = newWords(backend, dtype, v.length)
   backend.addon.transpose(v, out, Int32Array.from(shape), Int32Array.from(perm))
   return out
 }

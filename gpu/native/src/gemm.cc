@@ -222,9 +222,13 @@ void gemm_packed(const GemmArgs& g) {
   }
 }
 
+/** Rows (m) up to which a product with a plain B streams B's rows (gemm_rows) instead of packing B. */
+constexpr int64_t kRowStreamRows = 16;
+
 /** Few rows times a plain B: C[i, :] (+)= sum_p A[i, p] B[p, :], streaming B's rows once. */
 void gemm_rows(const GemmArgs& g) {
-  constexpr int64_t kChunk = 64 * V;  // columns of C a task keeps in L1
+  // columns of C a task keeps in L1: m rows of them in about 32 KiB, 4 to 64 vectors wide
+  const int64_t kChunk = std::min<int64_t>(64 * V, std::max<int64_t>(4 * V, 8192 / std::max<int64_t>(1, g.m) / V * V));
   const int64_t chunks = (g.n + kChunk - 1) / kChunk;
   ThreadPool::instance().parallel_for(chunks, [&](int64_t ch) {
     const int64_t j0 = ch * kChunk, cols = std::min(kChunk, g.n - j0);
@@ -233,11 +237,26 @@ void gemm_rows(const GemmArgs& g) {
       float* c = g.c + i * g.n + j0;
       if (!g.accumulate) std::memset(c, 0, cols * sizeof(float));
     }
-    for (int64_t p = 0; p < g.k; p++) {
+    // four rows of B per pass over C's chunk: one load and store of C for four FMAs
+    const int64_t k4 = g.k / 4 * 4;
+    for (int64_t p = 0; p < k4; p += 4) {
+      const float* b0 = g.b + p * g.n + j0;
+      const float* b1 = b0 + g.n;
+      const float* b2 = b1 + g.n;
+      const float* b3 = b2 + g.n;
+      for (int64_t i = 0; i < g.m; i++) {
+        const float s0 = a_at(g, i, p), s1 = a_at(g, i, p + 1), s2 = a_at(g, i, p + 2), s3 = a_at(g, i, p + 3);
+        const vf a0 = splat(s0), a1 = splat(s1), a2 = splat(s2), a3 = splat(s3);
+        float* c = g.c + i * g.n + j0;
+        for (int64_t j = 0; j < vcols; j += V)
+          store(c + j, load(c + j) + a0 * load(b0 + j) + a1 * load(b1 + j) + a2 * load(b2 + j) + a3 * load(b3 + j));
+        for (int64_t j = vcols; j < cols; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+      }
+    }
+    for (int64_t p = k4; p < g.k; p++) {
       const float* b = g.b + p * g.n + j0;
       for (int64_t i = 0; i < g.m; i++) {
         const float av = a_at(g, i, p);
-        if (av == 0) continue;
         const vf a = splat(av);
         float* c = g.c + i * g.n + j0;
         for (int64_t j = 0; j < vcols; j += V) store(c + j, load(c + j) + a * load(b + j));
@@ -313,7 +332,7 @@ void gemm_own(const GemmArgs& g) {
     return;
   }
   if (g.trans_b && g.m <= 32) return gemm_dots(g);
-  if (!g.trans_b && g.m <= 4) return gemm_rows(g);
+  if (!g.trans_b && g.m <= kRowStreamRows) return gemm_rows(g);
   gemm_packed(g);
 }
 
