@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict'
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 import { startTriad } from '../support/triad-process.ts'
 
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
-const qwenDir = fileURLToPath(new URL('../../models/Qwen3-0.6B', import.meta.url))
+/** A model directory of the repository (`models/...`) as an absolute path. */
+const inRepo = (dir: string) => fileURLToPath(new URL(`../../${dir}`, import.meta.url))
 
 /**
  * `triad run --check` of recipes that name a Hugging Face model (`model.hf`): the resolved recipe
@@ -21,19 +22,23 @@ describe('triad run --check - a pretrained policy', () => {
     await writeTinyQwen3(model, { layers: 2 })
   })
 
-  it('recipes/qwen3-0.6b.ts without the downloaded model: one line naming the directory and how to download it; nothing made', {
-    skip: existsSync(qwenDir) && 'models/Qwen3-0.6B is downloaded here',
-  }, async () => {
-    const runs = join(root, 'runs-a')
-    const child = startTriad(['run', 'recipes/qwen3-0.6b.ts', '--check', '--runs-dir', runs])
-    assert.equal((await child.exited).code, 1)
-    assert.equal(
-      child.stderr(),
-      'triad: invalid recipe recipes/qwen3-0.6b.ts:\nmodel.hf: models/Qwen3-0.6B is not a Hugging Face model directory (missing); download the model first: huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B\n',
-    )
-    assert.deepEqual(child.stdout, [])
-    assert.equal(existsSync(runs), false)
-  })
+  for (const [recipe, dir, repo] of [
+    ['recipes/qwen3-0.6b.ts', 'models/Qwen3-0.6B', 'Qwen/Qwen3-0.6B'],
+    ['recipes/qwen2.5-0.5b.ts', 'models/Qwen2.5-0.5B-Instruct', 'Qwen/Qwen2.5-0.5B-Instruct'],
+  ] as const)
+    it(`${recipe} without the downloaded model: one line naming the directory and how to download it; nothing made`, {
+      skip: existsSync(inRepo(dir)) && `${dir} is downloaded here`,
+    }, async () => {
+      const runs = join(root, `runs-${basename(recipe)}`)
+      const child = startTriad(['run', recipe, '--check', '--runs-dir', runs])
+      assert.equal((await child.exited).code, 1)
+      assert.equal(
+        child.stderr(),
+        `triad: invalid recipe ${recipe}:\nmodel.hf: ${dir} is not a Hugging Face model directory (missing); download the model first: huggingface-cli download ${repo} --local-dir ${dir}\n`,
+      )
+      assert.deepEqual(child.stdout, [])
+      assert.equal(existsSync(runs), false)
+    })
 
   it('recipes/tiny-hf.ts with TRIAD_TINY_HF_DIR: the resolved recipe takes its sizes from the model', async () => {
     const child = startTriad(['run', 'recipes/tiny-hf.ts', '--check'], { TRIAD_TINY_HF_DIR: model })
