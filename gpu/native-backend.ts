@@ -29,10 +29,10 @@ export const POOL_MAX_BYTES = 1 << 30
  * of recycled output arrays (a caching allocator, as PyTorch's): the arrays the native kernels
  * allocate (`allocate`) go back to the pool when the last tensor over them is disposed and serve
  * the next output of the same dtype and length. A training step makes the same shapes every step,
- * so it reuses its arrays instead of leaving them to the garbage collector (measured: the process's
- * peak resident memory in a LoRA step at 0.5B went from 19.7 GB to the figure in
- * docs/native-engine.md). Arrays that reach user code are copies (`readSync`), so a recycled array
- * is never one a caller still holds.
+ * so it reuses its arrays instead of leaving them to the garbage collector and paying fresh pages
+ * (measured: the toy SFT step of `triad bench rl-step` went from 117 to 48 ms; docs/native-engine.md).
+ * Arrays that reach user code are copies (`readSync`), so a recycled array is never one a caller
+ * still holds.
  */
 export class NativeBackend extends MathBackendCPU {
   /** Buffers of the arrays `allocate` made, with the original array and its count of live tensors over it. */

@@ -7,8 +7,8 @@
  *   huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct --local-dir models/Qwen2.5-0.5B-Instruct
  *   triad run recipes/qwen2.5-0.5b.ts
  *
- * It runs on the native engine's CPU backend; the step times measured at this size are in
- * docs/native-engine.md.
+ * It runs on the native engine's CPU backend: a LoRA step over 2x512 tokens at this shape takes
+ * about 35 s on 2 cores, generation 7 tokens/s at batch 1 (docs/native-engine.md).
  */
 import { defineRecipe } from './define-recipe.ts'
 

@@ -6,8 +6,9 @@
  *   huggingface-cli download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B
  *   triad run recipes/qwen3-0.6b.ts
  *
- * It wants a GPU (`@tensorflow/tfjs-node-gpu`): on the wasm backend the model does not fit a
- * training step (measured in docs/results/2026-12-02-pretrained-on-wasm-278b90d.md).
+ * It runs on the native engine's CPU backend, slowly: a LoRA step over 2x512 tokens at the
+ * Qwen2.5-0.5B shape takes about 35 s on 2 cores (docs/native-engine.md); on the wasm backend the
+ * model does not fit a training step (docs/results/2026-12-02-pretrained-on-wasm-278b90d.md).
  */
 import { defineRecipe } from './define-recipe.ts'
 
