@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { NativeAddon } from './native-addon.ts'
 
 /**
  * The CUDA engine's compiled addon (`gpu/native/cuda`, built by `gpu/native/build.mjs` with nvcc
@@ -20,19 +21,7 @@ export interface CudaAddon {
    * products `c[i] = op(a[i]) op(b[i])`. Synchronous.
    * @throws Error with `init()`'s reason when there is no device, or naming the CUDA call that failed.
    */
-  matmul(
-    a: Float32Array,
-    b: Float32Array,
-    c: Float32Array,
-    batch: number,
-    m: number,
-    n: number,
-    k: number,
-    transA: boolean,
-    transB: boolean,
-    strideA: number,
-    strideB: number,
-  ): void
+  matmul(...args: Parameters<NativeAddon['matmul']>): void
   /** Counters since the process started. */
   stats(): CudaStats
   /** Frees the device buffers kept between products. */
