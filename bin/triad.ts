@@ -18,6 +18,7 @@ import { registerServe } from './commands/serve.ts'
 import { registerStatus } from './commands/status.ts'
 import { registerTrajectories } from './commands/trajectories.ts'
 import { registerWorker } from './commands/worker.ts'
+import { BackendUnavailableError, ThreadCountError, UnknownBackendError } from '../gpu/index.ts'
 import { CliError } from './errors.ts'
 import { hintHelpAfterErrors } from './help-hint.ts'
 
@@ -62,6 +63,16 @@ try {
     process.exit(err.exitCode)
   }
   if (err instanceof CommanderError) process.exit(err.exitCode)
+  // A backend or thread setting that cannot work (TRIAD_BACKEND, TRIAD_THREADS, --backend): its
+  // message names the setting and what to give; bad input exits 2, a missing backend 1.
+  if (err instanceof ThreadCountError || err instanceof UnknownBackendError) {
+    process.stderr.write(`triad: ${err.message}\n`)
+    process.exit(2)
+  }
+  if (err instanceof BackendUnavailableError) {
+    process.stderr.write(`triad: ${err.message}\n`)
+    process.exit(1)
+  }
   // Anything else is a bug or an unexpected failure: print it whole (the tensor backend installs
   // its own handler for uncaught errors, which would print its minified source instead).
   process.stderr.write(`triad: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`)
