@@ -36,7 +36,10 @@ export const POOL_MAX_BYTES = 1 << 30
  */
 export class NativeBackend extends MathBackendCPU {
   /** Buffers of the arrays `allocate` made, with the original array and its count of live tensors over it. */
-  private readonly owned = new WeakMap<ArrayBufferLike, { array: Float32Array | Int32Array; owners: number }>()
+  private readonly owned = new WeakMap<
+    ArrayBufferLike,
+    { array: Float32Array | Int32Array; owners: number }
+  >()
   /** Free arrays by `dtype:length`. */
   private readonly pool = new Map<string, (Float32Array | Int32Array)[]>()
   private pooledBytes = 0
@@ -122,9 +125,9 @@ export class NativeBackend extends MathBackendCPU {
       this.pooledBytes = 0
     }
     const key = `${array instanceof Int32Array ? 'int32' : 'float32'}:${array.length}`
-    let free = this.pool.get(key)
-    if (!free) this.pool.set(key, (free = []))
-    free.push(array)
+    const free = this.pool.get(key)
+    if (free) free.push(array)
+    else this.pool.set(key, [array])
     this.pooledBytes += array.byteLength
   }
 }

@@ -309,7 +309,9 @@ export const addNKernel: NativeKernel = {
       if (!v || v.length !== tf.util.sizeFromShape(first.shape)) return cpuAddN(args)
       values.push(v as Float32Array | Int32Array)
     }
-    const out = allocate(backend, first.dtype, tf.util.sizeFromShape(first.shape)) as Float32Array | Int32Array
+    const out = allocate(backend, first.dtype, tf.util.sizeFromShape(first.shape)) as
+      | Float32Array
+      | Int32Array
     if (out.length > 0) backend.addon.addN(values, out)
     return backend.output(out, first.shape, first.dtype)
   },

@@ -16,7 +16,11 @@ export function wordValues(backend: NativeBackend, t: tf.TensorInfo): Float32Arr
 }
 
 /** A zero-filled array of `size` elements of `dtype` (float32 or int32), from the backend's pool of recycled outputs. */
-export function newWords(backend: NativeBackend, dtype: tf.DataType, size: number): Float32Array | Int32Array {
+export function newWords(
+  backend: NativeBackend,
+  dtype: tf.DataType,
+  size: number,
+): Float32Array | Int32Array {
   return backend.allocate(dtype === 'int32' ? 'int32' : 'float32', size)
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { NativeBackend } from '../../gpu/native-backend.ts'
+import type { NativeBackend } from '../../gpu/native-backend.ts'
 import { nativeAvailable } from '../support/native-compare.ts'
 
 const skip = nativeAvailable ? false : 'the native addon is not built'
