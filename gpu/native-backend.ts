@@ -85,8 +85,7 @@ export class NativeBackend extends MathBackendCPU {
   }
 
   override write(values: tf.backend_util.BackendValues, shape: number[], dtype: tf.DataType): tf.DataId {
-    const own = ArrayBuffer.isView(values) ? this.owned.get(values.buffer) : undefined
-    if (own) own.owners++
+    this.claim(values)
     return super.write(values, shape, dtype)
   }
 
@@ -97,8 +96,7 @@ export class NativeBackend extends MathBackendCPU {
     dtype: tf.DataType,
     refCount: number,
   ): void {
-    const own = ArrayBuffer.isView(values) ? this.owned.get(values.buffer) : undefined
-    if (own) own.owners++
+    this.claim(values)
     super.move(dataId, values, shape, dtype, refCount)
   }
 
@@ -117,6 +115,12 @@ export class NativeBackend extends MathBackendCPU {
     return ArrayBuffer.isView(values) && this.owned.has(values.buffer)
       ? (values as Float32Array | Int32Array).slice()
       : values
+  }
+
+  /** Counts one more tensor data over `values` where they are (a view of) an array `allocate` made. */
+  private claim(values: tf.backend_util.BackendValues): void {
+    const own = ArrayBuffer.isView(values) ? this.owned.get(values.buffer) : undefined
+    if (own) own.owners++
   }
 
   private recycle(array: Float32Array | Int32Array): void {

@@ -41,35 +41,26 @@ describe('native backend - the pool of recycled outputs', { skip }, () => {
     tf.dispose([a, z])
   })
 
-  it('native pool - a view of an output (a contiguous slice) keeps its storage out of the pool until the view is disposed', () => {
-    const a = ramp()
-    const x = tf.mul(a, 2)
-    const s = tf.slice(x, [0], [100])
-    assert.equal(backend.values(s).buffer, backend.values(x).buffer) // a view, as on the cpu backend
-    const buffer = backend.values(x).buffer
-    x.dispose()
-    const y = tf.mul(a, 5)
-    assert.notEqual(backend.values(y).buffer, buffer)
-    assert.equal(s.dataSync()[7], 14)
-    s.dispose()
-    const w = tf.mul(a, 7) // now the storage is free again
-    assert.equal(backend.values(w).buffer, buffer)
-    assert.equal(w.dataSync()[7], 49)
-    tf.dispose([a, y, w])
-  })
-
-  it('native pool - a reshape shares the storage (one tensor data, two tensors): freed only after both', () => {
-    const a = ramp()
-    const x = tf.mul(a, 2)
-    const r = tf.reshape(x, [2, N / 2])
-    const buffer = backend.values(x).buffer
-    x.dispose()
-    const y = tf.mul(a, 3)
-    assert.notEqual(backend.values(y).buffer, buffer)
-    assert.equal(r.dataSync()[3], 6)
-    r.dispose()
-    const w = tf.mul(a, 4)
-    assert.equal(backend.values(w).buffer, buffer)
-    tf.dispose([a, y, w])
-  })
+  // [what shares the output's storage, how it is made, an index of it, its value there (2 x index)]
+  const sharers: [string, (x: tf.Tensor1D) => tf.Tensor, number, number][] = [
+    ['a view of it (a contiguous slice)', (x) => tf.slice(x, [0], [100]), 7, 14],
+    ['a reshape (one tensor data, two tensors)', (x) => tf.reshape(x, [2, N / 2]), 3, 6],
+  ]
+  for (const [what, share, index, value] of sharers)
+    it(`native pool - ${what} keeps an output's storage out of the pool until it is disposed too`, () => {
+      const a = ramp()
+      const x = tf.mul(a, 2) as tf.Tensor1D
+      const s = share(x)
+      const buffer = backend.values(x).buffer
+      assert.equal(backend.values(s).buffer, buffer) // shared storage, as on the cpu backend
+      x.dispose()
+      const y = tf.mul(a, 3)
+      assert.notEqual(backend.values(y).buffer, buffer)
+      assert.equal(s.dataSync()[index], value)
+      s.dispose()
+      const w = tf.mul(a, 4) // now the storage is free again
+      assert.equal(backend.values(w).buffer, buffer)
+      assert.equal(w.dataSync()[index], 4 * index)
+      tf.dispose([a, y, w])
+    })
 })

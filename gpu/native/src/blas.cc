@@ -49,32 +49,26 @@ void blas_set_threads(int n) {
   if (set_threads) set_threads(n);
 }
 
-void gemm_blas(const GemmArgs& g) {
+namespace {
+/** cblas_sgemm for rows [i0, i1) of C (columns of A when transposed); leading dimensions of the whole product. */
+void sgemm_rows(const GemmArgs& g, int64_t i0, int64_t i1) {
   const int lda = static_cast<int>(g.trans_a ? g.m : g.k);
   const int ldb = static_cast<int>(g.trans_b ? g.k : g.n);
-  sgemm(kRowMajor, g.trans_a ? kTrans : kNoTrans, g.trans_b ? kTrans : kNoTrans, static_cast<int>(g.m),
-        static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, g.a, lda, g.b, ldb, g.accumulate ? 1.0f : 0.0f,
-        g.c, static_cast<int>(g.n));
+  const float* a = g.trans_a ? g.a + i0 : g.a + i0 * g.k;  // A^T is stored k x m: the block is columns i0..i1
+  sgemm(kRowMajor, g.trans_a ? kTrans : kNoTrans, g.trans_b ? kTrans : kNoTrans, static_cast<int>(i1 - i0),
+        static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a, lda, g.b, ldb, g.accumulate ? 1.0f : 0.0f,
+        g.c + i0 * g.n, static_cast<int>(g.n));
 }
+}  // namespace
+
+void gemm_blas(const GemmArgs& g) { sgemm_rows(g, 0, g.m); }
 
 void gemm_blas_parallel(const GemmArgs& g) {
-  // One BLAS thread per task of triad's pool, so the two never compete for the cores. Blocks of
-  // rows of C (columns of A when transposed): each block is a whole sgemm over the same B.
-  const int64_t threads = ThreadPool::instance().threads();
-  const int64_t blocks = std::min<int64_t>(threads, g.m / 32);
+  // One BLAS thread per task of triad's pool, so the two never compete for the cores: blocks of
+  // rows of C, each a whole sgemm over the same B.
+  const int64_t blocks = std::min<int64_t>(ThreadPool::instance().threads(), g.m / 32);
   if (blocks <= 1) return gemm_blas(g);
-  ThreadPool::instance().parallel_for(blocks, [&](int64_t t) {
-    const int64_t i0 = g.m * t / blocks, i1 = g.m * (t + 1) / blocks;
-    GemmArgs part = g;
-    part.m = i1 - i0;
-    part.a = g.trans_a ? g.a + i0 : g.a + i0 * g.k;  // A^T stored k x m: the block is columns i0..i1
-    part.c = g.c + i0 * g.n;
-    const int lda = static_cast<int>(g.trans_a ? g.m : g.k);
-    const int ldb = static_cast<int>(g.trans_b ? g.k : g.n);
-    sgemm(kRowMajor, g.trans_a ? kTrans : kNoTrans, g.trans_b ? kTrans : kNoTrans, static_cast<int>(part.m),
-          static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, part.a, lda, g.b, ldb, g.accumulate ? 1.0f : 0.0f,
-          part.c, static_cast<int>(g.n));
-  });
+  ThreadPool::instance().parallel_for(blocks, [&](int64_t t) { sgemm_rows(g, g.m * t / blocks, g.m * (t + 1) / blocks); });
 }
 
 }  // namespace triad

@@ -42,14 +42,11 @@ inline v16f exp_v16(v16f x) {
   return x != x ? x : e;
 }
 
-/** e^x of one value, through the vector code (so a tail gives the same bits as the lanes). */
-inline float exp_f32(float x) {
-  const v16f v = {x};
-  return exp_v16(v)[0];
-}
-
 /** Lanes of the vector loops below (one AVX-512 register of float32). */
 constexpr int kExpLanes = 16;
+
+/** Values per stack buffer where a caller runs exp_shifted over a long array in pieces. */
+constexpr int64_t kExpChunk = 512;
 
 /** max of x[0, n) (n >= 1); NaN when any value is NaN. */
 inline float row_max(const float* x, int64_t n) {
@@ -99,13 +96,12 @@ inline double lane_sum(const float* y, int64_t n) {
   return s;
 }
 
-/** sum over j of exp(x[j] - shift), through a stack buffer of 512 values (x is not written). */
+/** sum over j of exp(x[j] - shift), through a stack buffer of kExpChunk values (x is not written). */
 inline double exp_shifted_sum(const float* x, float shift, int64_t n) {
-  constexpr int64_t kChunk = 512;
-  float buf[kChunk];
+  float buf[kExpChunk];
   double s = 0;
-  for (int64_t j = 0; j < n; j += kChunk) {
-    const int64_t m = n - j < kChunk ? n - j : kChunk;
+  for (int64_t j = 0; j < n; j += kExpChunk) {
+    const int64_t m = n - j < kExpChunk ? n - j : kExpChunk;
     exp_shifted(x + j, shift, buf, m);
     s += lane_sum(buf, m);
   }

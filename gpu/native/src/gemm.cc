@@ -228,10 +228,10 @@ constexpr int64_t kRowStreamRows = 16;
 /** Few rows times a plain B: C[i, :] (+)= sum_p A[i, p] B[p, :], streaming B's rows once. */
 void gemm_rows(const GemmArgs& g) {
   // columns of C a task keeps in L1: m rows of them in about 32 KiB, 4 to 64 vectors wide
-  const int64_t kChunk = std::min<int64_t>(64 * V, std::max<int64_t>(4 * V, 8192 / std::max<int64_t>(1, g.m) / V * V));
-  const int64_t chunks = (g.n + kChunk - 1) / kChunk;
+  const int64_t chunk = std::min<int64_t>(64 * V, std::max<int64_t>(4 * V, 8192 / std::max<int64_t>(1, g.m) / V * V));
+  const int64_t chunks = (g.n + chunk - 1) / chunk;
   ThreadPool::instance().parallel_for(chunks, [&](int64_t ch) {
-    const int64_t j0 = ch * kChunk, cols = std::min(kChunk, g.n - j0);
+    const int64_t j0 = ch * chunk, cols = std::min(chunk, g.n - j0);
     const int64_t vcols = cols / V * V;
     for (int64_t i = 0; i < g.m; i++) {
       float* c = g.c + i * g.n + j0;

@@ -19,9 +19,6 @@ inline void sigmoid_into(const float* g, float* s, int64_t n) {
   for (int64_t k = 0; k < n; k++) s[k] = 1.0f / (1.0f + s[k]);
 }
 
-/** Values per stack buffer of sigmoids. */
-constexpr int64_t kChunk = 512;
-
 /** swiglu(gate [n], up [n], out [n], n): out = gate sigmoid(gate) up. */
 napi_value swiglu(napi_env env, napi_callback_info cb) {
   return guarded(env, [&] {
@@ -31,9 +28,9 @@ napi_value swiglu(napi_env env, napi_callback_info cb) {
     const float* up = args.f32(1, n, "up");
     float* out = args.f32(2, n, "out");
     parallel_range(n, kGrain, [&](int64_t i0, int64_t i1) {
-      float s[kChunk];
-      for (int64_t c = i0; c < i1; c += kChunk) {
-        const int64_t m = std::min(kChunk, i1 - c);
+      float s[kExpChunk];
+      for (int64_t c = i0; c < i1; c += kExpChunk) {
+        const int64_t m = std::min(kExpChunk, i1 - c);
         sigmoid_into(gate + c, s, m);
         for (int64_t k = 0; k < m; k++) out[c + k] = gate[c + k] * s[k] * up[c + k];
       }
@@ -57,9 +54,9 @@ napi_value swiglu_grad(napi_env env, napi_callback_info cb) {
     float* dgate = args.f32(3, n, "dgate");
     float* dup = args.f32(4, n, "dup");
     parallel_range(n, kGrain, [&](int64_t i0, int64_t i1) {
-      float sg[kChunk];
-      for (int64_t c = i0; c < i1; c += kChunk) {
-        const int64_t m = std::min(kChunk, i1 - c);
+      float sg[kExpChunk];
+      for (int64_t c = i0; c < i1; c += kExpChunk) {
+        const int64_t m = std::min(kExpChunk, i1 - c);
         sigmoid_into(gate + c, sg, m);
         for (int64_t k = 0; k < m; k++) {
           const int64_t i = c + k;
