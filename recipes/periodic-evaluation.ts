@@ -1,4 +1,13 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import {
   type EvalResult,
@@ -195,12 +204,22 @@ export async function evaluateInProcess(
   }
 }
 
+/** What a skipped periodic evaluation's log line says of each reason. */
+const SKIP_REASONS = {
+  superseded: 'a newer checkpoint came before its turn (the periodic evaluation takes the newest)',
+  pruned: 'its checkpoint was pruned before it was seen',
+  stopped: 'the run ended before its turn (the end-of-run evaluation follows)',
+} as const
+
 /**
- * Starts the periodic evaluation of a run (`evaluation.every` > 0): the checkpoint of every
- * multiple of `every` below the step budget (the end-of-run evaluation takes the last) is copied
- * to `eval/.step-<n>-checkpoint/` as soon as the learner writes it, and a `triad eval` process,
- * one at a time in step order, evaluates that copy on the held-out split and writes
- * `eval/step-<n>.json`, like the final table (`evaluateInProcess`). An evaluation that the run's
+ * Starts the periodic evaluation of a run (`evaluation.every` > 0): a `triad eval` process, one at
+ * a time, evaluates the checkpoint of a multiple of `every` below the step budget (the end-of-run
+ * evaluation takes the last) on the held-out split and writes `eval/step-<n>.json`, like the final
+ * table (`evaluateInProcess`). It never falls behind by more than one checkpoint (`EvalSchedule`):
+ * the one waiting for its turn is copied to `eval/.step-<n>-checkpoint/` as soon as the learner
+ * writes it, and a newer multiple replaces it (the copy is removed). Each step left unevaluated is
+ * said by a line to `log` (`step-4 stays unevaluated: ...`) and an `evaluation.skipped` event in
+ * `logs/run.jsonl` (`step`, `reason`: superseded, pruned or stopped). An evaluation that the run's
  * stop interrupts keeps its checkpoint copy, and the evaluations a stopped run left unfinished
  * (`interruptedEvaluations`) are done first, the first one at once. Undefined when `every` is 0.
  */
@@ -223,10 +242,23 @@ export function startPeriodicEvaluation(
       pinCheckpoint(checkpoint.dir, pinned)
       return { ...checkpoint, dir: pinned }
     },
-    onSkip: (checkpoint) =>
-      log(
-        `step-${checkpoint.version} stays unevaluated: its checkpoint ${checkpoint.dir} was pruned before it was seen`,
-      ),
+    unpin: (checkpoint) => {
+      const pinned = pinnedCheckpointDir(dir, checkpoint.version)
+      if (checkpoint.dir === pinned) rmSync(pinned, { recursive: true, force: true })
+    },
+    onSkip: ({ version, reason }) => {
+      log(`step-${version} stays unevaluated: ${SKIP_REASONS[reason]}`)
+      // Written at once (not queued behind other appends): the event is in the file when stop returns.
+      try {
+        mkdirSync(dir.logsDir, { recursive: true })
+        appendFileSync(
+          join(dir.logsDir, 'run.jsonl'),
+          `${JSON.stringify({ event: 'evaluation.skipped', time: Date.now(), step: version, reason })}\n`,
+        )
+      } catch (err) {
+        log(`logs/run.jsonl: the skip of step-${version} was not recorded: ${(err as Error).message}`)
+      }
+    },
     evaluate: async (checkpoint: PipelineCheckpoint, signal: AbortSignal) => {
       const names = {
         label: `step-${checkpoint.version}`,

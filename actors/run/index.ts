@@ -18,7 +18,13 @@ export {
   readEvalResults,
   writeEvalResult,
 } from './eval-file.ts'
-export { EvalSchedule, type EvalScheduleOptions, nextEvaluationStep } from './eval-schedule.ts'
+export {
+  EvalSchedule,
+  type EvalScheduleOptions,
+  type EvalSkipReason,
+  nextEvaluationStep,
+  type SkippedEvaluation,
+} from './eval-schedule.ts'
 export { type FindFinishedRunOptions, type FinishedRun, findFinishedRun } from './finished-run.ts'
 export {
   formatMetricsLine,

@@ -160,6 +160,46 @@ describe('recipes/periodic-evaluation', () => {
     }
   })
 
+  it('periodic evaluation - falling behind: a newer checkpoint replaces the waiting one (its copy removed), the stop waits only for the one in flight, and each skip is a line and an evaluation.skipped event in logs/run.jsonl', async () => {
+    const dir = await createRunDir({ runsDir: mkdtempSync(join(tmpdir(), 'triad-pe-')), name: 'pe', recipe })
+    const { log, waitFor, lines } = lineLog()
+    const schedule = startPeriodicEvaluation(recipe, dir, 10, log)!
+    for (const v of [2, 4, 6]) {
+      mkdirSync(join(dir.checkpointsDir, `step-${v}`))
+      await writeTinyCheckpoint(join(dir.checkpointsDir, `step-${v}`))
+    }
+    pointLatest(dir, 2)
+    await waitFor(/^evaluating step-2/)
+    pointLatest(dir, 4)
+    schedule.check()
+    assert.equal(schedule.waitingStep, 4)
+    assert.ok(existsSync(join(dir.evalDir, '.step-000004-checkpoint')), 'the waiting one is pinned')
+    pointLatest(dir, 6)
+    schedule.check()
+    assert.equal(schedule.waitingStep, 6)
+    assert.equal(existsSync(join(dir.evalDir, '.step-000004-checkpoint')), false, 'its copy is removed')
+    await schedule.stop({ wait: true })
+    assert.deepEqual(schedule.started, [2])
+    assert.deepEqual(
+      lines.filter((l) => l.includes('unevaluated')),
+      [
+        'step-4 stays unevaluated: a newer checkpoint came before its turn (the periodic evaluation takes the newest)',
+        'step-6 stays unevaluated: the run ended before its turn (the end-of-run evaluation follows)',
+      ],
+    )
+    assert.deepEqual(readdirSync(dir.evalDir), ['step-000002.json'])
+    const events = readFileSync(join(dir.logsDir, 'run.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.event === 'evaluation.skipped')
+      .map((e) => [e.step, e.reason, typeof e.time])
+    assert.deepEqual(events, [
+      [4, 'superseded', 'number'],
+      [6, 'stopped', 'number'],
+    ])
+  })
+
   it('periodic evaluation - leftovers of a killed run: a copy of an evaluated step, of the SFT checkpoint (the end-of-run evaluation redoes it) and an incomplete copy whose checkpoint is gone are removed; an incomplete copy whose checkpoint exists is evaluated from it', () => {
     const dir = runDirPaths(mkdtempSync(join(tmpdir(), 'triad-pe-')))
     mkdirSync(dir.evalDir, { recursive: true })
