@@ -32,6 +32,7 @@ export const ChatMessageSchema = z.discriminatedUnion('role', [
 export type ChatMessage = z.infer<typeof ChatMessageSchema>
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>
 export type ToolMessage = Extract<ChatMessage, { role: 'tool' }>
+export type UserMessage = Extract<ChatMessage, { role: 'user' }>
 
 /** An OpenAI tool schema: `{type: "function", function: {name, description, parameters}}`. */
 export const ToolSchemaSchema = z.object({

@@ -57,7 +57,10 @@ export const EnvInteract = defineMessage(
   }),
 )
 
-/** Reply to `env.interact`: tool results come back as `role: "tool"` messages. */
+/**
+ * Reply to `env.interact`: tool results come back as `role: "tool"` messages, one per call; a turn
+ * without a tool call is answered by one `role: "user"` message.
+ */
 export const EnvInteracted = defineMessage(
   'env.interacted',
   z.object({

@@ -6,6 +6,7 @@ export {
   type ToolMessage,
   type ToolSchema,
   ToolSchemaSchema,
+  type UserMessage,
 } from './chat.ts'
 export { decode, encode } from './codec.ts'
 export { EnvDifficulty, EnvDifficultyGet, type TaskDifficulty } from './difficulty-api.ts'

@@ -1,4 +1,4 @@
-import type { ChatMessage, Millis, ToolMessage } from '../../protocols/index.ts'
+import type { ChatMessage, Millis, ToolMessage, UserMessage } from '../../protocols/index.ts'
 import { SessionStatus } from '../../protocols/index.ts'
 import { SessionEndedError } from './errors.ts'
 import type { ResolvedInstance } from './instance.ts'
@@ -12,6 +12,11 @@ import type { ToolArgsValidator } from './tool-args.ts'
  * exception: a message that is not an assistant message or has no tool call, an unknown tool,
  * arguments that are not JSON or break the tool's schema (all `invalid_action`), too many turns
  * (`turn_limit`), too much text (`context_limit`), a task that throws (`task_error`).
+ *
+ * The answer to a turn without a tool call is a `user` message, not a `tool` one: an OpenAI
+ * conversation has no tool message without the call it answers (`tool_call_id`), and the API, the
+ * fine-tuning format and Hugging Face chat templates refuse one. Every tool call is answered by a
+ * `tool` message with its id.
  */
 
 /** The result of one `interact`: the body of `env.interacted`. */
@@ -20,8 +25,11 @@ export interface SessionStep {
   /** 0 before the end; the outcome (1 solved, 0 not) on the step that ends the episode. */
   reward: number
   status: SessionStatus
-  /** One `role: "tool"` message per tool call, in call order (or one for a turn without calls). */
-  messages: ToolMessage[]
+  /**
+   * One `role: "tool"` message per tool call, in call order; for a turn without calls (or a message
+   * that is not an assistant's), one `role: "user"` message saying what was wrong.
+   */
+  messages: (ToolMessage | UserMessage)[]
   /**
    * Per step: `step_good` (1 when every call of the turn was good: the ground-truth label for a
    * reward model), `invalid` (1 for an invalid action), `tool_errors` (calls that failed in the
@@ -97,7 +105,7 @@ export class Session {
     this.lastActive = now
     this.turns += 1
     this.contextBytes += messageBytes(message)
-    const out: ToolMessage[] = []
+    const out: (ToolMessage | UserMessage)[] = []
     let invalid = false
     let allGood = true
     let toolErrors = 0
@@ -187,8 +195,9 @@ export class Session {
     await this.close()
   }
 
-  private note(content: string): ToolMessage {
-    return { role: 'tool', tool_call_id: 'none', content }
+  /** The environment's answer to a turn that made no tool call: a user turn (see the class doc). */
+  private note(content: string): UserMessage {
+    return { role: 'user', content }
   }
 
   private async close(): Promise<void> {

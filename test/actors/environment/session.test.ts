@@ -79,14 +79,19 @@ describe('actors/environment/session', () => {
     const s = await open()
     const r = await s.interact({ role: 'assistant', content: 'the answer is 3' }, 1)
     assert.equal(r.status, 'invalid_action')
-    assert.equal(r.messages[0]!.content, 'error: no tool call; call one of: add, done, boom')
+    // No call to answer: the environment's reply is a user turn, never a tool message without its call.
+    assert.deepEqual(r.messages, [
+      { role: 'user', content: 'error: no tool call; call one of: add, done, boom' },
+    ])
   })
 
   it('session - a message that is not from the assistant is invalid_action', async () => {
     const s = await open()
     const r = await s.interact({ role: 'user', content: 'hi' }, 1)
     assert.equal(r.status, 'invalid_action')
-    assert.equal(r.messages[0]!.content, 'error: send an assistant message with tool_calls')
+    assert.deepEqual(r.messages, [
+      { role: 'user', content: 'error: send an assistant message with tool_calls' },
+    ])
   })
 
   it('session - a task that throws ends with task_error and the message', async () => {
