@@ -10,6 +10,24 @@ export {
   trajectorySuccess,
 } from './env-adapter/index.ts'
 export {
+  AgentEpisodeError,
+  AgentFailure,
+  ContextFullError,
+  EpisodeRecorder,
+  Gateway,
+  GatewayHttpError,
+  type GatewayOptions,
+  GatewaySession,
+  normalizeMessage,
+  parseEpisodeReward,
+  parseGatewayRequest,
+  SESSION_HEADER,
+  SegmentBreak,
+  type SessionOptions,
+  type SessionOutcome,
+  type TurnGenerator,
+} from './gateway/index.ts'
+export {
   type AnyTask,
   ArithmeticError,
   assistantTurns,

@@ -1,0 +1,13 @@
+export { type GatewayChatRequest, parseGatewayRequest, type RunSampling } from './chat-request.ts'
+export { type CompletionTurn, completionChunks, completionObject } from './completion-reply.ts'
+export { EpisodeRecorder, normalizeMessage, type PreparedCall, SegmentBreak } from './episode-recorder.ts'
+export { type EpisodeReward, parseEpisodeReward } from './episode-reward.ts'
+export { AgentEpisodeError, AgentFailure, ContextFullError, GatewayHttpError } from './errors.ts'
+export {
+  Gateway,
+  type GatewayOptions,
+  type GatewayStats,
+  SESSION_HEADER,
+  type TurnGenerator,
+} from './gateway.ts'
+export { GatewaySession, type SessionOptions, type SessionOutcome } from './gateway-session.ts'
