@@ -149,6 +149,24 @@ export {
   startNodeProcesses,
   superviseNatsServer,
 } from './launcher/index.ts'
+export {
+  asWriteError,
+  type ChaosKill,
+  type ChaosTarget,
+  ChaosUnavailableError,
+  chaosKillLine,
+  chaosReportLines,
+  checkStoreFree,
+  isWriteError,
+  type Chaos,
+  liveStoreHolder,
+  NATS_STOP_GRACE_MS,
+  NATS_STORE_ERROR,
+  NATS_STORE_LOCK_FILE,
+  RunWriteError,
+  startChaos,
+  writeErrorCode,
+} from './launcher/index.ts'
 export { BatchError, Learner, LearnerCheckpointError, latestCheckpoint, packGroups } from './learner/index.ts'
 export {
   adaptersFromCheckpoint,
@@ -319,16 +337,20 @@ export {
   RUN_FINISHED,
   RUN_LOCK_FILE,
   RUN_MAX_STEPS,
+  RUN_SIGNAL_EXIT_CODES,
   type RunDir,
+  type RunEnd,
   RunFileExistsError,
   type RunLock,
   RunLockedError,
   RunsDirError,
   readEvalResults,
   readMetricsFile,
+  readRunEnd,
   readRunTransport,
   recordRunTransport,
   runDirPaths,
+  runEndLine,
   runOfMetricsSubject,
   runTimestamp,
   scalarsEvent,
@@ -339,6 +361,7 @@ export {
   writeEvalResult,
   writeNewFile,
 } from './run/index.ts'
+export { auditGroups, auditIsClean, type GroupAudit, groupAuditLine } from './run/index.ts'
 export {
   ActorCrashedError,
   type ActorRef,

@@ -25,7 +25,16 @@ export {
   nextEvaluationStep,
   type SkippedEvaluation,
 } from './eval-schedule.ts'
-export { type FindFinishedRunOptions, type FinishedRun, findFinishedRun } from './finished-run.ts'
+export {
+  type FindFinishedRunOptions,
+  type FinishedRun,
+  findFinishedRun,
+  RUN_SIGNAL_EXIT_CODES,
+  type RunEnd,
+  type RunStopReason,
+  readRunEnd,
+  runEndLine,
+} from './finished-run.ts'
 export {
   formatMetricsLine,
   type MetricsFile,
@@ -84,3 +93,4 @@ export {
 } from './tensorboard-writer.ts'
 export { fileVersionEvent, scalarsEvent, TF_EVENT_FILE_VERSION } from './tf-event.ts'
 export { maskedCrc32c, tfRecord } from './tfrecord.ts'
+export { auditGroups, auditIsClean, type GroupAudit, groupAuditLine } from './group-audit.ts'

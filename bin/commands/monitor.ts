@@ -17,6 +17,7 @@ import {
 } from '../../actors/index.ts'
 import { MessageRegistry, MetricsReport } from '../../protocols/index.ts'
 import { CliError } from '../errors.ts'
+import { endedRunJson, findEndedRun } from '../monitor/ended-run.ts'
 import { formatDuration, MetricsState, renderSnapshot } from '../monitor/metrics-state.ts'
 import { attachRunNats, connectHint, type RunNats, recipeMaxSteps } from '../monitor/run-nats.ts'
 import { watchRunsSeen } from '../monitor/runs-seen.ts'
@@ -239,7 +240,8 @@ function serverGone(transport: NatsTransport, timeoutMs: number) {
  * `triad monitor --run RUN [--runs-dir DIR] [--nats URL] [--once [--json]]`: a live terminal view
  * of a run's metrics. Without `--nats` it reads the run's NATS URL from
  * `<runs-dir>/<run>/logs/run.jsonl` (an embedded server listens on a free port) and refuses a run
- * that recorded none. The live view ends by itself: when the run's last report says it ended
+ * that recorded none. A run whose run directory says it ended (`findEndedRun`) gets one line of how
+ * (status 0), without NATS. The live view ends by itself: when the run's last report says it ended
  * (status 0 when it finished at its budget, 1 when it stopped before), or when the server stays
  * unreachable for `--server-timeout` ms (status 3).
  */
@@ -286,6 +288,12 @@ export function registerMonitor(program: Command): void {
         json?: boolean
         serverTimeout: number
       }) => {
+        // A run that ended: its run directory says how; there is nothing live to watch.
+        const over = await findEndedRun(options.runsDir, options.run)
+        if (over) {
+          process.stdout.write(`${options.json ? JSON.stringify(endedRunJson(over)) : over.line}\n`)
+          return
+        }
         const nats = await attachRunNats('triad monitor', options.runsDir, options.run, options.nats)
         const budgetMaxSteps = await recipeMaxSteps(options.runsDir, options.run)
         let transport: NatsTransport

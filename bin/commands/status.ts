@@ -2,6 +2,7 @@ import { Svcm } from '@nats-io/services'
 import type { Command } from 'commander'
 import { connectNats } from '../../actors/index.ts'
 import { CliError } from '../errors.ts'
+import { endedRunJson, findEndedRun } from '../monitor/ended-run.ts'
 import { attachRunNats, connectHint } from '../monitor/run-nats.ts'
 import { integerOption } from '../numeric-option.ts'
 
@@ -264,6 +265,8 @@ function table(head: string[], rows: string[][]): string[] {
 /**
  * `triad status [--run RUN] [--nats URL] [--monitor URL]`. With `--run` and without `--nats`, the
  * server (and its monitoring URL) is the one `triad run` recorded in `<runs-dir>/<run>/logs/run.jsonl`.
+ * A run that ended (that file holds its `stop`) is not asked on NATS: one line says how it ended
+ * (`findEndedRun`), exit status 0.
  */
 export function registerStatus(program: Command): void {
   program
@@ -290,6 +293,12 @@ export function registerStatus(program: Command): void {
         json?: boolean
         wait: number
       }) => {
+        // A run that ended: its run directory says how, and nothing of it answers on NATS.
+        const ended = o.run === undefined ? undefined : await findEndedRun(o.runsDir, o.run)
+        if (ended) {
+          process.stdout.write(`${o.json ? JSON.stringify(endedRunJson(ended), null, 2) : ended.line}\n`)
+          return
+        }
         const nats = await attachRunNats('triad status', o.runsDir, o.run, o.nats)
         const report = await collectStatus({
           nats: nats.url,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
+  appendRunLog,
   connectNats,
   type NatsServer,
   type NatsTransport,
@@ -11,6 +12,7 @@ import {
   runDirPaths,
   type Served,
   startNatsServer,
+  writeEvalResult,
 } from '../../actors/index.ts'
 import { formatStatus, type StatusReport } from '../../bin/commands/status.ts'
 import { MessageRegistry, MetricsReport } from '../../protocols/index.ts'
@@ -101,6 +103,54 @@ describe('bin/status - formatStatus', () => {
     assert.deepEqual(
       formatStatus({ nats: 'nats://h:1', source: '--nats', run: 'r1', services: [] }).split('\n'),
       ['NATS nats://h:1, run r1', '', 'no service of run r1 answers at nats://h:1: has the run ended?'],
+    )
+  })
+})
+
+describe('bin/status - a run that ended', () => {
+  it('triad status --run and triad monitor --run - a run whose run directory holds its stop: one line of how it ended, exit 0, without NATS; an unknown run keeps its error', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'triad-status-ended-'))
+    const dir = runDirPaths(join(runsDir, 'done-20261204-120000'))
+    mkdirSync(dir.evalDir, { recursive: true })
+    // What triad run writes: start, its embedded server's URL (gone now), the final evaluation, stop.
+    await appendRunLog(dir, 'run', { event: 'start', time: Date.UTC(2026, 11, 4, 12), recipe: 'q.ts' })
+    await recordRunTransport(dir, { transport: 'nats', url: 'nats://127.0.0.1:1' })
+    const evalFile = await writeEvalResult(dir, 'final-1764850000000', {
+      step: 40,
+      rows: [{ checkpoint: 'step-40', task: 'calc' }],
+    })
+    await appendRunLog(dir, 'run', {
+      event: 'stop',
+      time: Date.UTC(2026, 11, 4, 12, 30),
+      reason: 'steps',
+      steps: 40,
+      restarts: { learner: 0, rollout: 1 },
+      metricsLines: 400,
+      evalFile,
+    })
+    const line = `run ${dir.id} ended at step 40, 2026-12-04T12:30:00.000Z, exit 0 (step budget), final evaluation in eval/final-1764850000000.json`
+    for (const command of [['status'], ['monitor'], ['monitor', '--once']]) {
+      const r = await runTriad([...command, '--run', dir.id, '--runs-dir', runsDir])
+      assert.deepEqual([r.code, r.stdout, r.stderr], [0, line, ''], command.join(' '))
+    }
+    const json = await runTriad(['status', '--run', dir.id, '--runs-dir', runsDir, '--json'])
+    assert.equal(json.code, 0, json.stderr)
+    assert.deepEqual(JSON.parse(json.stdout), {
+      run: dir.id,
+      dir: dir.path,
+      ended: true,
+      step: 40,
+      time: Date.UTC(2026, 11, 4, 12, 30),
+      reason: 'steps',
+      exitCode: 0,
+      evalFile,
+      restarts: { learner: 0, rollout: 1 },
+    })
+    const unknown = await runTriad(['status', '--run', 'nope-20261204-120000', '--runs-dir', runsDir])
+    assert.equal(unknown.code, 1)
+    assert.equal(
+      unknown.stderr,
+      `triad: cannot find the NATS server of run nope-20261204-120000: there is no run directory ${join(runsDir, 'nope-20261204-120000')}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed\n`,
     )
   })
 })

@@ -1,9 +1,16 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { createRunDir, findFinishedRun, type RunDir, writeEvalResult } from '../../../actors/index.ts'
+import {
+  createRunDir,
+  findFinishedRun,
+  type RunDir,
+  readRunEnd,
+  runEndLine,
+  writeEvalResult,
+} from '../../../actors/index.ts'
 
 /** A run directory whose latest checkpoint is `version` (none when undefined). */
 async function runAt(version: number | undefined): Promise<RunDir> {
@@ -74,5 +81,67 @@ describe('actors/run/finished-run', () => {
       maxSteps: 3,
       evalFile: file,
     })
+  })
+
+  it('readRunEnd - the last stop after the last start or resume: step, time, exit status, and the final evaluation file (the one named, else the newest of that step)', async () => {
+    const dir = await runAt(undefined)
+    const log = (e: Record<string, unknown>) =>
+      appendFileSync(join(dir.logsDir, 'run.jsonl'), `${JSON.stringify(e)}\n`)
+    assert.equal(await readRunEnd(dir), undefined, 'no log yet')
+    log({ event: 'start', time: 1_000, recipe: 'r.ts' })
+    log({ event: 'transport', time: 1_001, transport: 'in-process' })
+    assert.equal(await readRunEnd(dir), undefined, 'running (or killed: no stop)')
+    log({
+      event: 'stop',
+      time: 5_000,
+      reason: 'signal',
+      steps: 4,
+      signal: 'SIGTERM',
+      restarts: { learner: 0 },
+    })
+    assert.deepEqual(await readRunEnd(dir), {
+      step: 4,
+      time: 5_000,
+      reason: 'signal',
+      signal: 'SIGTERM',
+      exitCode: 143,
+      restarts: { learner: 0 },
+    })
+    log({ event: 'resume', time: 6_000, recipe: 'r.ts' })
+    assert.equal(await readRunEnd(dir), undefined, 'resumed: running again')
+    const older = await final(dir, 7_000, 8)
+    const named = await writeEvalResult(dir, 'final-7500', { step: 8, rows: [{ checkpoint: 'step-8' }] })
+    await final(dir, 8_000, 8)
+    log({ event: 'stop', time: 9_000, reason: 'steps', steps: 8, restarts: { learner: 1 }, evalFile: named })
+    const end = await readRunEnd(dir)
+    assert.deepEqual(end, {
+      step: 8,
+      time: 9_000,
+      reason: 'steps',
+      exitCode: 0,
+      evalFile: named,
+      restarts: { learner: 1 },
+    })
+    assert.equal(
+      runEndLine(dir, end!),
+      `run ${dir.id} ended at step 8, 1970-01-01T00:00:09.000Z, exit 0 (step budget), final evaluation in eval/final-7500.json`,
+    )
+    // A stop event without evalFile (written before it was recorded): the newest final file of its step.
+    log({ event: 'resume', time: 10_000 })
+    log({ event: 'stop', time: 11_000, reason: 'time', steps: 8 })
+    const newest = join(dir.evalDir, 'final-8000.json')
+    assert.equal((await readRunEnd(dir))?.evalFile, newest)
+    assert.notEqual(older, newest)
+    log({ event: 'resume', time: 12_000 })
+    log({ event: 'stop', time: 13_000, reason: 'failed', steps: 9 })
+    const failed = await readRunEnd(dir)
+    assert.deepEqual(failed, { step: 9, time: 13_000, reason: 'failed', exitCode: 1 })
+    assert.equal(
+      runEndLine(dir, failed!),
+      `run ${dir.id} ended at step 9, 1970-01-01T00:00:13.000Z, exit 1 (failed), no final evaluation`,
+    )
+    // A torn last line (the disk filled mid-write) is passed over.
+    appendFileSync(join(dir.logsDir, 'run.jsonl'), '{"event":"res')
+    assert.equal((await readRunEnd(dir))?.step, 9)
   })
 })
