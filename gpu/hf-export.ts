@@ -17,8 +17,10 @@ import type { FullTransformerConfig } from './transformer.ts'
  * vLLM and llama.cpp's converter load: `config.json` (`architectures`: Qwen3 with q/k norms, Qwen2
  * with q/k/v biases, else Llama; triad's own models are Llama with tied embeddings), the weights
  * under HF tensor names in `model.safetensors` (or shards with `model.safetensors.index.json` above
- * `maxShardBytes`), `generation_config.json`, and the tokenizer files (triad's tokenizer in
- * `tokenizer.json` form, `hf-tokenizer-export.ts`; a Hugging Face source's own files copied). A
+ * `maxShardBytes`), `generation_config.json`, and the tokenizer files with the chat template the
+ * model was trained with: triad's tokenizer in `tokenizer.json` form and triad's chat format as the
+ * `chat_template` of `tokenizer_config.json` (`hf-tokenizer-export.ts`, `triad-jinja-template.ts`),
+ * or a Hugging Face source's own files copied (its `chat_template`, or `chat_template.jinja`). A
  * checkpoint of LoRA adapters is exported with them merged into its base's weights
  * (`mergeAdapters`: `W + (alpha / rank) B A`), with its base's tokenizer files when the base is a
  * Hugging Face directory.
@@ -36,6 +38,8 @@ const HF_TOKENIZER_FILES = [
   'merges.txt',
   'tokenizer.model',
   'added_tokens.json',
+  // Newer models keep their chat template here instead of in tokenizer_config.json.
+  'chat_template.jinja',
 ] as const
 
 /** Options of `exportHf`. */

@@ -1,5 +1,6 @@
 import { CheckpointError } from './errors.ts'
 import { BYTE_VOCAB, type Tokenizer } from './tokenizer.ts'
+import { SPECIAL_TEXT_ESCAPE, triadJinjaChatTemplate } from './triad-jinja-template.ts'
 
 /**
  * triad's byte-level tokenizer in the form of Hugging Face's `tokenizer.json` (the `tokenizers`
@@ -12,6 +13,10 @@ import { BYTE_VOCAB, type Tokenizer } from './tokenizer.ts'
  * then `ByteLevel` without its own regex. One difference remains: triad cuts chunks longer than 64
  * bytes (`MAX_CHUNK_BYTES`) into pieces before merging, which `tokenizer.json` cannot express, so a
  * single chunk of more than 64 bytes (a long run of letters or of punctuation) may merge differently.
+ *
+ * The normalizer removes `U+FDD0`, which the exported chat template writes inside a special
+ * token's string in message text so that it stays plain bytes, as triad encodes message text
+ * (`triad-jinja-template.ts`). Added tokens are matched before normalization (`normalized: false`).
  */
 
 /** GPT-2's reversible byte-to-character table: printable Latin-1 bytes map to themselves, the rest to 256+. */
@@ -65,7 +70,7 @@ export function hfTokenizerJson(tokenizer: Tokenizer): Record<string, unknown> {
     truncation: null,
     padding: null,
     added_tokens: addedTokens,
-    normalizer: null,
+    normalizer: { type: 'Replace', pattern: { String: SPECIAL_TEXT_ESCAPE }, content: '' },
     pre_tokenizer: {
       type: 'Sequence',
       pretokenizers: [
@@ -90,7 +95,10 @@ export function hfTokenizerJson(tokenizer: Tokenizer): Record<string, unknown> {
   }
 }
 
-/** The `tokenizer_config.json` object of a triad tokenizer (fast tokenizer, ChatML turn end as EOS). */
+/**
+ * The `tokenizer_config.json` object of a triad tokenizer (fast tokenizer, ChatML turn end as EOS),
+ * with triad's chat format as its Jinja `chat_template` (`triadJinjaChatTemplate`).
+ */
 export function hfTokenizerConfigJson(tokenizer: Tokenizer, contextLength: number): Record<string, unknown> {
   const decoder: Record<string, unknown> = {}
   tokenizer.settings.specialTokens.forEach((content, i) => {
@@ -113,5 +121,6 @@ export function hfTokenizerConfigJson(tokenizer: Tokenizer, contextLength: numbe
     unk_token: null,
     model_max_length: contextLength,
     clean_up_tokenization_spaces: false,
+    chat_template: triadJinjaChatTemplate(tokenizer),
   }
 }

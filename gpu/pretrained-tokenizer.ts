@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers'
 import { CheckpointError } from './errors.ts'
+import { byteToUnicode } from './hf-tokenizer-export.ts'
 
 /**
  * A pretrained model's own tokenizer: its `tokenizer.json` (vocabulary, merges, pre-tokenizer,
@@ -82,6 +83,43 @@ export class PretrainedTokenizer {
   tokenId(token: string): number | undefined {
     return this.hf.token_to_id(token)
   }
+
+  /**
+   * The raw bytes of one id, as the tokenizer's decoder gives them for that token alone (a token may
+   * hold part of a UTF-8 character, which `decode` writes as U+FFFD): a `ByteLevel` tokenizer's
+   * characters mapped back through GPT-2's byte table; otherwise `<0xNN>` byte-fallback pieces as
+   * their byte and `▁` (Metaspace) as a space; an added token as the UTF-8 of its text.
+   * @returns undefined for an id outside the vocabulary.
+   */
+  tokenBytes(id: number): Uint8Array | undefined {
+    const token = this.hf.id_to_token(id)
+    if (token === undefined) return undefined
+    if (this.addedIds === undefined) this.addedIds = new Set(this.hf.get_added_tokens_decoder().keys())
+    if (this.addedIds.has(id)) return new TextEncoder().encode(token)
+    if (this.byteLevel()) {
+      const table = byteLevelTable()
+      const bytes = [...token].map((c) => table.get(c))
+      if (bytes.every((b) => b !== undefined)) return Uint8Array.from(bytes as number[])
+      return new TextEncoder().encode(token)
+    }
+    const hex = /^<0x([0-9A-Fa-f]{2})>$/.exec(token)
+    if (hex) return Uint8Array.of(Number.parseInt(hex[1]!, 16))
+    return new TextEncoder().encode(token.replaceAll('\u2581', ' '))
+  }
+
+  private addedIds: Set<number> | undefined
+
+  /** Whether the decoder is byte-level (GPT-2, Qwen, Llama 3), alone or in a sequence. */
+  private byteLevel(): boolean {
+    const types: string[] = []
+    const walk = (d: unknown) => {
+      const config = (d as { config?: { type?: unknown; decoders?: unknown[] } } | null)?.config
+      if (typeof config?.type === 'string') types.push(config.type)
+      for (const sub of (d as { decoders?: unknown[] } | null)?.decoders ?? []) walk(sub)
+    }
+    walk(this.hf.decoder)
+    return types.includes('ByteLevel')
+  }
 }
 
 /** The string of a special-token field of `tokenizer_config.json` (a string or `{content}`). */
@@ -136,4 +174,12 @@ export function loadPretrainedTokenizer(dir: string): PretrainedTokenizer {
     })
   }
   return new PretrainedTokenizer(hf, config as PretrainedTokenizerConfig, dir)
+}
+
+let byteLevelInverse: Map<string, number> | undefined
+
+/** GPT-2's byte table inverted: character to byte. */
+function byteLevelTable(): Map<string, number> {
+  byteLevelInverse ??= new Map(byteToUnicode().map((c, b) => [c, b]))
+  return byteLevelInverse
 }

@@ -4,9 +4,11 @@ import { ApiError, ApiErrorType } from './errors.ts'
 
 /**
  * The body of `POST /v1/chat/completions` that `triad serve` accepts: the OpenAI chat-completions
- * request, restricted to what the server really does. A field it would have to ignore (`stop`, a
- * non-zero penalty, a forced `tool_choice`) is refused with HTTP 400 naming it, never accepted and
- * dropped; an unknown field is refused too.
+ * request, restricted to what the server really does. A parameter it would have to ignore (`stop`,
+ * a non-zero penalty, a forced `tool_choice`, `logit_bias`, a JSON `response_format`) is refused
+ * with HTTP 400, never accepted and dropped: "`stop` is not supported", `param` naming it and
+ * `code` `unsupported_parameter` (OpenAI's error shape). Such a parameter at its "off" value (null,
+ * 0, an empty list, `tool_choice: "auto"`) is accepted. An unknown field is refused the same way.
  */
 
 /** Message content: a string, or OpenAI's list of text parts (joined). */
@@ -32,6 +34,8 @@ const Message = z.discriminatedUnion('role', [
     content: Content.nullish(),
     tool_calls: z.array(ToolCall).optional(),
     name: z.string().optional(),
+    // The reply's own `refusal: null`, so a client can send a returned message back as it is.
+    refusal: z.null().optional(),
   }),
   z.strictObject({
     role: z.literal('tool'),
@@ -50,8 +54,6 @@ const Tool = z.strictObject({
     strict: z.boolean().nullish(),
   }),
 })
-
-const zeroPenalty = z.literal(0).nullish()
 
 /** Most choices (`n`) one request may ask for. */
 export const MAX_CHOICES = 16
@@ -78,11 +80,59 @@ const RequestSchema = z.strictObject({
   stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.int().min(0).max(MAX_TOP_LOGPROBS).nullish(),
-  stop: z.null().optional(),
-  frequency_penalty: zeroPenalty,
-  presence_penalty: zeroPenalty,
   user: z.string().optional(),
 })
+
+const isOff = (v: unknown) => v === undefined || v === null
+const isEmptyObject = (v: unknown) =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0
+
+/**
+ * OpenAI request parameters the server does not do: for each, whether a value means "off" (and is
+ * accepted), and what the refusal adds after "`name` is not supported".
+ */
+const UNSUPPORTED: Readonly<Record<string, { off: (v: unknown) => boolean; why: string }>> = {
+  stop: {
+    off: (v) => isOff(v) || (Array.isArray(v) && v.length === 0),
+    why: ': a reply ends at the end of its turn or at max_tokens',
+  },
+  frequency_penalty: { off: (v) => isOff(v) || v === 0, why: ' (only 0)' },
+  presence_penalty: { off: (v) => isOff(v) || v === 0, why: ' (only 0)' },
+  logit_bias: { off: (v) => isOff(v) || isEmptyObject(v), why: '' },
+  tool_choice: {
+    off: (v) => isOff(v) || v === 'auto' || v === 'none',
+    why: ": only 'auto' and 'none' (a reply calls a tool when the model writes one)",
+  },
+  response_format: {
+    off: (v) => isOff(v) || (typeof v === 'object' && (v as { type?: unknown }).type === 'text'),
+    why: " (only {type: 'text'}): no constrained decoding",
+  },
+  functions: { off: isOff, why: ': use tools' },
+  function_call: { off: isOff, why: ': use tools' },
+  logprobs_format: { off: isOff, why: '' },
+  modalities: {
+    off: (v) => isOff(v) || (Array.isArray(v) && v.length === 1 && v[0] === 'text'),
+    why: " (only ['text'])",
+  },
+  audio: { off: isOff, why: '' },
+  prediction: { off: isOff, why: '' },
+  reasoning_effort: { off: isOff, why: '' },
+  web_search_options: { off: isOff, why: '' },
+  service_tier: { off: (v) => isOff(v) || v === 'auto' || v === 'default', why: '' },
+  store: { off: (v) => isOff(v) || v === false, why: '' },
+  metadata: { off: (v) => isOff(v) || isEmptyObject(v), why: '' },
+}
+
+/** HTTP 400 for a parameter the server does not do. */
+function notSupported(param: string, why = ''): ApiError {
+  return new ApiError(
+    400,
+    `\`${param}\` is not supported${why}`,
+    ApiErrorType.InvalidRequest,
+    param,
+    'unsupported_parameter',
+  )
+}
 
 /** A validated chat-completions request, defaults filled in. */
 export interface ChatRequest {
@@ -123,17 +173,26 @@ export function paramOf(path: readonly PropertyKey[]): string {
 export function parseChatRequest(body: unknown): ChatRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new ApiError(400, 'the request body must be a JSON object', ApiErrorType.InvalidRequest)
-  const r = RequestSchema.safeParse(body)
+  const fields: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(body)) {
+    const rule = UNSUPPORTED[k]
+    if (!rule) fields[k] = v
+    else if (!rule.off(v)) throw notSupported(k, rule.why)
+    else if (k === 'tool_choice') fields[k] = v
+  }
+  const r = RequestSchema.safeParse(fields)
   if (!r.success) {
     const issue = r.error.issues[0]!
     const param = paramOf(issue.path)
-    const what =
-      issue.code === 'unrecognized_keys'
-        ? `unrecognized or unsupported field ${issue.keys.map((k) => `'${param ? `${param}.` : ''}${k}'`).join(', ')}`
-        : `${param || 'body'}: ${issue.message}`
-    const at =
-      issue.code === 'unrecognized_keys' ? (param ? `${param}.${issue.keys[0]}` : issue.keys[0]!) : param
-    throw new ApiError(400, what, ApiErrorType.InvalidRequest, at || null, 'invalid_value')
+    if (issue.code === 'unrecognized_keys')
+      throw notSupported(param ? `${param}.${issue.keys[0]}` : issue.keys[0]!)
+    throw new ApiError(
+      400,
+      `\`${param || 'body'}\`: ${issue.message}`,
+      ApiErrorType.InvalidRequest,
+      param || null,
+      'invalid_value',
+    )
   }
   const q = r.data
   if (q.top_logprobs && !q.logprobs)

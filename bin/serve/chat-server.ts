@@ -15,6 +15,7 @@ import {
 import type { ToolCall } from '../../protocols/index.ts'
 import { type ChatRequest, parseChatRequest } from './chat-request.ts'
 import { ApiError, ApiErrorType } from './errors.ts'
+import { tokenBytesOf } from './token-bytes.ts'
 import { type TokenLogprob, tokenLogprob } from './token-logprobs.ts'
 
 /** Options of `buildChatServer`. */
@@ -55,6 +56,8 @@ export type ChoiceFinish = (typeof ChoiceFinish)[keyof typeof ChoiceFinish]
 interface ChoiceMessage {
   role: 'assistant'
   content: string | null
+  /** Always null (OpenAI's field for a refusal; the model's refusals are plain content). */
+  refusal: null
   tool_calls?: ToolCall[]
 }
 
@@ -97,6 +100,7 @@ export function buildChatServer(o: ChatServerOptions): ChatServer {
   const seeds = createRng(o.seed ?? 0)
   const created = nowSeconds()
   const stop = new Set(format.stopTokens)
+  const bytesOf = tokenBytesOf(format)
   const app = Fastify({
     logger: o.logger ? { level: 'info' } : false,
     bodyLimit: o.bodyLimit ?? 16 * 2 ** 20,
@@ -198,7 +202,7 @@ export function buildChatServer(o: ChatServerOptions): ChatServer {
           if (stop.has(token)) return
           body.push(token)
           const entry = q.logprobs
-            ? tokenLogprob(logits, token, q.temperature, q.topLogprobs, (id) => format.decode([id]))
+            ? tokenLogprob(logits, token, q.temperature, q.topLogprobs, bytesOf)
             : undefined
           if (entry) logprobs.push(entry)
           if (!listener) return
@@ -221,7 +225,7 @@ export function buildChatServer(o: ChatServerOptions): ChatServer {
       })
     const cut = gen.finishReason === FinishReason.Length ? ChoiceFinish.Length : ChoiceFinish.Stop
     const text = format.decode(body)
-    let message: ChoiceMessage = { role: 'assistant', content: text }
+    let message: ChoiceMessage = { role: 'assistant', content: text, refusal: null }
     let finish: ChoiceFinish = cut
     if (q.tools.length > 0) {
       const parsed = format.parseTurn(gen.tokens)
@@ -231,6 +235,7 @@ export function buildChatServer(o: ChatServerOptions): ChatServer {
         message = {
           role: 'assistant',
           content: parsed.message.content === '' ? null : parsed.message.content,
+          refusal: null,
           tool_calls: calls.map((c, i) => ({ ...c, id: `call_${id}_${i}` })),
         }
         finish = ChoiceFinish.ToolCalls

@@ -1,5 +1,6 @@
 import type { PlayedEpisode } from '../../actors/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
+import { openAiMessages, rowMetrics } from './openai-messages.ts'
 import type { RowColumn } from './trajectory-file.ts'
 
 /**
@@ -27,9 +28,9 @@ export interface CollectedRow {
   status: string
   /** Assistant turns. */
   turns: number
-  /** Task metrics of the final step (`success`, `invalid_actions`, ...). */
+  /** Task metrics of the final step (`success`, `invalid_actions`, `turns`, ...; see `rowMetrics`). */
   metrics: Record<string, number>
-  /** The episode as OpenAI chat messages. */
+  /** The episode as OpenAI chat messages (a valid OpenAI conversation, see `openAiMessages`). */
   messages: ChatMessage[]
   /** The task's tools as OpenAI schemas. */
   tools: ToolSchema[]
@@ -65,8 +66,8 @@ export function collectedRow(policy: string, model: string, index: number, t: Pl
     reward: t.reward,
     status: t.status,
     turns: t.stepGood.length,
-    metrics: t.metrics,
-    messages: t.messages,
+    metrics: rowMetrics(t.metrics),
+    messages: openAiMessages(t.messages),
     tools: t.tools,
   }
 }

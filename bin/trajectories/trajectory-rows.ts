@@ -1,5 +1,6 @@
 import type { TrajectoryLogRecord } from '../../actors/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
+import { openAiMessages, rowMetrics } from './openai-messages.ts'
 
 /**
  * One exported episode: a row of `triad trajectories`' JSONL or parquet file. Field names follow
@@ -30,9 +31,12 @@ export interface TrajectoryRow {
   status: string
   turns: number
   stale_turns: number
-  /** Task metrics of the final step (`success`, `step_good/<j>`, ...). */
+  /** Task metrics of the final step (`success`, `step_good/<j>`, `turns`, ...; see `rowMetrics`). */
   metrics: Record<string, number>
-  /** The episode as OpenAI chat messages; empty for a run made before triad kept them. */
+  /**
+   * The episode as OpenAI chat messages (a valid OpenAI conversation, see `openAiMessages`); empty
+   * for a run made before triad kept them.
+   */
   messages: ChatMessage[]
   /** The task's tools as OpenAI schemas; empty for a task this triad does not know. */
   tools: ToolSchema[]
@@ -77,8 +81,8 @@ export function trajectoryRows(
         status: s.status,
         turns: s.turns,
         stale_turns: s.stale_turns,
-        metrics: s.metrics,
-        messages: s.messages ?? [],
+        metrics: rowMetrics(s.metrics),
+        messages: openAiMessages(s.messages ?? []),
         tools,
         input_ids: Array.from(s.tokens),
         loss_mask: Array.from(s.loss_mask),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -10,13 +10,16 @@ import {
   fullLoraConfig,
   initAdapters,
   loadHfModel,
+  loadJinjaChatFormat,
   saveCheckpoint,
   Tokenizer,
   TriadChatFormat,
   withAdapters,
 } from '../../gpu/index.ts'
+import type { ChatMessage } from '../../protocols/index.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { referenceLogits } from '../support/hf-reference-forward.ts'
+import { QWEN3_TOKENIZER_DIR } from '../support/qwen3-tokenizer.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 import { runTriad } from '../support/triad-process.ts'
 
@@ -353,6 +356,37 @@ describe('bin/generate and bin/export', () => {
     assert.match(
       notJson.stderr.trim().split('\n').at(-1)!,
       new RegExp(`^triad: --messages: cannot read ${file} as JSON: `),
+    )
+  })
+
+  it("export --hf of a Hugging Face directory carries its chat template: tokenizer_config.json's and chat_template.jinja", async () => {
+    const src = path.join(root, 'qwen3-chat')
+    await writeHfCheckpoint(src, spec, { seed: 4 })
+    for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+      await copyFile(path.join(QWEN3_TOKENIZER_DIR, f), path.join(src, f))
+    const jinja =
+      '{%- for m in messages -%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor -%}'
+    await writeFile(path.join(src, 'chat_template.jinja'), jinja)
+    const out = path.join(root, 'qwen3-chat-hf')
+    const r = await runTriad(['export', src, '--hf', out])
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(await readFile(path.join(out, 'chat_template.jinja'), 'utf8'), jinja)
+    const config = (p: string) => readFile(path.join(p, 'tokenizer_config.json'), 'utf8')
+    assert.equal(await config(out), await config(src))
+    assert.match(JSON.parse(await config(out)).chat_template, /<tool_call>/)
+    // Read back, the export renders a conversation to the source's ids.
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'Add 2 and 3.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c0', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":3}' } }],
+      },
+      { role: 'tool', content: '5', tool_call_id: 'c0' },
+    ]
+    assert.deepEqual(
+      Array.from(loadJinjaChatFormat(out).render(messages, [])),
+      Array.from(loadJinjaChatFormat(src).render(messages, [])),
     )
   })
 })
