@@ -4,7 +4,14 @@ import Docker from 'dockerode'
 import type { RunCodeRequest } from '../protocols/index.ts'
 import { BackendKind, type BackendStats, type SandboxBackend } from './backend.ts'
 import { BackendError, SandboxImageError, SandboxLostError } from './errors.ts'
-import { BINDS_LABEL, DEFAULT_IMAGE, LAYOUT_LABEL, LAYOUT_VERSION, SANDBOX_UID } from './image.ts'
+import {
+  BINDS_LABEL,
+  DEFAULT_IMAGE,
+  LAYOUT_LABEL,
+  LAYOUT_VERSION,
+  SANDBOX_UID,
+  SANDBOX_UID_COUNT,
+} from './image.ts'
 import type { SandboxLimits } from './limits.ts'
 import { RunnerChannel } from './runner-channel.ts'
 import {
@@ -47,12 +54,16 @@ export interface DockerBackendOptions {
 
 /** Label on every pool container: `<hostname>:<pid>` of the server that owns it. */
 const OWNER_LABEL = 'triad.sandbox.owner'
+/** Label on every pool container: the uid its jobs run as (see `SANDBOX_UID`). */
+export const UID_LABEL = 'triad.sandbox.uid'
 /** Extra seconds past a job's own limits before the server kills the container. */
 const HOST_GRACE_S = 10
 
 /** One warm container. `memoryMB` is its current cgroup limit; `channel` its runner (attach mode). */
 interface PoolContainer extends WarmSandbox {
   container: Docker.Container
+  /** The uid (and gid) its jobs run as, this container's alone on the host. */
+  uid: number
   memoryMB: number
   channel?: RunnerChannel
 }
@@ -61,10 +72,13 @@ interface PoolContainer extends WarmSandbox {
  * Runs jobs in a pool of warm docker containers (`WarmPool`). Each container: no network
  * (`NetworkMode: none`), read-only root, tmpfs /work and /tmp, the host's /usr bind-mounted
  * read-only, memory (no swap), pids and CPU limits, every capability dropped but SETUID/SETGID/KILL
- * (held by the root runner only; the code runs as uid 10001, which can neither signal nor trace
- * it), `no-new-privileges`, docker's default seccomp profile, a private IPC namespace. Processes
- * and threads are limited by the container's pids cgroup (not RLIMIT_NPROC, which would count the
- * jobs of every container together: they share uid 10001). After each job the runner kills every
+ * (held by the root runner only; the code runs as the container's own uid, which can neither signal
+ * nor trace it), `no-new-privileges`, docker's default seccomp profile, a private IPC namespace.
+ * Each container's jobs run as a uid of its own (one of `SANDBOX_UID_COUNT` from `SANDBOX_UID`, not
+ * used by any other sandbox container on the host, recorded in its `UID_LABEL`), so the kernel's
+ * per-user limits (inotify instances and watches, POSIX message-queue bytes, RLIMIT_NPROC, pending
+ * signals) count one job only. Processes and threads are limited by the container's pids cgroup
+ * and by RLIMIT_NPROC. After each job the runner kills every
  * process of the job and wipes /work, /tmp, /dev/shm, the job's System V IPC objects and
  * /dev/mqueue, so nothing of a job outlives it; the job's processes have oom_score_adj 1000, so the
  * memory limit kills them (reported as the job's Failed run) rather than the runner. A container is replaced after `recycleAfter` jobs or after any breach
@@ -82,6 +96,8 @@ export class DockerBackend implements SandboxBackend {
   private readonly warn: (message: string) => void
   private readonly owner = `${hostname()}:${process.pid}`
   private binds: string[] = []
+  /** Uids of this backend's containers, and of those being made. */
+  private readonly uids = new Set<number>()
   private readonly pool: WarmPool<PoolContainer>
 
   constructor(o: DockerBackendOptions) {
@@ -96,7 +112,11 @@ export class DockerBackend implements SandboxBackend {
       maxQueue: o.limits.maxQueue,
       recycleAfter: o.limits.recycleAfter,
       create: () => this.create(),
-      destroy: (s) => s.container.remove({ force: true }).then(() => {}),
+      destroy: (s) =>
+        s.container
+          .remove({ force: true })
+          .then(() => {})
+          .finally(() => this.uids.delete(s.uid)),
       warn: this.warn,
     })
   }
@@ -132,19 +152,21 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async execute(request: RunCodeRequest): Promise<RunnerResult> {
+    // validated before a container is taken; the uid is the container's
     const job = makeJob(request, this.limits, {
       uid: SANDBOX_UID,
       gid: SANDBOX_UID,
       cleanup: [WORKDIR, '/tmp', '/dev/shm'],
       killMode: 'all',
       fork: this.forkServer,
-      nproc: false,
       ipcCleanup: true,
       oomFile: '/sys/fs/cgroup/memory/memory.oom_control',
     })
     const memoryMB = memoryOf(request, this.limits)
     const deadlineMs = (job.compile_timeout + job.run_timeout + HOST_GRACE_S) * 1000
     return this.pool.use(async (slot) => {
+      job.uid = slot.uid
+      job.gid = slot.uid
       if (slot.memoryMB !== memoryMB) {
         const bytes = memoryMB * 2 ** 20
         await slot.container.update({ Memory: bytes, MemorySwap: bytes })
@@ -232,8 +254,41 @@ export class DockerBackend implements SandboxBackend {
     })
   }
 
+  /**
+   * A sandbox uid that no sandbox container on this host uses (any server's, by their `UID_LABEL`)
+   * and that this backend is not giving to a container it is making; taken at random among the free
+   * ones, so two servers making containers at the same moment rarely pick the same one.
+   * @throws BackendError when all `SANDBOX_UID_COUNT` are in use.
+   */
+  private async freeUid(): Promise<number> {
+    const used = new Set(this.uids)
+    const list = await this.docker.listContainers({ all: true, filters: { label: [UID_LABEL] } })
+    for (const c of list) used.add(Number(c.Labels[UID_LABEL]))
+    const free: number[] = []
+    for (let uid = SANDBOX_UID; uid < SANDBOX_UID + SANDBOX_UID_COUNT; uid++)
+      if (!used.has(uid)) free.push(uid)
+    if (free.length === 0)
+      throw new BackendError(
+        'docker',
+        `all ${SANDBOX_UID_COUNT} sandbox uids (${SANDBOX_UID} to ${SANDBOX_UID + SANDBOX_UID_COUNT - 1}) are in use by sandbox containers on this host`,
+      )
+    const uid = free[Math.floor(Math.random() * free.length)]!
+    this.uids.add(uid)
+    return uid
+  }
+
   /** Creates and starts one warm container (attach mode: with its runner's channel). */
   private async create(): Promise<PoolContainer> {
+    const uid = await this.freeUid()
+    try {
+      return await this.createWith(uid)
+    } catch (err) {
+      this.uids.delete(uid)
+      throw err
+    }
+  }
+
+  private async createWith(uid: number): Promise<PoolContainer> {
     const tmpfs = `rw,exec,nosuid,nodev,size=${this.limits.workdirBytes},mode=1777`
     const memory = this.limits.memoryMB * 2 ** 20
     const attach = this.mode === DockerMode.Attach
@@ -241,7 +296,7 @@ export class DockerBackend implements SandboxBackend {
       Image: this.image,
       Cmd: attach ? runnerServeArgv(this.forkServer) : ['/usr/bin/sleep', 'infinity'],
       // The runner (and in exec mode the idle keeper) is uid 0 with only SETUID/SETGID/KILL: docker
-      // gives the execs of a non-root container no capabilities at all. The code runs as SANDBOX_UID.
+      // gives the execs of a non-root container no capabilities at all. The code runs as `uid`.
       User: '0:0',
       WorkingDir: WORKDIR,
       Env: [],
@@ -252,7 +307,7 @@ export class DockerBackend implements SandboxBackend {
       AttachStdout: attach,
       AttachStderr: attach,
       Tty: false,
-      Labels: { [OWNER_LABEL]: this.owner },
+      Labels: { [OWNER_LABEL]: this.owner, [UID_LABEL]: String(uid) },
       HostConfig: {
         NetworkMode: 'none',
         ReadonlyRootfs: true,
@@ -271,7 +326,7 @@ export class DockerBackend implements SandboxBackend {
         Ulimits: [{ Name: 'nofile', Soft: this.limits.openFiles, Hard: this.limits.openFiles }],
       },
     })
-    const slot: PoolContainer = { container, memoryMB: this.limits.memoryMB, runs: 0, alive: true }
+    const slot: PoolContainer = { container, uid, memoryMB: this.limits.memoryMB, runs: 0, alive: true }
     try {
       if (attach) {
         const stream = await container.attach({

@@ -1,9 +1,12 @@
 # The python fork server of a warm sandbox slot: one pre-started interpreter that forks a fresh
 # child per request, so a request does not pay the interpreter's start-up (about 12 ms of a core).
 #
-# Started by runner.py as `/usr/bin/python3 -c <this file> FD` (no -I, no -S: the interpreter starts
-# as `python3 main.py` would, with site and its paths), as root with only CAP_SETUID, CAP_SETGID and
-# CAP_KILL, in the sandbox's namespaces. FD is one end of a SOCK_SEQPACKET socket pair; messages are
+# Started by runner.py as `/usr/bin/python3 -s -E -c <this file> FD`, as root with only CAP_SETUID,
+# CAP_SETGID and CAP_KILL, in the sandbox's namespaces, with the job's environment but HOME
+# /nonexistent. It loads nothing a job could write: no user site (-s; a job could write one under its
+# HOME, /tmp), no PYTHON* variable (-E), no '' (the current folder) on sys.path; site and the system's
+# paths (/usr, read-only) as `python3 main.py` has them. So a program sees sys.flags.no_user_site and
+# ignore_environment set, where `python3 main.py` has them clear. FD is one end of a SOCK_SEQPACKET socket pair; messages are
 # JSON, one per packet:
 #   server -> runner: {"ready": true} once, then per request {"pid": P} with the child's pidfd
 #                     (SCM_RIGHTS) after the fork, and {"status": S} (the raw wait status) when the
@@ -20,6 +23,8 @@
 import sys
 
 BASE_MODULES = frozenset(sys.modules)
+if sys.path and sys.path[0] == '':
+    del sys.path[0]  # `-c` puts the current folder first; each child puts its work dir there
 
 import atexit  # noqa: E402
 import ctypes  # noqa: E402
@@ -90,7 +95,7 @@ def become(job, fds):
     path = os.path.join(job['workdir'], job['source'])
     sys.argv = [job['source']]
     sys.orig_argv = ['/usr/bin/python3', job['source']]
-    sys.path[0] = job['workdir']
+    sys.path.insert(0, job['workdir'])
     for name in [m for m in sys.modules if m not in BASE_MODULES]:
         del sys.modules[name]
     return path

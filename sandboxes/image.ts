@@ -20,14 +20,18 @@ import { LANGUAGES, missingToolchain } from './languages.ts'
 
 /** The default image name. */
 export const DEFAULT_IMAGE = 'triad-sandbox:latest'
-/** uid and gid of the user the code runs as inside a container. */
+/** First uid (and gid) of the users the code runs as inside a container: each container takes one of
+ *  `SANDBOX_UID_COUNT` uids from here, unused by any other container on the host, so per-user kernel
+ *  limits (inotify instances, POSIX message-queue bytes, RLIMIT_NPROC) are its job's alone. */
 export const SANDBOX_UID = 10001
+/** How many sandbox uids the image names (`sandbox`, `sandbox1`, ... in its /etc/passwd). */
+export const SANDBOX_UID_COUNT = 1024
 /** Image label: comma-separated read-only bind mounts (`host:container:ro`) the image needs. */
 export const BINDS_LABEL = 'triad.sandbox.binds'
 /** Image label: layout version; a backend refuses an image of another layout. */
 export const LAYOUT_LABEL = 'triad.sandbox.layout'
 /** Current layout version of the image. */
-export const LAYOUT_VERSION = '3'
+export const LAYOUT_VERSION = '4'
 
 /** What `buildSandboxImage` made. */
 export interface BuiltImage {
@@ -42,7 +46,8 @@ export interface BuiltImage {
 /**
  * Builds the sandbox image locally, without a registry: a tiny root filesystem (mount points,
  * `/etc/passwd` with the `sandbox` user, symlinks mirroring the host's merged /usr) imported with
- * `docker import`. The interpreters and compilers come from the host's /usr (and /lib, /lib64 when
+ * `docker import`; the passwd and group files name the `SANDBOX_UID_COUNT` sandbox users (home /tmp).
+ * The interpreters and compilers come from the host's /usr (and /lib, /lib64 when
  * they are not symlinks) and the /etc entries they need (`hostEtcPaths`: alternatives, the loader
  * cache, the JDK's configuration), bind-mounted read-only into each container; the binds are
  * recorded in a label. The toolchains are Debian's packages on the host (`.ci/services.sh`
@@ -78,11 +83,18 @@ export async function buildSandboxImage(o: { image?: string; docker?: Docker } =
       else writeFileSync(join(root, p), '')
       binds.push(`${p}:${p}:ro`)
     }
+    const users = Array.from({ length: SANDBOX_UID_COUNT }, (_, i) => ({
+      name: i === 0 ? 'sandbox' : `sandbox${i}`,
+      id: SANDBOX_UID + i,
+    }))
     writeFileSync(
       join(root, 'etc/passwd'),
-      `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:/tmp:/bin/sh\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n`,
+      `root:x:0:0:root:/root:/bin/sh\n${users.map((u) => `${u.name}:x:${u.id}:${u.id}:sandbox:/tmp:/bin/sh\n`).join('')}nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n`,
     )
-    writeFileSync(join(root, 'etc/group'), `root:x:0:\nsandbox:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`)
+    writeFileSync(
+      join(root, 'etc/group'),
+      `root:x:0:\n${users.map((u) => `${u.name}:x:${u.id}:\n`).join('')}nogroup:x:65534:\n`,
+    )
     writeFileSync(join(root, 'etc/hosts'), '127.0.0.1 localhost\n')
     writeFileSync(join(root, 'etc/nsswitch.conf'), 'passwd: files\ngroup: files\nhosts: files\n')
     const tar = spawn('tar', ['-C', root, '--numeric-owner', '--owner=0', '--group=0', '-c', '.'], {

@@ -9,7 +9,7 @@ export {
   SandboxRequestError,
   SandboxUnreachableError,
 } from './errors.ts'
-export { buildSandboxImage, SANDBOX_UID } from './image.ts'
+export { buildSandboxImage, SANDBOX_UID, SANDBOX_UID_COUNT } from './image.ts'
 export { LANGUAGES, languageCommands, missingToolchain } from './languages.ts'
 export { DEFAULT_LIMITS, type SandboxLimits } from './limits.ts'
 export { LocalBackend } from './local-backend.ts'

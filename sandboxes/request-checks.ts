@@ -2,6 +2,7 @@ import type { RunCodeRequest, SandboxLanguage } from '../protocols/index.ts'
 import { SandboxRequestError } from './errors.ts'
 import { installedLanguages, LANGUAGES, missingToolchain } from './languages.ts'
 import type { SandboxLimits } from './limits.ts'
+import { checkText, shownText } from './unicode-text.ts'
 
 /** Longest name of one path component, bytes of UTF-8 (Linux `NAME_MAX`). */
 export const MAX_NAME_BYTES = 255
@@ -41,6 +42,8 @@ export function checkRelativePath(path: string, field: string): string[] {
  * so a bad request costs no sandbox.
  * @param installed the languages whose toolchain this host has (default `installedLanguages()`).
  * @throws SandboxRequestError (HTTP 422) naming the field:
+ * - `code`, `stdin`, a `files` name or value, or a `fetch_files` path that is not valid UTF-8 text
+ *   (a lone UTF-16 surrogate; see `checkText`);
  * - `language` whose toolchain is not installed here;
  * - `memory_limit_MB` below the language's `minMemoryMB` (or the server's limit below it);
  * - a `files` value that is not canonical base64;
@@ -54,6 +57,13 @@ export function checkRequest(
   limits: SandboxLimits,
   installed: ReadonlySet<SandboxLanguage> = installedLanguages(),
 ): void {
+  checkText(request.code, 'code')
+  if (request.stdin) checkText(request.stdin, 'stdin')
+  for (const [path, value] of Object.entries(request.files)) {
+    checkText(path, 'files', `the name '${shownText(path)}' `)
+    if (value !== null) checkText(value, 'files', `the value of '${shownText(path)}' `)
+  }
+  for (const path of request.fetch_files) checkText(path, 'fetch_files', `the path '${shownText(path)}' `)
   const spec = LANGUAGES[request.language]
   if (!installed.has(request.language))
     throw new SandboxRequestError(

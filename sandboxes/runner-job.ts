@@ -130,9 +130,9 @@ export function makeJob(
     rlimitAsBytes?: Bytes
     /** Serve `FORK_LANGUAGES` through the slot's fork server (default false). */
     fork?: boolean
-    /** Set RLIMIT_NPROC to `limits.pids` (default true). Docker sets false: its uid is the same in
-     *  every container of the host, so RLIMIT_NPROC would count all jobs together; each container's
-     *  pids cgroup limits its job instead. */
+    /** Set RLIMIT_NPROC to `limits.pids` (default true). RLIMIT_NPROC counts every process of the
+     *  uid on the host, so it is only right where each sandbox has a uid of its own (both backends
+     *  give each slot one). */
     nproc?: boolean
     ipcCleanup?: boolean
     oomFile?: string | null

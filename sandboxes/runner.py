@@ -264,6 +264,12 @@ class ForkServerLost(Exception):
     """The fork server died or did not answer in time."""
 
 
+# The fork server's interpreter flags: no user site (-s), no PYTHON* variables (-E); with its HOME
+# a path nobody may create, so it loads nothing a job could have written (see fork-server.py).
+FORK_SERVER_FLAGS = ['-s', '-E']
+FORK_SERVER_HOME = '/nonexistent'
+
+
 class ForkServer:
     """The runner's end of fork-server.py: started on the first python job, restarted when lost."""
 
@@ -289,8 +295,8 @@ class ForkServer:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                ['/usr/bin/python3', '-c', self.source, str(b.fileno())],
-                env=env, cwd='/', stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                ['/usr/bin/python3', *FORK_SERVER_FLAGS, '-c', self.source, str(b.fileno())],
+                env=dict(env, HOME=FORK_SERVER_HOME), cwd='/', stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 pass_fds=[b.fileno()], start_new_session=True)
         finally:
             b.close()

@@ -3,6 +3,7 @@ import { RunStatus, SANDBOX_LANGUAGES, type SandboxHealth } from '../protocols/i
 import type { SandboxBackend } from './backend.ts'
 import { installedLanguages } from './languages.ts'
 import { refusal, runCode } from './run-code.ts'
+import { utf8BodyText } from './unicode-text.ts'
 
 /** Options of the HTTP service. */
 export interface SandboxServerOptions {
@@ -37,6 +38,13 @@ export function buildSandboxServer(o: SandboxServerOptions): FastifyInstance {
   // JSON only: fastify's built-in text/plain parser would hand a string body to validation (422);
   // without it any other content type is answered 415.
   app.removeContentTypeParser('text/plain')
+  // JSON as fastify parses it, but a body byte that is not UTF-8 becomes a lone surrogate (not a
+  // silent U+FFFD), so the request checks refuse the field that held it with 422.
+  const json = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) =>
+    json(req, utf8BodyText(body as Buffer), done),
+  )
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, req, reply) => {
     const code = err.statusCode ?? 500

@@ -11,6 +11,7 @@ import {
   DockerBackend,
   DockerMode,
   SANDBOX_UID,
+  SANDBOX_UID_COUNT,
   SandboxImageError,
 } from '../../sandboxes/index.ts'
 import {
@@ -18,6 +19,7 @@ import {
   forkServerCases,
   forkServerPids,
   hostileCases,
+  perUserLimitCases,
   post,
   SECRET,
   type SuiteTarget,
@@ -50,13 +52,14 @@ function suite(mode: DockerMode): void {
   let url = ''
   const target: SuiteTarget = {
     url: () => url,
-    uids: () => [SANDBOX_UID],
+    uids: () => Array.from({ length: SANDBOX_UID_COUNT }, (_, i) => SANDBOX_UID + i),
     outputBytes: limits.outputBytes,
     slots: limits.concurrency,
     foreignContainers: async () =>
       (await docker.listContainers({ filters: { label: ['triad.sandbox.owner'] } }))
         .filter((c) => c.Labels['triad.sandbox.owner'] !== `${hostname()}:${process.pid}`)
         .map((c) => c.Id),
+    recycled: () => backend.stats().recycled,
     forkServers: async () => {
       const ids = (
         await docker.listContainers({
@@ -106,7 +109,7 @@ function suite(mode: DockerMode): void {
       assert.ok(info.HostConfig.SecurityOpt?.includes('no-new-privileges'))
     })
 
-    it(`${area} - python, bash, nodejs and cpp run as the sandbox user; files go in and come back`, async () => {
+    it(`${area} - python, bash, nodejs and cpp run as the container's own uid; files go in and come back`, async () => {
       const py = await post(url, {
         code: 'import os, sys\nopen("out.txt", "w").write(open("in/a.txt").read() + sys.stdin.read())\nprint(os.getuid())',
         language: 'python',
@@ -115,7 +118,16 @@ function suite(mode: DockerMode): void {
         fetch_files: ['out.txt'],
       })
       assert.equal(py.body.status, 'Success', JSON.stringify(py.body))
-      assert.equal(py.body.run_result?.stdout, `${SANDBOX_UID}\n`)
+      const mine = await docker.listContainers({
+        filters: { label: [`triad.sandbox.owner=${hostname()}:${process.pid}`] },
+      })
+      const uids = mine.map((c) => Number(c.Labels['triad.sandbox.uid']))
+      assert.equal(new Set(uids).size, uids.length, `one uid per container: ${uids}`)
+      assert.ok(
+        uids.every((u) => u >= SANDBOX_UID && u < SANDBOX_UID + SANDBOX_UID_COUNT),
+        `${uids}`,
+      )
+      assert.ok(uids.includes(Number(py.body.run_result?.stdout)), `${py.body.run_result?.stdout} in ${uids}`)
       assert.deepEqual(py.body.files, { 'out.txt': Buffer.from('hi!').toString('base64') })
       const sh = await post(url, { code: 'ls /work; ls /sys/class/net', language: 'bash' })
       assert.equal(sh.body.run_result?.stdout, 'main.sh\nlo\n', 'a fresh work dir, and no network but lo')
@@ -167,15 +179,19 @@ function suite(mode: DockerMode): void {
 
     it(`${area} - python runs under the fork server in attach mode, spawned in exec mode`, async () => {
       const code =
-        'import os\nprint(open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\\0")[2][:24])'
+        'import os\na = open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\\0")\nprint(a[1:a.index(b"-c")], a[a.index(b"-c") + 1][:24])'
       const r = await post(url, { code, language: 'python' })
-      const expected = mode === DockerMode.Attach ? "b'# The python fork server'\n" : "b'-S'\n"
+      const expected =
+        mode === DockerMode.Attach
+          ? "[b'-s', b'-E'] b'# The python fork server'\n"
+          : "[b'-I', b'-S'] b'# The in-sandbox job run'\n"
       assert.equal(r.body.run_result?.stdout, expected, JSON.stringify(r.body))
     })
 
     hostileCases(area, target)
     if (mode === DockerMode.Attach) forkServerCases(area, target)
     badRequestCases(area, target)
+    perUserLimitCases(area, target)
 
     it(`${area} - breaches recycled their containers`, () => {
       assert.ok(backend.stats().recycled >= 5, JSON.stringify(backend.stats()))

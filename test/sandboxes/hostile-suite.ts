@@ -29,10 +29,12 @@ export interface SuiteTarget {
   foreignContainers?: () => Promise<string[]>
   /** Host pids of the backend's python fork servers (for the fork-server cases). */
   forkServers?: () => Promise<number[]>
+  /** Sandboxes the backend has replaced so far (its `stats().recycled`). */
+  recycled: () => number
 }
 
-/** The first line of fork-server.py, at the start of a fork server's command line after `-c`. */
-const FORK_SERVER_MARK = '/usr/bin/python3 -c # The python fork server'
+/** The start of a fork server's command line: its flags, then `-c` and fork-server.py's first line. */
+const FORK_SERVER_MARK = '/usr/bin/python3 -s -E -c # The python fork server'
 
 /** Host pids of running fork servers that `mine(pid)` accepts. */
 export function forkServerPids(mine: (pid: number) => boolean): number[] {
@@ -389,6 +391,11 @@ export function hostileCases(area: string, t: SuiteTarget): void {
   })
 }
 
+/** The minor version of the host's python3 (the sandboxes run the host's /usr/bin/python3). */
+const PY_MINOR = execFileSync('/usr/bin/python3', ['-c', 'import sys; print(sys.version_info[1])'], {
+  encoding: 'utf8',
+}).trim()
+
 /** Registers the fork-server cases (backends that serve python through a fork server). */
 export function forkServerCases(area: string, t: SuiteTarget): void {
   const servers = async () => (t.forkServers ? await t.forkServers() : [])
@@ -417,6 +424,62 @@ export function forkServerCases(area: string, t: SuiteTarget): void {
         r.run_result?.stdout,
         "['main.py'] False\nFalse False False False\nFalse /work 0\n['HOME', 'LANG', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'TMPDIR']\n",
       )
+    }
+  })
+
+  it(`${area} - a job cannot plant a sitecustomize, usercustomize or .pth that the fork server or a later job loads`, async () => {
+    await everySlotServes(t, 'warm-up')
+    for (const pid of await servers()) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+      assert.deepEqual(argv.slice(0, 4), ['/usr/bin/python3', '-s', '-E', '-c'], 'no user site, no PYTHON*')
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+      assert.ok(env.includes('HOME=/nonexistent'), `the fork server's HOME: ${env}`)
+    }
+    const site = `/tmp/.local/lib/python3.${PY_MINOR}/site-packages`
+    const payload = 'import builtins; builtins.TRIAD_PLANTED = True'
+    const plant = [
+      'import os',
+      `for d in ("${site}", "/tmp", "/work"):`,
+      '    os.makedirs(d, exist_ok=True)',
+      '    for n in ("sitecustomize.py", "usercustomize.py"):',
+      `        open(os.path.join(d, n), "w").write("${payload}")`,
+      `    open(os.path.join(d, "planted.pth"), "w").write("${payload}\\n")`,
+      'for home in ("/nonexistent", "/nonexistent/.local"):',
+      '    try:',
+      '        os.makedirs(home)',
+      '        print("made", home)',
+      '    except OSError as e:',
+      '        print(type(e).__name__)',
+      'import builtins',
+      'print(hasattr(builtins, "TRIAD_PLANTED"))',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: plant, language: 'python' })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.match(r.run_result?.stdout ?? '', /^(PermissionError|OSError|FileNotFoundError)\n\1\nFalse\n$/)
+    }
+    const look = [
+      'import builtins, sys',
+      'print(hasattr(builtins, "TRIAD_PLANTED"), "sitecustomize" in sys.modules, "usercustomize" in sys.modules)',
+      'print(sys.flags.no_user_site, sys.flags.ignore_environment, "" in sys.path, sys.path[0])',
+    ].join('\n')
+    for (const r of await onEverySlot(t, { code: look, language: 'python' })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, 'False False False\n1 1 False /work\n')
+    }
+    // a fresh fork server (the old ones killed): it starts during a job whose files are planted
+    for (const pid of await servers()) process.kill(pid, 'SIGKILL')
+    await everySlotServes(t, 'after the fork servers were killed')
+    const files = Object.fromEntries(
+      [
+        'sitecustomize.py',
+        'usercustomize.py',
+        'planted.pth',
+        `.local/lib/python3.${PY_MINOR}/site-packages/usercustomize.py`,
+      ].map((n) => [n, Buffer.from(`${payload}\n`).toString('base64')]),
+    )
+    for (const r of await onEverySlot(t, { code: look, language: 'python', files })) {
+      assert.equal(r.status, 'Success', JSON.stringify(r))
+      assert.equal(r.run_result?.stdout, 'False False False\n1 1 False /work\n')
     }
   })
 
@@ -541,10 +604,151 @@ export function badRequestCases(area: string, t: SuiteTarget): void {
     await hostUnharmedAndNextSucceeds(t)
   })
 
+  it(`${area} - text that is not UTF-8 is refused with 422 naming its field, and costs no sandbox`, async () => {
+    await everySlotServes(t, 'warm-up')
+    const recycled = t.recycled()
+    const cases: [string, RunCodeRequestInput | Buffer, RegExp][] = [
+      [
+        'code',
+        { code: 'print("\ud800")', language: 'python' },
+        /^code: is not valid UTF-8 text: a lone surrogate U\+D800 at character 7/,
+      ],
+      [
+        'a files name',
+        { code: 'print(1)', language: 'python', files: { 'a\udc00.txt': 'eA==' } },
+        /^files: the name 'a\ufffd\.txt' is not valid UTF-8 text: a lone surrogate U\+DC00 at character 1/,
+      ],
+      [
+        'a files value given as text',
+        { code: 'print(1)', language: 'python', files: { 'a.txt': 'h\ud800i' } },
+        /^files: the value of 'a\.txt' is not valid UTF-8 text/,
+      ],
+      [
+        'stdin',
+        { code: 'print(input())', language: 'python', stdin: 'x\ud83d' },
+        /^stdin: is not valid UTF-8 text: a lone surrogate U\+D83D at character 1/,
+      ],
+      [
+        'a fetch_files path',
+        { code: 'print(1)', language: 'python', fetch_files: ['o\udfffut'] },
+        /^fetch_files: the path 'o\ufffdut' is not valid UTF-8 text/,
+      ],
+      [
+        'a body byte that is not UTF-8',
+        Buffer.concat([
+          Buffer.from('{"code": "print(1) # '),
+          Buffer.from([0xff, 0xc3]),
+          Buffer.from('", "language": "python"}'),
+        ]),
+        /^code: is not valid UTF-8 text: a lone surrogate U\+DCFF at character 11/,
+      ],
+    ]
+    for (const [what, body, message] of cases) {
+      const res = await fetch(`${t.url()}/run_code`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.isBuffer(body) ? body : JSON.stringify(body),
+      })
+      const got = (await res.json()) as RunCodeResponse
+      assert.equal(res.status, 422, `${what}: ${JSON.stringify(got)}`)
+      assert.equal(got.status, 'SandboxError')
+      assert.match(got.message, message, what)
+    }
+    assert.equal(t.recycled(), recycled, 'no sandbox was replaced')
+    await everySlotServes(t, 'after the refusals')
+    assert.equal(t.recycled(), recycled, 'no sandbox was replaced')
+    await hostUnharmedAndNextSucceeds(t)
+  })
+
   it(`${area} - a file path that leaves the work dir is refused with 422`, async () => {
     const r = await post(t.url(), { code: 'print(1)', language: 'python', files: { '../x': 'eA==' } })
     assert.equal(r.code, 422)
     assert.match(r.body.message, /must be relative/)
+    await hostUnharmedAndNextSucceeds(t)
+  })
+}
+
+/** Waits until a host process named `comm` (its /proc/PID/comm, set by the job with
+ *  prctl(PR_SET_NAME)) exists, or fails after `ms`. */
+async function processNamed(comm: string, ms: number): Promise<void> {
+  const found = () =>
+    readdirSync('/proc').some((n) => {
+      if (!/^\d+$/.test(n)) return false
+      try {
+        return readFileSync(`/proc/${n}/comm`, 'utf8') === `${comm}\n`
+      } catch {
+        return false
+      }
+    })
+  await within(
+    (async () => {
+      while (!found()) await new Promise((r) => setTimeout(r, 5))
+    })(),
+    ms,
+    `a process named ${comm}`,
+  )
+}
+
+/** Python that calls `hold` (code that takes a per-user resource and prints what it took), names
+ *  its process `comm`, and keeps what it took for 3 s. */
+const holding = (hold: string, comm: string) =>
+  `${hold}\nimport ctypes as _c, time as _t\n_c.CDLL(None).prctl(15, b"${comm}", 0, 0, 0)\n_t.sleep(3)\n`
+
+/** POSIX message-queue attributes of 10 messages of 8 KiB (80 KiB a queue) and a `mq_open`. */
+const MQ = [
+  'import ctypes, os',
+  'libc = ctypes.CDLL(None, use_errno=True)',
+  'class Attr(ctypes.Structure):',
+  '    _fields_ = [(n, ctypes.c_long) for n in ("flags", "maxmsg", "msgsize", "curmsgs", "r0", "r1", "r2", "r3")]',
+  'libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(Attr)]',
+  'attr = Attr(0, 10, 8192)',
+  'def mq(name):',
+  '    fd = libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o600, ctypes.byref(attr))',
+  '    return fd >= 0, 0 if fd >= 0 else ctypes.get_errno()',
+].join('\n')
+
+/**
+ * Registers the per-user kernel limit cases: a job that takes all of a per-user resource (inotify
+ * instances, POSIX message-queue bytes) leaves a job in another slot its own, because each slot
+ * runs its jobs as its own uid.
+ */
+export function perUserLimitCases(area: string, t: SuiteTarget): void {
+  const max = Number(readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8'))
+
+  it(`${area} - a job holding ${max} inotify instances leaves inotify_init1 to a job in another slot`, async () => {
+    const hold = [
+      'import ctypes',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'fds = []',
+      `while len(fds) < ${max}:`,
+      '    fd = libc.inotify_init1(0)',
+      '    if fd < 0:',
+      '        break',
+      '    fds.append(fd)',
+      'print(len(fds))',
+    ].join('\n')
+    const holder = run(t, { code: holding(hold, 'triad-inotify'), language: 'python' })
+    await processNamed('triad-inotify', 10_000)
+    const other = await run(t, {
+      code: 'import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nfd = libc.inotify_init1(0)\nprint(fd >= 0, 0 if fd >= 0 else ctypes.get_errno())',
+      language: 'python',
+    })
+    const held = await holder
+    assert.equal(held.run_result?.stdout, `${max}\n`, JSON.stringify(held))
+    assert.equal(other.status, 'Success', JSON.stringify(other))
+    assert.equal(other.run_result?.stdout, 'True 0\n', 'inotify_init1 in the other slot')
+    await hostUnharmedAndNextSucceeds(t)
+  })
+
+  it(`${area} - a job holding nine 80 KiB message queues leaves mq_open to a job in another slot`, async () => {
+    const hold = `${MQ}\nprint([mq(b"/triad-q%d" % i) for i in range(9)].count((True, 0)))`
+    const holder = run(t, { code: holding(hold, 'triad-mqueue'), language: 'python' })
+    await processNamed('triad-mqueue', 10_000)
+    const other = await run(t, { code: `${MQ}\nprint(*mq(b"/triad-other"))`, language: 'python' })
+    const held = await holder
+    assert.equal(held.run_result?.stdout, '9\n', JSON.stringify(held))
+    assert.equal(other.status, 'Success', JSON.stringify(other))
+    assert.equal(other.run_result?.stdout, 'True 0\n', 'mq_open in the other slot')
     await hostUnharmedAndNextSucceeds(t)
   })
 }

@@ -9,6 +9,7 @@ import {
   forkServerCases,
   forkServerPids,
   hostileCases,
+  perUserLimitCases,
   post,
   SECRET,
   type SuiteTarget,
@@ -27,6 +28,7 @@ const target: SuiteTarget = {
   uids: () => [FIRST_UID, FIRST_UID + 1],
   outputBytes: limits.outputBytes,
   slots: limits.concurrency,
+  recycled: () => backend.stats().recycled,
   forkServers: async () => forkServerPids((pid) => descendsFrom(pid, process.pid)),
 }
 
@@ -131,9 +133,13 @@ describe('sandboxes/local-backend', () => {
 
   it('local backend - python runs under the fork server, or spawned with forkServer false', async () => {
     const code =
-      'import os\nprint(open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\\0")[2][:24])'
+      'import os\na = open("/proc/%d/cmdline" % os.getppid(), "rb").read().split(b"\\0")\nprint(a[1:a.index(b"-c")], a[a.index(b"-c") + 1][:24])'
     const forked = await post(url, { code, language: 'python' })
-    assert.equal(forked.body.run_result?.stdout, "b'# The python fork server'\n", JSON.stringify(forked.body))
+    assert.equal(
+      forked.body.run_result?.stdout,
+      "[b'-s', b'-E'] b'# The python fork server'\n",
+      JSON.stringify(forked.body),
+    )
     const spawning = new LocalBackend({
       limits: { ...limits, concurrency: 1 },
       firstUid: 61810,
@@ -144,7 +150,7 @@ describe('sandboxes/local-backend', () => {
       const spawned = await runCode({ code, language: 'python' }, spawning)
       assert.equal(
         'run_result' in spawned.body && spawned.body.run_result?.stdout,
-        "b'-S'\n",
+        "[b'-I', b'-S'] b'# The in-sandbox job run'\n",
         JSON.stringify(spawned.body),
       )
     } finally {
@@ -155,4 +161,5 @@ describe('sandboxes/local-backend', () => {
   hostileCases('local backend', target)
   forkServerCases('local backend', target)
   badRequestCases('local backend', target)
+  perUserLimitCases('local backend', target)
 })

@@ -8,6 +8,7 @@ import {
   languageCommands,
   SandboxRequestError,
 } from '../../sandboxes/index.ts'
+import { utf8BodyText } from '../../sandboxes/unicode-text.ts'
 
 const req = (o: Record<string, unknown>) => RunCodeRequestSchema.parse({ code: '', language: 'python', ...o })
 const refusal = (re: RegExp) => (e: unknown) =>
@@ -97,5 +98,40 @@ describe('sandboxes/languages', () => {
       const text = [...(c.compile ?? []), ...c.run, ...Object.values(c.env)].join(' ')
       assert.doesNotMatch(text, /\{(heap_mb|cpus|workdir)\}/, language)
     }
+  })
+})
+
+describe('sandboxes/unicode-text', () => {
+  it('a lone surrogate in code, stdin, a files name or value, or a fetch_files path is refused naming the field', () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ code: 'x\ud800' }, /^code: is not valid UTF-8 text: a lone surrogate U\+D800 at character 1 /],
+      [{ code: '\udfff' }, /^code: is not valid UTF-8 text: a lone surrogate U\+DFFF at character 0 /],
+      [{ stdin: 'ab\udc80' }, /^stdin: is not valid UTF-8 text: a lone surrogate U\+DC80 at character 2 /],
+      [{ files: { 'a\ud800': 'eA==' } }, /^files: the name 'a\ufffd' is not valid UTF-8 text/],
+      [{ files: { a: '\ud800' } }, /^files: the value of 'a' is not valid UTF-8 text/],
+      [{ fetch_files: ['\ud800'] }, /^fetch_files: the path '\ufffd' is not valid UTF-8 text/],
+    ]
+    for (const [o, re] of cases) assert.throws(() => checkRequest(req(o), DEFAULT_LIMITS), refusal(re))
+    // a pair is one character, not a lone surrogate
+    checkRequest(
+      req({ code: 'print("\ud83d\ude00")', stdin: '\u00e9', files: { '\u00e9.txt': null } }),
+      DEFAULT_LIMITS,
+    )
+  })
+
+  it('a body byte that is not UTF-8 becomes the escape of a lone low surrogate; UTF-8 is kept as is', () => {
+    assert.equal(utf8BodyText(Buffer.from('{"a": "\u00e9\ud83d\ude00"}')), '{"a": "\u00e9\ud83d\ude00"}')
+    const bad = Buffer.concat([
+      Buffer.from('"a'),
+      Buffer.from([0xff, 0xc3, 0x41, 0xe2, 0x82]),
+      Buffer.from('b"'),
+    ])
+    assert.equal(utf8BodyText(bad), '"a\\udcff\\udcc3A\\udce2\\udc82b"')
+    assert.equal(JSON.parse(utf8BodyText(bad)), 'a\udcff\udcc3A\udce2\udc82b')
+    // overlong and surrogate encodings are not UTF-8 either
+    assert.equal(
+      utf8BodyText(Buffer.from([0xc0, 0x80, 0xed, 0xa0, 0x80])),
+      '\\udcc0\\udc80\\udced\\udca0\\udc80',
+    )
   })
 })
