@@ -291,12 +291,15 @@ export {
   startPolicyEngine,
 } from './policy/index.ts'
 export {
+  type AgentEpisodeRunner,
+  type AgentTaskSpec,
   EnvClient,
   type GroupSink,
   PolicyRouter,
   RolloutDriver,
   type RolloutSettings,
   runEpisode,
+  type TaskMixEntry,
   TrajectoryBuilder,
   type Uniform,
 } from './rollout/index.ts'

@@ -42,6 +42,8 @@ export const AgentFailure = {
   Timeout: 'agent_timeout',
   /** The agent exited without reporting a reward, and the task has no reward function. */
   NoReward: 'agent_no_reward',
+  /** The agent made no chat call before its episode ended: nothing to train on. */
+  NoCalls: 'agent_no_calls',
   /** The task's reward function threw or returned a value that is not a finite number. */
   RewardFailed: 'agent_reward_failed',
   /** An MCP server of the episode crashed, hung or wrote something that is not MCP. */
@@ -59,5 +61,17 @@ export class AgentEpisodeError extends Error {
     readonly detail: string,
   ) {
     super(`${task} agent episode failed (${failure}): ${detail}`)
+  }
+}
+
+/** The instances of an agent task cannot be had (`tasks[].instances`). */
+export class AgentInstancesError extends Error {
+  override name = 'AgentInstancesError'
+  constructor(
+    /** The count or file as the task gave it. */
+    readonly instances: string,
+    why: string,
+  ) {
+    super(`agent task instances ${instances}: ${why}`)
   }
 }

@@ -1,8 +1,17 @@
+export { type AgentInstance, AgentInstances } from './agent-instances.ts'
+export { AgentEnv, type AgentProcess, commandOf, startAgentProgram } from './agent-program.ts'
+export { type AgentRewardFunction, AgentRunner } from './agent-runner.ts'
 export { type GatewayChatRequest, parseGatewayRequest, type RunSampling } from './chat-request.ts'
 export { type CompletionTurn, completionChunks, completionObject } from './completion-reply.ts'
 export { EpisodeRecorder, normalizeMessage, type PreparedCall, SegmentBreak } from './episode-recorder.ts'
 export { type EpisodeReward, parseEpisodeReward } from './episode-reward.ts'
-export { AgentEpisodeError, AgentFailure, ContextFullError, GatewayHttpError } from './errors.ts'
+export {
+  AgentEpisodeError,
+  AgentFailure,
+  AgentInstancesError,
+  ContextFullError,
+  GatewayHttpError,
+} from './errors.ts'
 export {
   Gateway,
   type GatewayOptions,

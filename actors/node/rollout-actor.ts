@@ -1,4 +1,4 @@
-import { type ChatFormat, createRng, type Tokenizer } from '../../gpu/index.ts'
+import { type ChatFormat, createRng, type Tokenizer, TriadChatFormat } from '../../gpu/index.ts'
 import {
   EnvDifficulty,
   type Envelope,
@@ -10,6 +10,7 @@ import {
   TrajectoryGroup,
 } from '../../protocols/index.ts'
 import type { DifficultyView } from '../env-adapter/index.ts'
+import { AgentRunner, Gateway } from '../gateway/index.ts'
 import { PublisherClosedError } from '../pipeline/errors.ts'
 import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
 import type { PolicyEngine } from '../policy/index.ts'
@@ -101,6 +102,18 @@ export async function startRolloutActor(
     createRng(runSeeds(config.seed).policyRouter),
   )
   const publisher = openTrajectoryPublisher(transport, config.run)
+  // Agent tasks (docs/design.md#agent-gateway): their programs call the gateway, in front of the
+  // same router, so their turns go to fresh and stale engines as the built-in tasks' do.
+  const gateway = config.tasks.some((t) => t.agent)
+    ? await Gateway.start({
+        policy: router,
+        chat: chat ?? new TriadChatFormat(tokenizer!),
+        contextLength: config.model.contextLength,
+        sampling: { temperature: p.temperature, top_p: p.top_p },
+        maxInFlight: Math.max(256, 2 * p.concurrency),
+      })
+    : undefined
+  if (gateway) log(`agent gateway on ${gateway.url}`)
   const driver: RolloutDriver = new RolloutDriver(
     id,
     {
@@ -108,6 +121,7 @@ export async function startRolloutActor(
       policy: router,
       ...(tokenizer ? { tokenizer } : {}),
       ...(chat ? { chat } : {}),
+      ...(gateway ? { agents: new AgentRunner(gateway) } : {}),
       ...(judge && (chat ?? tokenizer)
         ? { annotate: stepJudgeAnnotator(judge, (chat ?? tokenizer)!, config.model.contextLength - 1) }
         : {}),
@@ -137,6 +151,7 @@ export async function startRolloutActor(
     'pipeline/backpressure_waits': publisher.waits,
     ...(triad ? switchMetrics(triad) : {}),
     ...(judge ? judge.metrics() : {}),
+    ...(gateway ? gateway.metrics() : {}),
   })
   const report = reportMetrics(transport, config.run, 'rollout', id)
   const reportNow = () => report(metrics(), weights.version())
@@ -199,6 +214,7 @@ export async function startRolloutActor(
       driver.stop()
       publisher.close()
       const ended = await settledWithin(running, LOOPS_END_MS)
+      await gateway?.close()
       onLoopsEnded(Date.now() - t0)
       if (!ended)
         log(`the agent loops did not end within ${LOOPS_END_MS} ms; stopping the services under them`)

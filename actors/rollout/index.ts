@@ -1,4 +1,10 @@
 export { type Episode, type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
+export type {
+  AgentEpisodeResult,
+  AgentEpisodeRunner,
+  AgentInstanceRef,
+  AgentTaskSpec,
+} from './agent-task.ts'
 export { EnvClient, type EnvSession, type EnvStep } from './env-client.ts'
 export { EpisodeError, EpisodeFailure } from './errors.ts'
 export { type GeneratedTurn, PolicyRouter, type Uniform } from './policy-router.ts'

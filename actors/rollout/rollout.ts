@@ -4,6 +4,7 @@ import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../prot
 import { sleep, systemClock } from '../runtime/clock.ts'
 import { annotateSeedOf } from '../runtime/index.ts'
 import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
+import type { AgentEpisodeRunner, AgentTaskSpec } from './agent-task.ts'
 import { EpisodeError } from './errors.ts'
 import type { Uniform } from './policy-router.ts'
 
@@ -18,6 +19,8 @@ export interface TaskMixEntry {
   maxTurns?: number
   /** Most tokens per turn for this task (the episode settings' `maxNewTokens` when absent). */
   maxNewTokens?: number
+  /** Set for a task played by an agent program through the gateway (`RolloutDeps.agents`). */
+  agent?: AgentTaskSpec
 }
 
 /** Settings of the rollout side. */
@@ -59,6 +62,8 @@ export type EpisodeAnnotator = (
 export interface RolloutDeps extends EpisodeDeps {
   /** Called after each finished episode (step judging); none by default. */
   annotate?: EpisodeAnnotator
+  /** Plays the episodes of agent tasks (`TaskMixEntry.agent`); needed when the mix has one. */
+  agents?: AgentEpisodeRunner
 }
 
 /** Where finished groups go (the JetStream publisher, or a collector in sync mode). */
@@ -121,6 +126,8 @@ export class RolloutDriver {
     for (const t of settings.tasks) {
       if (!(t.weight > 0)) throw new Error(`task ${t.name}: weight must be > 0`)
       if (t.difficulty !== undefined) this.difficulty.set(t.name, t.difficulty)
+      if (t.agent && !deps.agents)
+        throw new Error(`task ${t.name} is played by an agent program, but the rollout has no agent gateway`)
     }
     if (settings.groupSize < 1) throw new Error('groupSize must be >= 1')
     const share = settings.annotateShare ?? 1
@@ -163,7 +170,8 @@ export class RolloutDriver {
     )
     // A group cut short by `stop` is not handed on (its episodes were given up, not finished).
     if (this.halt.signal.aborted) return undefined
-    const samples = results.filter((r): r is Trajectory => r !== undefined)
+    // An agent episode whose history was not append-only gives one trajectory per trained segment.
+    const samples = results.flatMap((r) => r ?? [])
     if (samples.length === 0) return undefined
     const group: TrajectoryGroupPayload = {
       group_id: `${this.id}-${n}`,
@@ -185,7 +193,7 @@ export class RolloutDriver {
     difficulty: number | undefined,
     samplingSeed: number,
     annotate: boolean,
-  ): Promise<Trajectory | undefined> {
+  ): Promise<Trajectory[] | undefined> {
     const task = entry.name
     const episode = {
       ...this.settings.episode,
@@ -198,43 +206,55 @@ export class RolloutDriver {
       if (signal.aborted) return undefined
       if (attempt > 0) this.stats.retried++
       try {
-        const ep = await runEpisode(
-          this.deps,
-          { task, seed, difficulty, split: this.settings.split ?? 'train' },
-          episode,
-          samplingSeed + attempt * 7919,
-          signal,
-        )
-        const t: Trajectory = { ...ep.trajectory, messages: ep.messages }
-        if (annotate && this.deps.annotate) {
-          try {
-            Object.assign(
-              t,
-              await this.deps.annotate(task, ep.messages, samplingSeed + attempt * 7919, signal),
+        const seedOfAttempt = samplingSeed + attempt * 7919
+        const ep = entry.agent
+          ? await this.deps.agents!.run(
+              task,
+              entry.agent,
+              { seed, split: this.settings.split ?? 'train' },
+              episode,
+              seedOfAttempt,
+              signal,
             )
-          } catch {
-            if (signal.aborted) return undefined
-            this.stats.annotateFailed++
+          : await runEpisode(
+              this.deps,
+              { task, seed, difficulty, split: this.settings.split ?? 'train' },
+              episode,
+              seedOfAttempt,
+              signal,
+            ).then((e) => ({ ...e, trajectories: [{ ...e.trajectory, messages: e.messages }] }))
+        for (const t of ep.trajectories)
+          if (annotate && this.deps.annotate) {
+            try {
+              Object.assign(t, await this.deps.annotate(task, t.messages ?? [], seedOfAttempt, signal))
+            } catch {
+              if (signal.aborted) return undefined
+              this.stats.annotateFailed++
+            }
           }
-        }
         this.stats.episodes++
         this.stats.generatedTokens += ep.generatedTokens
-        this.stats.turns += t.turns
-        this.stats.staleTurns += t.stale_turns
         this.stats.perTask[task] ??= { episodes: 0, successes: 0, reward: 0, tokens: 0 }
         const pt = this.stats.perTask[task]
         pt.episodes++
         pt.tokens += ep.generatedTokens
-        pt.successes += t.metrics.success ?? 0
-        pt.reward += t.reward
-        return t
+        pt.successes += ep.trajectories[0]?.metrics.success ?? 0
+        pt.reward += ep.trajectories[0]?.reward ?? 0
+        for (const t of ep.trajectories) {
+          this.stats.turns += t.turns
+          this.stats.staleTurns += t.stale_turns
+        }
+        return ep.trajectories
       } catch (err) {
         // Given up by `stop`: not a failure of the episode.
         if (signal.aborted) return undefined
         lastError = err
       }
     }
-    const cause = lastError instanceof EpisodeError ? lastError.failure : 'error'
+    // Agent episodes' errors carry their own cause (`agent_crashed`, `agent_timeout`, ...).
+    const failure = (lastError as { failure?: unknown } | undefined)?.failure
+    const cause =
+      lastError instanceof EpisodeError ? lastError.failure : typeof failure === 'string' ? failure : 'error'
     this.stats.failed[cause] = (this.stats.failed[cause] ?? 0) + 1
     return undefined
   }

@@ -1,0 +1,113 @@
+/**
+ * A calculator agent written against the official `openai` package, with no triad import: the
+ * kind of program triad trains through its agent gateway (docs/gateway.md). It owns its loop:
+ * it asks the model the instance's question with one tool, `calculator(expression)`, runs the
+ * calls the model makes, and when the model answers without a tool call, rewards the episode
+ * 1 if the last number of the answer is right, else 0.
+ *
+ * triad starts it with `OPENAI_BASE_URL` (the session's base URL, so no header is needed),
+ * `OPENAI_API_KEY`, `TRIAD_INSTANCE` (`{"question", "answer", "index"}`), `TRIAD_MAX_TURNS` and
+ * `TRIAD_REWARD_URL`. Run by hand against any OpenAI-compatible server the same way.
+ */
+import OpenAI from 'openai'
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions'
+
+const instance = JSON.parse(process.env.TRIAD_INSTANCE ?? '{}') as { question?: string; answer?: number }
+if (typeof instance.question !== 'string' || typeof instance.answer !== 'number') {
+  process.stderr.write('calc-agent: TRIAD_INSTANCE must be {"question": string, "answer": number}\n')
+  process.exit(2)
+}
+const maxTurns = Number(process.env.TRIAD_MAX_TURNS ?? '4')
+// The client reads OPENAI_BASE_URL and OPENAI_API_KEY itself.
+const client = new OpenAI({ maxRetries: 2 })
+
+const tools: ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'calculator',
+      description: 'Evaluate an arithmetic expression with + - * / and parentheses.',
+      parameters: {
+        type: 'object',
+        properties: { expression: { type: 'string' } },
+        required: ['expression'],
+      },
+    },
+  },
+]
+
+/** `+ - * /` and parentheses over decimal numbers, by recursive descent (no `eval`). */
+function calculate(expression: string): number {
+  let i = 0
+  const s = expression.replace(/\s+/g, '')
+  const number = (): number => {
+    if (s[i] === '(') {
+      i++
+      const v = sum()
+      if (s[i++] !== ')') throw new Error('missing )')
+      return v
+    }
+    if (s[i] === '-') {
+      i++
+      return -number()
+    }
+    const m = /^\d+(\.\d+)?/.exec(s.slice(i))
+    if (!m) throw new Error(`expected a number at ${i}`)
+    i += m[0].length
+    return Number(m[0])
+  }
+  const product = (): number => {
+    let v = number()
+    while (s[i] === '*' || s[i] === '/') v = s[i++] === '*' ? v * number() : v / number()
+    return v
+  }
+  const sum = (): number => {
+    let v = product()
+    while (s[i] === '+' || s[i] === '-') v = s[i++] === '+' ? v + product() : v - product()
+    return v
+  }
+  const v = sum()
+  if (i !== s.length) throw new Error(`unexpected '${s[i]}' at ${i}`)
+  return v
+}
+
+const messages: ChatCompletionMessageParam[] = [
+  {
+    role: 'system',
+    content: 'You are a careful calculator. Use the calculator tool, then state the answer.',
+  },
+  { role: 'user', content: instance.question },
+]
+let answer = ''
+for (let turn = 0; turn < maxTurns; turn++) {
+  const reply = await client.chat.completions.create({ model: 'policy', messages, tools })
+  const message = reply.choices[0]!.message
+  // The message goes back as it came: the gateway then reuses the ids it sampled.
+  messages.push(message)
+  if (!message.tool_calls?.length) {
+    answer = message.content ?? ''
+    break
+  }
+  for (const call of message.tool_calls) {
+    let content: string
+    try {
+      if (call.type !== 'function') throw new Error('not a function call')
+      const { expression } = JSON.parse(call.function.arguments) as { expression?: unknown }
+      content = String(calculate(String(expression)))
+    } catch (err) {
+      content = `error: ${(err as Error).message}`
+    }
+    messages.push({ role: 'tool', tool_call_id: call.id, content })
+  }
+}
+const last = answer.match(/-?\d+(\.\d+)?/g)?.at(-1)
+const reward = last !== undefined && Number(last) === instance.answer ? 1 : 0
+const res = await fetch(process.env.TRIAD_REWARD_URL!, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${process.env.OPENAI_API_KEY}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ reward }),
+})
+if (!res.ok) {
+  process.stderr.write(`calc-agent: the reward was refused: ${res.status} ${await res.text()}\n`)
+  process.exit(1)
+}
