@@ -10,8 +10,12 @@ export {
   trajectorySuccess,
 } from './env-adapter/index.ts'
 export {
+  AgentEnv,
   AgentEpisodeError,
   AgentFailure,
+  AgentInstances,
+  AgentInstancesError,
+  AgentRunner,
   ContextFullError,
   EpisodeRecorder,
   Gateway,
