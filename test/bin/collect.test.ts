@@ -8,6 +8,7 @@ import { getTask, readSftDataset } from '../../actors/index.ts'
 import { registerCollect } from '../../bin/commands/collect.ts'
 import type { CollectedRow } from '../../bin/trajectories/collected-rows.ts'
 import { closedPort, fakeEndpoint, plainCompletion } from '../support/bad-endpoint.ts'
+import { assertOpenAiConversation } from '../support/openai-chat-schema.ts'
 import { type ServedCheckpoint, serveTinyCheckpoint } from '../support/served-checkpoint.ts'
 import { runTriadInProcess } from '../support/triad-in-process.ts'
 import { runTriad } from '../support/triad-process.ts'
@@ -76,11 +77,22 @@ describe('bin/collect - against triad serve', () => {
       assert.ok(['completed', 'invalid_action', 'turn_limit', 'context_limit'].includes(x.status), x.status)
       assert.equal(typeof x.metrics.success, 'number')
       assert.ok(x.seed >= 0 && Number.isInteger(x.seed))
+      // A valid OpenAI conversation (a turn without a call answered by a user message), one name
+      // for the turn count.
+      assertOpenAiConversation(x.messages, x.tools, `${x.task} ${x.index}`)
+      assert.equal('turn' in x.metrics, false)
+      assert.equal(x.metrics.turns, x.turns)
     }
     // A random tiny model makes invalid actions: they are kept with the environment's answers.
     assert.ok(
       rows.some((x) => (x.metrics.invalid_actions ?? 0) > 0),
       JSON.stringify(rows.map((x) => x.metrics)),
+    )
+    assert.ok(
+      rows.some((x) =>
+        x.messages.some((m) => m.role === 'user' && m.content.startsWith('error: no tool call')),
+      ),
+      'a turn without a tool call is answered by a user message',
     )
     const episodes = await readSftDataset({ path: jsonl })
     assert.deepEqual(

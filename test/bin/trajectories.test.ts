@@ -20,6 +20,7 @@ import {
 import { runTrajectories } from '../../bin/commands/trajectories.ts'
 import type { TrajectoryRow } from '../../bin/trajectories/trajectory-rows.ts'
 import type { TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { assertOpenAiConversation } from '../support/openai-chat-schema.ts'
 import { runTriad } from '../support/triad-process.ts'
 
 /** A calc group of two one-turn samples generated at `version`, with their chat messages. */
@@ -41,10 +42,14 @@ function group(id: string, version: number): TrajectoryGroupPayload {
       reward,
       status: reward ? ('completed' as const) : ('turn_limit' as const),
       turns: 1,
-      metrics: { success: reward, 'step_good/0': 1 },
+      metrics: { success: reward, 'step_good/0': 1, turn: 2, turns: 2 },
       stale_turns: reward,
       messages: [
         { role: 'user' as const, content: `compute ${id}` },
+        // A turn without a tool call, answered as runs made before the environment's user-message
+        // answer logged it: a tool message with no call.
+        { role: 'assistant' as const, content: 'thinking' },
+        { role: 'tool' as const, tool_call_id: 'none', content: 'error: no tool call; call one of: add' },
         {
           role: 'assistant' as const,
           content: null,
@@ -129,8 +134,11 @@ function expectedRows(run: string, groups: TrajectoryGroupPayload[]): Trajectory
       status: s.status,
       turns: 1,
       stale_turns: s.stale_turns,
-      metrics: s.metrics,
-      messages: s.messages!,
+      // One name for the turn count; the tool message without its call is the user turn it stands for.
+      metrics: { success: s.reward, 'step_good/0': 1, turns: 2 },
+      messages: s.messages!.map((m) =>
+        m.role === 'tool' && m.tool_call_id === 'none' ? { role: 'user' as const, content: m.content } : m,
+      ),
       tools,
       input_ids: [5, 6, 7, 8, 9],
       loss_mask: [0, 0, 1, 1, 0],
@@ -168,6 +176,10 @@ describe('bin/trajectories', () => {
       lines.map((l) => JSON.parse(l)),
       want,
     )
+    for (const [i, l] of lines.entries()) {
+      const r = JSON.parse(l) as TrajectoryRow
+      assertOpenAiConversation(r.messages, r.tools, `row ${i}`)
+    }
 
     const parquet = join(path, 'out.parquet')
     assert.equal(await runTrajectories(path, { out: parquet }), 6)
