@@ -10,10 +10,12 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import {
+  asWriteError,
   type EvalResult,
   EvalResultSchema,
   EvalSchedule,
   type EvaluationSettings,
+  isWriteError,
   type PipelineCheckpoint,
   type RunDir,
   runSeeds,
@@ -150,8 +152,8 @@ export function interruptedEvaluations(dir: RunDir, log: (line: string) => void)
  * @param signal aborting it kills the process and keeps the copy, for a resume to evaluate it again.
  * @returns the evaluation file's contents, its rows and every instance's result (undefined when
  *   `signal` interrupted it).
- * @throws Error naming the log file when the process fails; the file-system error when the
- *   checkpoint is gone.
+ * @throws Error naming the log file when the process fails (RunWriteError when it failed on a write
+ *   error: a full disk); the file-system error when the checkpoint is gone.
  */
 export async function evaluateInProcess(
   recipe: ResolvedRecipe,
@@ -186,14 +188,18 @@ export async function evaluateInProcess(
     })
     const onAbort = () => child.kill()
     signal?.addEventListener('abort', onAbort, { once: true })
-    const { code, signal: killed } = await child.exited.finally(() =>
-      signal?.removeEventListener('abort', onAbort),
-    )
+    const {
+      code,
+      signal: killed,
+      writeError,
+    } = await child.exited.finally(() => signal?.removeEventListener('abort', onAbort))
     if (signal?.aborted && code !== 0) {
       interrupted = true
       log(`the evaluation of ${names.label} was interrupted by the run's stop; a resume evaluates it again`)
       return undefined
     }
+    // A full disk: the process's own line says what it could not write (its log may not have it).
+    if (code !== 0 && writeError) throw asWriteError(new Error(writeError), 'eval', dir.evalDir)
     if (code !== 0)
       throw new Error(`triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`)
     const out = read()
@@ -222,12 +228,15 @@ const SKIP_REASONS = {
  * `logs/run.jsonl` (`step`, `reason`: superseded, pruned or stopped). An evaluation that the run's
  * stop interrupts keeps its checkpoint copy, and the evaluations a stopped run left unfinished
  * (`interruptedEvaluations`) are done first, the first one at once. Undefined when `every` is 0.
+ * @param onWriteError called with the `RunWriteError` of an evaluation that failed on a write error
+ *   (a full disk), which stops the run; absent: such a failure is a log line like any other.
  */
 export function startPeriodicEvaluation(
   recipe: ResolvedRecipe,
   dir: RunDir,
   maxSteps: number,
   log: (line: string) => void,
+  onWriteError?: (err: unknown) => void,
 ): EvalSchedule | undefined {
   if (recipe.evaluation.every <= 0) return undefined
   return new EvalSchedule({
@@ -267,6 +276,8 @@ export function startPeriodicEvaluation(
       await evaluateInProcess(recipe, dir, checkpoint, names, log, signal)
     },
     onError: (err, checkpoint) =>
-      log(`evaluation of step-${checkpoint.version} failed: ${(err as Error)?.message ?? err}`),
+      onWriteError && isWriteError(err)
+        ? onWriteError(asWriteError(err, 'eval', dir.evalDir))
+        : log(`evaluation of step-${checkpoint.version} failed: ${(err as Error)?.message ?? err}`),
   })
 }
