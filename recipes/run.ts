@@ -2,6 +2,14 @@ import { existsSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import {
   appendRunLog,
+  asWriteError,
+  auditGroups,
+  type Chaos,
+  type ChaosKill,
+  type ChaosTarget,
+  ChaosUnavailableError,
+  chaosKillLine,
+  chaosReportLines,
   checkRoleThreads,
   connectNats,
   type EvalInstance,
@@ -11,9 +19,13 @@ import {
   evaluatePolicy,
   finalEvalName,
   findNatsServer,
+  type GroupAudit,
+  groupAuditLine,
   InProcessTransport,
+  isWriteError,
   type NatsServer,
   type NatsServerSupervision,
+  NatsTransport,
   natsServerEventLine,
   natsServerOnPath,
   onLearnerAxis,
@@ -26,16 +38,20 @@ import {
   RoleGaveUpError,
   RUN_MAX_STEPS,
   type RunDir,
+  RunWriteError,
   readLatestCheckpoint,
   recordRunTransport,
   roleThreadsEnv,
   type SupervisedProcess,
+  startChaos,
   startInProcessNodes,
   startMetricsSink,
   startNatsServer,
   startNodeProcesses,
+  streamManager,
   superviseNatsServer,
   type Transport,
+  trajectoryStreamName,
   writeEvalResult,
 } from '../actors/index.ts'
 import { CheckpointFile, chooseBackend, disposeTransformer, loadCheckpointPolicy } from '../gpu/index.ts'
@@ -72,6 +88,13 @@ export interface StartRunOptions {
    * this way.
    */
   sftOnly?: boolean
+  /**
+   * Chaos mode (`--chaos EVERY`): every `everyS` seconds one of the learner, the rollout and the
+   * embedded nats-server, picked by a schedule seeded with `seed`, gets SIGKILL, through the whole
+   * run (`startChaos`); the end prints the kills, the restarts and the group audit. Needs role
+   * processes (not `inProcess`).
+   */
+  chaos?: { everyS: number; seed: number }
 }
 
 /** What a finished run reports. */
@@ -87,6 +110,8 @@ export interface RunSummary {
    * number (130, 143) after the same clean stop, so a script sees the run as interrupted.
    */
   signal?: 'SIGINT' | 'SIGTERM'
+  /** With `chaos`: the kills made and the group audit at the end (absent when it could not be read). */
+  chaos?: { kills: ChaosKill[]; audit?: GroupAudit }
 }
 
 /** The line `triad run` prints when it runs in one process, and why. */
@@ -139,135 +164,261 @@ export async function startRun(
   const config = nodeConfigOf(recipe, dir, maxSteps)
   // Both roles run on this machine, whatever the layout: a count above its cores ends it here.
   checkRoleThreads(config.threads)
-  let server: NatsServer | undefined
-  let serverSupervision: NatsServerSupervision | undefined
-  let url = options.nats
-  const binary = url || options.inProcess ? undefined : natsServerOnPath()
-  if (binary) {
-    server = await startNatsServer({ binary, storeDir: join(dir.path, 'nats') })
-    url = server.url
-    log(
-      `embedded nats-server at ${url}, monitoring ${server.monitorUrl}, JetStream store ${join(dir.path, 'nats')}`,
-    )
-    // Supervised like the roles: restarted on its port and store when it dies; a server that
-    // cannot come back ends the run.
-    const port = server.port
-    serverSupervision = superviseNatsServer(server, (e) => {
-      log(natsServerEventLine(e, port))
-      void appendRunLog(dir, 'run', { event: `nats-server.${e.type}`, time: Date.now(), port, ...e })
-    })
-  }
-  let transport: Transport
-  if (url) {
-    transport = await connectNats({ servers: url, run: dir.id, role: 'run', id: String(process.pid) })
-    await recordRunTransport(dir, { transport: 'nats', url, monitor: server?.monitorUrl })
-  } else {
-    const reason = inProcessLine(options.inProcess ? 'asked' : 'no-nats-server', findNatsServer())
-    log(reason)
-    transport = new InProcessTransport()
-    await recordRunTransport(dir, { transport: 'in-process', reason })
-  }
-  const configFile = join(dir.path, 'node-config.json')
-  writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`)
-
-  let metricsLines = 0
-  let step = 0
-  const sink = startMetricsSink(transport, {
-    run: dir.id,
-    file: dir.metricsFile,
-    tensorboardDir: dir.tensorboardDir,
-    onTensorBoardError: (err) => log(`TensorBoard event files stopped: ${err.message}`),
-    onWrite: (line) => {
-      metricsLines++
-      if (line.role === 'learner' && onLearnerAxis(line)) step = Math.max(step, line.step)
-      options.onMetrics?.(line)
-    },
-  })
-  // Restarts of the learner and rollout processes go out as metrics (the restarts column), with
-  // the step budget (the end of the progress bar of a triad monitor elsewhere).
-  const restarts = url
-    ? new ProcessRestartReport(transport, {
-        run: dir.id,
-        id: String(process.pid),
-        step: () => step,
-        names: ['learner', 'rollout'],
-        values: recipe.budget.maxSteps === undefined ? {} : { [RUN_MAX_STEPS]: recipe.budget.maxSteps },
-      })
-    : undefined
-  // Before the nodes: an evaluation a stopped run left unfinished starts from its checkpoint
-  // before the learner can prune it.
-  const evaluations = options.sftOnly ? undefined : startPeriodicEvaluation(recipe, dir, maxSteps, log)
-  const nodes = url
-    ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e), config)
-    : startInProcess(transport as InProcessTransport, config, dir, log)
-
-  let timer: NodeJS.Timeout | undefined
-  const outOfTime = new Promise<'time'>((resolve) => {
-    if (budgetMs) timer = setTimeout(() => resolve('time'), budgetMs)
-  })
-  // The first SIGINT or SIGTERM starts the stop; the handlers stay until the stop is done, so a
-  // second signal (Ctrl-C twice, or a supervisor's SIGTERM after the terminal's SIGINT) cannot end
-  // this process by the default action in the middle of it.
+  // The stop signals are taken from the start (the server's start, the cold start included): the
+  // first SIGINT or SIGTERM starts the stop; the handlers stay until this function returns, the
+  // final evaluation included, so a second signal (Ctrl-C twice, or a supervisor's SIGTERM after the
+  // terminal's SIGINT) cannot end this process by the default action in the middle of the stop.
   let signal: 'SIGINT' | 'SIGTERM' | undefined
-  let onSignal: (s: 'SIGINT' | 'SIGTERM') => void = () => {}
+  let interrupt: () => void = () => {}
   const interrupted = new Promise<'signal'>((resolve) => {
-    onSignal = (s) => {
-      signal ??= s
-      resolve('signal')
-    }
+    interrupt = () => resolve('signal')
   })
+  /** What a signal does besides starting the stop, by phase (the drain of the evaluations). */
+  let onLateSignal: (s: 'SIGINT' | 'SIGTERM') => void = () => {}
+  const onSignal = (s: 'SIGINT' | 'SIGTERM') => {
+    const first = signal === undefined
+    signal ??= s
+    interrupt()
+    if (first) onLateSignal(s)
+  }
   const onSigint = () => onSignal('SIGINT')
   const onSigterm = () => onSignal('SIGTERM')
   process.on('SIGINT', onSigint)
   process.on('SIGTERM', onSigterm)
-  let failure: unknown
-  const fail = (err: unknown) => {
-    failure = err
-    return 'failed' as const
-  }
-  const finished = nodes.finished.then(() => 'steps' as const, fail)
-  const serverGone = serverSupervision ? serverSupervision.failed.catch(fail) : new Promise<never>(() => {})
-  const why = await Promise.race([finished, outOfTime, interrupted, serverGone])
-  clearTimeout(timer)
-  const reasons = {
-    steps: options.sftOnly ? 'the cold start is done (--sft-only)' : `${maxSteps} steps done`,
-    time: 'time budget',
-    signal: 'interrupted',
-  }
-  log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
-  // An evaluation in progress finishes (its step belongs in the report) unless the run was stopped;
-  // so do the pending ones, unless a signal comes while they run: then they are left in
-  // eval/.step-N-checkpoint/ for the resume, which evaluates them first.
-  const wait = why === 'steps' || why === 'time'
-  const evaluating = evaluations?.stop({ wait })
-  if (wait && evaluations)
-    onSignal = (s) => {
-      if (signal) return
-      signal = s
-      log('interrupted: the pending periodic evaluations are left for the resume')
-      void evaluations.stop({ wait: false })
+  // A file of the run that cannot be written (a full disk), by whoever writes it, stops the run:
+  // one line naming the writer and the path, then the same clean stop as a failed role, exit 1.
+  let writeFailure: RunWriteError | undefined
+  let failWrite: (err: RunWriteError) => void = () => {}
+  const writeFailed = new Promise<'failed'>((resolve) => {
+    failWrite = (err) => {
+      writeFailure ??= err
+      resolve('failed')
     }
-  // The roles first (the learner checkpoints and acknowledges its groups on the server), the
-  // server last; it is still restarted if it dies while the roles stop.
-  await nodes.stop()
-  restarts?.stop({ finished: why === 'steps' || why === 'time' })
-  await sink.stop()
-  await transport.close()
-  serverSupervision?.stop()
-  await server?.stop()
-  await evaluating
-  process.off('SIGINT', onSigint)
-  process.off('SIGTERM', onSigterm)
+  })
+  const wrote =
+    (role: string, path: string) =>
+    (err: unknown): void => {
+      const w = asWriteError(err, role, path)
+      if (w instanceof RunWriteError) failWrite(w)
+      else log(`${role}: cannot write ${path}: ${(w as Error)?.message ?? String(w)}`)
+    }
+  const runLog = join(dir.logsDir, 'run.jsonl')
+  const record = (event: Record<string, unknown>) =>
+    appendRunLog(dir, 'run', event).catch(wrote('run', runLog))
+  let server: NatsServer | undefined
+  let serverSupervision: NatsServerSupervision | undefined
+  let transport: Transport | undefined
+  let chaos: Chaos | undefined
+  try {
+    let url = options.nats
+    const binary = url || options.inProcess ? undefined : natsServerOnPath()
+    if (binary) {
+      const storeDir = join(dir.path, 'nats')
+      server = await startNatsServer({ binary, storeDir })
+      url = server.url
+      log(`embedded nats-server at ${url}, monitoring ${server.monitorUrl}, JetStream store ${storeDir}`)
+      // Supervised like the roles: restarted on its port and store when it dies; a server that
+      // cannot come back ends the run.
+      const port = server.port
+      serverSupervision = superviseNatsServer(server, (e) => {
+        log(natsServerEventLine(e, port))
+        void record({ event: `nats-server.${e.type}`, time: Date.now(), port, ...e })
+      })
+      // A store on a full disk: the server disables JetStream, nothing can be published.
+      server.onStoreError((line) =>
+        failWrite(new RunWriteError('nats-server', storeDir, new Error(`${line} (ENOSPC)`))),
+      )
+    }
+    if (url) {
+      transport = await connectNats({ servers: url, run: dir.id, role: 'run', id: String(process.pid) })
+      await recordRunTransport(dir, { transport: 'nats', url, monitor: server?.monitorUrl })
+    } else {
+      const reason = inProcessLine(options.inProcess ? 'asked' : 'no-nats-server', findNatsServer())
+      log(reason)
+      transport = new InProcessTransport()
+      await recordRunTransport(dir, { transport: 'in-process', reason })
+    }
+    const configFile = join(dir.path, 'node-config.json')
+    try {
+      writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`)
+    } catch (err) {
+      throw asWriteError(err, 'run', configFile)
+    }
 
-  const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
-  if (signal) summary.signal = signal
-  if (why !== 'signal' && why !== 'failed' && !signal && recipe.evaluation.k > 0)
-    summary.evalFile = options.sftOnly
-      ? (await evaluateSft(recipe, dir, log)).file
-      : await evaluateRun(recipe, dir, log)
-  await appendRunLog(dir, 'run', { event: 'stop', time: Date.now(), reason: why, ...summary })
-  if (why === 'failed') throw failure
-  return summary
+    let metricsLines = 0
+    let step = 0
+    const sink = startMetricsSink(transport, {
+      run: dir.id,
+      file: dir.metricsFile,
+      tensorboardDir: dir.tensorboardDir,
+      onTensorBoardError: (err) =>
+        isWriteError(err)
+          ? wrote('run', dir.tensorboardDir)(err)
+          : log(`TensorBoard event files stopped: ${err.message}`),
+      onWriteError: wrote('run', dir.metricsFile),
+      onWrite: (line) => {
+        metricsLines++
+        if (line.role === 'learner' && onLearnerAxis(line)) step = Math.max(step, line.step)
+        options.onMetrics?.(line)
+      },
+    })
+    // Restarts of the learner and rollout processes go out as metrics (the restarts column), with
+    // the step budget (the end of the progress bar of a triad monitor elsewhere).
+    const restarts = url
+      ? new ProcessRestartReport(transport, {
+          run: dir.id,
+          id: String(process.pid),
+          step: () => step,
+          names: ['learner', 'rollout'],
+          values: recipe.budget.maxSteps === undefined ? {} : { [RUN_MAX_STEPS]: recipe.budget.maxSteps },
+        })
+      : undefined
+    // Before the nodes: an evaluation a stopped run left unfinished starts from its checkpoint
+    // before the learner can prune it.
+    const evaluations = options.sftOnly
+      ? undefined
+      : startPeriodicEvaluation(recipe, dir, maxSteps, log, wrote('eval', dir.evalDir))
+    const nodes = url
+      ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e), config, wrote, record)
+      : startInProcess(transport as InProcessTransport, config, dir, log)
+    if (options.chaos) {
+      if (!nodes.pids) throw new ChaosUnavailableError()
+      const pids = nodes.pids
+      const targets: ChaosTarget[] = [
+        { name: 'learner', pid: () => pids().learner },
+        { name: 'rollout', pid: () => pids().rollout },
+        ...(server ? [{ name: 'nats-server', pid: () => server?.pid() }] : []),
+      ]
+      log(
+        `chaos: SIGKILL to one of ${targets.map((t) => t.name).join(', ')} every ${options.chaos.everyS} s (seed ${options.chaos.seed})`,
+      )
+      chaos = startChaos({
+        everyMs: options.chaos.everyS * 1000,
+        seed: options.chaos.seed,
+        targets,
+        onKill: (k) => {
+          log(chaosKillLine(k))
+          void record({ event: 'chaos.kill', time: Date.now(), ...k })
+        },
+      })
+    }
+
+    let timer: NodeJS.Timeout | undefined
+    const outOfTime = new Promise<'time'>((resolve) => {
+      if (budgetMs) timer = setTimeout(() => resolve('time'), budgetMs)
+    })
+    let failure: unknown
+    const fail = (err: unknown) => {
+      // A role that gave up on a write error is that write error (its role, its path).
+      failure = asWriteError(err, (err as RoleGaveUpError)?.role ?? 'run', writePathIn(err) ?? dir.path)
+      if (failure instanceof RunWriteError) writeFailure ??= failure
+      return 'failed' as const
+    }
+    const finished = nodes.finished.then(() => 'steps' as const, fail)
+    const serverGone = serverSupervision ? serverSupervision.failed.catch(fail) : new Promise<never>(() => {})
+    const raced = await Promise.race([finished, outOfTime, interrupted, serverGone, writeFailed])
+    const why = writeFailure ? 'failed' : raced
+    if (writeFailure) failure = writeFailure
+    clearTimeout(timer)
+    const kills = chaos?.stop()
+    const reasons = {
+      steps: options.sftOnly ? 'the cold start is done (--sft-only)' : `${maxSteps} steps done`,
+      time: 'time budget',
+      signal: 'interrupted',
+    }
+    log(`stopping (${why === 'failed' ? String((failure as Error)?.message ?? failure) : reasons[why]})`)
+    // An evaluation in progress finishes (its step belongs in the report) unless the run was
+    // stopped; so do the pending ones, unless a signal comes while they run: then they are left in
+    // eval/.step-N-checkpoint/ for the resume, which evaluates them first.
+    const wait = why === 'steps' || why === 'time'
+    const evaluating = evaluations?.stop({ wait })
+    if (wait && evaluations)
+      onLateSignal = () => {
+        log('interrupted: the pending periodic evaluations are left for the resume')
+        void evaluations.stop({ wait: false })
+      }
+    // The roles first (the learner checkpoints and acknowledges its groups on the server), the
+    // server last; it is still restarted if it dies while the roles stop. Each part's stop is
+    // awaited even when another's failed, so nothing is left running.
+    const settle = async (what: string, stop: () => Promise<void> | void) => {
+      try {
+        await stop()
+      } catch (err) {
+        log(`${what} did not stop cleanly: ${(err as Error)?.message ?? String(err)}`)
+      }
+    }
+    await settle('the roles', () => nodes.stop())
+    restarts?.stop({ finished: wait })
+    let audit: GroupAudit | undefined
+    if (chaos && transport instanceof NatsTransport)
+      try {
+        audit = await auditGroups(
+          dir.checkpointsDir,
+          await streamManager(transport.nc),
+          trajectoryStreamName(dir.id),
+        )
+      } catch (err) {
+        log(`chaos: no group audit: ${(err as Error).message}`)
+      }
+    await settle('the metrics sink', () => sink.stop())
+    await settle('the run connection', () => transport?.close())
+    serverSupervision?.stop()
+    await settle('nats-server', () => server?.stop())
+    server = undefined
+    await settle('the periodic evaluations', () => evaluating)
+
+    const summary: RunSummary = { steps: step, restarts: nodes.restarts(), metricsLines }
+    if (kills) {
+      for (const line of chaosReportLines(kills, {
+        ...nodes.restarts(),
+        ...(serverSupervision ? { 'nats-server': serverSupervision.restarts() } : {}),
+      }))
+        log(line)
+      if (audit) log(groupAuditLine(audit))
+      summary.chaos = { kills: [...kills], ...(audit ? { audit } : {}) }
+    }
+    // The final evaluation, unless the run was stopped or failed; a signal or a write error while
+    // it runs ends it (the resume evaluates again), after the same stop event.
+    if (why !== 'signal' && why !== 'failed' && !signal && !writeFailure && recipe.evaluation.k > 0) {
+      const evaluation = (
+        options.sftOnly ? evaluateSft(recipe, dir, log).then((e) => e.file) : evaluateRun(recipe, dir, log)
+      ).catch((err: unknown) => {
+        wrote('run', dir.evalDir)(err)
+        return undefined
+      })
+      const ended = await Promise.race([evaluation, interrupted, writeFailed])
+      if (ended === 'signal') log('stopping (interrupted): the final evaluation is left for the resume')
+      else if (ended !== 'failed' && !writeFailure) summary.evalFile = ended
+    }
+    if (signal) summary.signal = signal
+    const reason = writeFailure ? 'failed' : summary.signal ? 'signal' : why
+    if (writeFailure && why !== 'failed') log(`stopping (${writeFailure.message})`)
+    await record({
+      event: 'stop',
+      time: Date.now(),
+      reason,
+      ...summary,
+      ...(writeFailure || why === 'failed'
+        ? { error: String((writeFailure ?? (failure as Error))?.message ?? failure) }
+        : {}),
+    })
+    if (writeFailure) throw writeFailure
+    if (why === 'failed') throw failure
+    return summary
+  } finally {
+    chaos?.stop()
+    process.off('SIGINT', onSigint)
+    process.off('SIGTERM', onSigterm)
+    // A start that failed half-way (a full disk, a port) leaves no server behind.
+    serverSupervision?.stop()
+    await server?.stop()
+  }
+}
+
+/** The path a write error's message names (`open '/x'`, `cannot write /x:`), if any. */
+function writePathIn(err: unknown): string | undefined {
+  const text = (err as RoleGaveUpError)?.lastError ?? (err as Error)?.message ?? ''
+  return /cannot write (\S+?):/.exec(text)?.[1] ?? /'(\/[^']+)'/.exec(text)?.[1]
 }
 
 /** The roles of a run wherever they run: `finished` when the learner's work is done. */
@@ -279,6 +430,8 @@ interface RunNodes {
   finished: Promise<void>
   /** Restarts of each role's process (none in one process). */
   restarts(): Record<string, number>
+  /** The pids of the role processes now (undefined while one is restarted); absent in one process. */
+  pids?: () => { learner?: number; rollout?: number }
   stop(): Promise<void>
 }
 
@@ -294,6 +447,8 @@ function startProcesses(
   log: (line: string) => void,
   onEvent: (e: ProcessEvent) => void,
   config: ReturnType<typeof nodeConfigOf>,
+  wrote: (role: string, path: string) => (err: unknown) => void,
+  record: (event: Record<string, unknown>) => Promise<void>,
 ): RunNodes {
   const supervisor = new ProcessSupervisor()
   let gaveUp: (err: RoleGaveUpError) => void = () => {}
@@ -301,7 +456,7 @@ function startProcesses(
     gaveUp = reject
   })
   supervisor.on((e) => {
-    void appendRunLog(dir, 'run', { event: `process.${e.type}`, time: Date.now(), ...e })
+    void record({ event: `process.${e.type}`, time: Date.now(), ...e })
     const line = processEventLine(e)
     if (line) log(line)
     onEvent(e)
@@ -313,11 +468,13 @@ function startProcesses(
     logsDir: dir.logsDir,
     // two processes on this machine: each role left auto gets its share of the cores
     env: roleThreadsEnv(config.threads),
+    onLogError: (role, file, err) => wrote(role, file)(err),
   }) as Record<'learner' | 'rollout', SupervisedProcess>
   log(`learner pid ${learner.pid()}, rollout pid ${rollout.pid()}; logs in ${dir.logsDir}`)
   return {
     finished: Promise.race([learner.finished, failed]),
     restarts: () => ({ learner: learner.restarts(), rollout: rollout.restarts() }),
+    pids: () => ({ learner: learner.pid(), rollout: rollout.pid() }),
     stop: () => supervisor.stop(),
   }
 }
@@ -340,7 +497,8 @@ function startInProcess(
 /**
  * Evaluates the SFT checkpoint (`checkpoints/sft/`) on the held-out split in a `triad eval` process
  * (`eval/step-000000.json`; one kept from an earlier attempt of a resumed run, or put there by
- * `triad ablate`, is read instead). A failure is logged, not thrown.
+ * `triad ablate`, is read instead). A failure is logged, not thrown, except a write error (a full
+ * disk: `RunWriteError`), which is.
  * @returns the file and its contents; both undefined when the run has no SFT checkpoint or its
  *   evaluation failed.
  */
@@ -362,6 +520,8 @@ async function evaluateSft(
     )
     return result ? { file: join(dir.evalDir, `${periodicEvalName(0)}.json`), result } : {}
   } catch (err) {
+    // A full disk stops the run (`startRun`); any other failure leaves the run without the row.
+    if (isWriteError(err)) throw err
     log(`evaluation of the SFT checkpoint failed: ${(err as Error).message}`)
     return {}
   }
@@ -387,6 +547,8 @@ async function evaluateRun(
   const settings = heldOutSettings(recipe)
   const latest = readLatestCheckpoint(dir.checkpointsDir)
   const sft = evaluateSft(recipe, dir, log).then((e) => e.result)
+  // Awaited below, after the latest's evaluation: a write error meanwhile is not unhandled.
+  sft.catch(() => undefined)
   const rows: Record<string, string | number>[] = []
   const instances: EvalInstance[] = []
   let final: Evaluation | undefined

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process'
-import { createWriteStream } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { childLogLine } from '../runtime/role-logger.ts'
+import { logStream } from './process-supervisor.ts'
+import { isWriteError } from './write-error.ts'
 
 /**
  * The installed `triad` command: it registers tsx from this package itself, so the process starts
@@ -36,12 +37,21 @@ export interface EvalProcessOptions {
   backend?: string
   /** The process's stdout and stderr are appended here. */
   logFile: string
+  /**
+   * Called once when `logFile` cannot be written (a full disk); the log stops there. Absent: the
+   * failure is only kept from becoming an unhandled `'error'` event.
+   */
+  onLogError?: (err: Error) => void
 }
 
 /** A running evaluation process. */
 export interface EvalProcess {
-  /** Resolves when it exited, with its exit code (null after a signal) and signal. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /**
+   * Resolves when it exited, with its exit code (null after a signal) and signal, and the first
+   * line of its output that reported a write error (`isWriteError`: a full disk), if any; that line
+   * is kept here because the log file may be on the same full disk.
+   */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; writeError?: string }>
   /** Sends it SIGTERM (nothing once it exited). */
   kill(): void
 }
@@ -85,20 +95,27 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
  */
 export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
   const line = dieWithParent(process.execPath, [triadBin, ...evalProcessArgs(options)], 'SIGTERM')
-  const log = createWriteStream(options.logFile, { flags: 'a' })
+  const log = logStream(options.logFile, options.onLogError)
   const child = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'pipe', 'pipe'] })
+  let writeError: string | undefined
   // Every line of the log file is a pino line of role `eval` (`childLogLine`).
   const lines = (stream: 'stdout' | 'stderr') =>
     new Promise<void>((resolve) =>
       createInterface({ input: child[stream]! })
-        .on('line', (l) => log.write(`${childLogLine(l, { role: 'eval', pid: child.pid }, stream)}\n`))
+        .on('line', (l) => {
+          if (writeError === undefined && isWriteError({ message: l })) writeError = l
+          log.write(`${childLogLine(l, { role: 'eval', pid: child.pid }, stream)}\n`)
+        })
         .once('close', () => resolve()),
     )
   const output = Promise.all([lines('stdout'), lines('stderr')])
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('close', (code, signal) => {
-      void output.then(() => log.end(() => resolve({ code, signal })))
-    }),
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; writeError?: string }>(
+    (resolve) =>
+      child.once('close', (code, signal) => {
+        void output.then(() =>
+          log.end(() => resolve({ code, signal, ...(writeError ? { writeError } : {}) })),
+        )
+      }),
   )
   return {
     exited,

@@ -1,3 +1,13 @@
+export {
+  type Chaos,
+  type ChaosKill,
+  type ChaosOptions,
+  type ChaosTarget,
+  ChaosUnavailableError,
+  chaosKillLine,
+  chaosReportLines,
+  startChaos,
+} from './chaos.ts'
 export { NatsServerError, RoleFailedError, RoleGaveUpError } from './errors.ts'
 export {
   type EvalProcess,
@@ -10,6 +20,8 @@ export { type InProcessNodeOptions, type InProcessNodes, startInProcessNodes } f
 export {
   findNatsServer,
   NATS_BIND_ATTEMPTS,
+  NATS_STOP_GRACE_MS,
+  NATS_STORE_ERROR,
   type NatsServer,
   type NatsServerExit,
   type NatsServerOptions,
@@ -24,12 +36,19 @@ export {
   natsServerEventLine,
   superviseNatsServer,
 } from './nats-server-supervision.ts'
+export {
+  checkStoreFree,
+  liveStoreHolder,
+  NATS_STORE_LOCK_FILE,
+  type NatsStoreHolder,
+} from './nats-store-lock.ts'
 export { type NodeProcessOptions, startNodeProcesses } from './node-processes.ts'
 export {
   AfterExit,
   CHILD_STOP_WATCHDOG_MS,
   type ChildFailure,
   childFailureLine,
+  logStream,
   OUTPUT_GRACE_MS,
   type ProcessEvent,
   type ProcessSpec,
@@ -46,3 +65,10 @@ export {
   splitCores,
   type ThreadedRole,
 } from './role-threads.ts'
+export {
+  asWriteError,
+  isWriteError,
+  RunWriteError,
+  WRITE_ERROR_CODES,
+  writeErrorCode,
+} from './write-error.ts'

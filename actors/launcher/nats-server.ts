@@ -5,6 +5,7 @@ import type { Millis } from '../../protocols/index.ts'
 import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { NatsServerError } from './errors.ts'
 import { freePort } from './free-port.ts'
+import { checkStoreFree, removeStoreLock, writeStoreLock } from './nats-store-lock.ts'
 
 /** Options of `startNatsServer`. */
 export interface NatsServerOptions {
@@ -53,14 +54,30 @@ export interface NatsServer {
   kill(): Promise<void>
   /** Starts the server again after `kill` or `stop`. */
   restart(): Promise<void>
-  /** Stops the server gracefully (SIGTERM, then SIGKILL after 5 s). */
+  /** Stops the server gracefully (SIGTERM, then SIGKILL after `NATS_STOP_GRACE_MS`) and waits for its exit. */
   stop(): Promise<void>
   /**
    * Calls `listener` each time the server process exits unasked (a crash, `kill -9` from outside),
    * after it was ready; not for `stop` or `kill`. `superviseNatsServer` restarts it from there.
    */
   onExit(listener: (exit: NatsServerExit) => void): void
+  /**
+   * Calls `listener` with the first line of each server process's log that says its JetStream
+   * store cannot be written (`no space left on device`, `out of resources`): the store is on a full
+   * disk and the server disables JetStream, so the run cannot go on.
+   */
+  onStoreError(listener: (line: string) => void): void
 }
+
+/** A nats-server log line that says its JetStream store cannot be written. */
+export const NATS_STORE_ERROR =
+  /no space left on device|out of resources|disk quota exceeded|read-only file system/i
+
+/**
+ * How long `NatsServer.stop` waits after SIGTERM before it sends SIGKILL, ms: a server whose
+ * JetStream store is on a full disk can ignore SIGTERM, and the stop still ends.
+ */
+export const NATS_STOP_GRACE_MS: Millis = 5_000
 
 /** How a server process ended, as `NatsServer.onExit` reports it. */
 export interface NatsServerExit {
@@ -115,15 +132,31 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   /** Set by `stop` and `kill`: the next exit was asked for. */
   let asked = false
   const exitListeners: ((exit: NatsServerExit) => void)[] = []
+  const storeListeners: ((line: string) => void)[] = []
 
   const launch = () =>
     new Promise<void>((resolve, reject) => {
       // The server gets SIGTERM when this process dies, even by SIGKILL (see parent-death.ts).
       // Its own process group: the terminal's Ctrl-C reaches `triad run` alone, which stops the
       // roles before the server (see parent-death.ts).
+      // One server per store (`triad-server.lock`): an orphaned server still holding it is refused.
+      const store = options.storeDir
+      try {
+        if (store) checkStoreFree(store)
+      } catch (err) {
+        reject(err)
+        return
+      }
       const line = dieWithParent(binary, args, 'SIGTERM')
       const c = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'ignore', 'pipe'] })
       child = c
+      if (store && c.pid !== undefined)
+        try {
+          writeStoreLock(store, c.pid)
+        } catch {
+          // A store that cannot take the lock (a full disk) cannot take the server's files either:
+          // the server says so itself.
+        }
       asked = false
       let ready = false
       let log = ''
@@ -131,8 +164,18 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
         c.kill('SIGKILL')
         reject(new NatsServerError(`nats-server not ready within ${readyTimeout} ms:\n${log}`))
       }, readyTimeout)
+      let storeError = false
       c.stderr!.on('data', (d: Buffer) => {
-        if (log.length < 20_000) log += d.toString()
+        const text = d.toString()
+        if (log.length < 20_000) log += text
+        if (!storeError && NATS_STORE_ERROR.test(text)) {
+          storeError = true
+          const line = text
+            .split('\n')
+            .find((l) => NATS_STORE_ERROR.test(l))!
+            .trim()
+          for (const l of storeListeners) l(line)
+        }
         if (!ready && log.includes('Server is ready')) {
           ready = true
           clearTimeout(timer)
@@ -141,6 +184,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       })
       c.on('exit', (code, signal) => {
         clearTimeout(timer)
+        if (store && c.pid !== undefined) removeStoreLock(store, c.pid)
         reject(new NatsServerError(`nats-server exited with code ${code}:\n${log}`, code))
         if (ready && !asked && child === c) for (const l of exitListeners) l({ pid: c.pid!, code, signal })
       })
@@ -185,7 +229,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     if (!c || c.exitCode !== null || c.signalCode !== null) return
     const exited = new Promise<void>((r) => c.once('exit', () => r()))
     c.kill(signal)
-    const force = setTimeout(() => c.kill('SIGKILL'), 5_000)
+    const force = setTimeout(() => c.kill('SIGKILL'), NATS_STOP_GRACE_MS)
     await exited
     clearTimeout(force)
   }
@@ -200,6 +244,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     stop: () => terminate('SIGTERM'),
     onExit: (listener) => {
       exitListeners.push(listener)
+    },
+    onStoreError: (listener) => {
+      storeListeners.push(listener)
     },
   }
 }

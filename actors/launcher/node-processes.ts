@@ -19,6 +19,8 @@ export interface NodeProcessOptions {
   logsDir: string
   /** Variables added to a role's environment, by role (`roleThreadsEnv`: its share of the cores). */
   env?: Readonly<Record<string, Readonly<Record<string, string>>>>
+  /** Called once per role when its log file cannot be written (a full disk); the log stops there. */
+  onLogError?: (role: string, file: string, err: Error) => void
 }
 
 /**
@@ -32,7 +34,8 @@ export function startNodeProcesses(
   options: NodeProcessOptions,
 ): Record<string, SupervisedProcess> {
   const out: Record<string, SupervisedProcess> = {}
-  for (const role of roles)
+  for (const role of roles) {
+    const logFile = join(options.logsDir, `${role}.log`)
     out[role] = supervisor.start({
       name: role,
       command: process.execPath,
@@ -48,9 +51,11 @@ export function startNodeProcesses(
         '--id',
         role,
       ],
-      logFile: join(options.logsDir, `${role}.log`),
+      logFile,
+      ...(options.onLogError ? { onLogError: (err: Error) => options.onLogError?.(role, logFile, err) } : {}),
       ...(options.env?.[role] ? { env: { ...options.env[role] } } : {}),
       restart: role === 'learner' ? 'transient' : 'permanent',
     })
+  }
   return out
 }

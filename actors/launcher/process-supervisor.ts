@@ -5,6 +5,7 @@ import type { Millis } from '../../protocols/index.ts'
 import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { childLogLine } from '../runtime/role-logger.ts'
 import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
+import { isWriteError } from './write-error.ts'
 
 /**
  * How long `ProcessSupervisor.stop` waits for a child after SIGTERM before it sends SIGKILL, ms.
@@ -42,14 +43,16 @@ export interface ChildFailure {
 
 /**
  * The `ChildFailure` line for `err` (without the newline). An error object with
- * `restartable: false` (for example `NoReadableCheckpointError`) gives `restart: false`.
+ * `restartable: false` (for example `NoReadableCheckpointError`) gives `restart: false`, and so
+ * does a write error (`isWriteError`: a full disk, a quota, a read-only file system), which a
+ * restart would only meet again.
  */
 export function childFailureLine(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err)
   const failure: ChildFailure = {
     event: 'failed',
     error: message.split('\n')[0]!,
-    restart: (err as { restartable?: unknown } | undefined)?.restartable !== false,
+    restart: (err as { restartable?: unknown } | undefined)?.restartable !== false && !isWriteError(err),
   }
   return JSON.stringify(failure)
 }
@@ -75,6 +78,11 @@ export interface ProcessSpec {
   env?: NodeJS.ProcessEnv
   /** Appends the child's stdout and stderr here when given. */
   logFile?: string
+  /**
+   * Called once when `logFile` cannot be written (a full disk): the log stops there, the child
+   * runs on. Absent: the failure is only kept from becoming an unhandled `'error'` event.
+   */
+  onLogError?: (err: Error) => void
   /**
    * `permanent` (default): restarted whenever it exits. `transient`: restarted only after an
    * abnormal exit (non-zero code or a signal); a clean exit means its work is done.
@@ -144,6 +152,23 @@ export function processEventLine(e: ProcessEvent): string | undefined {
   return undefined
 }
 
+/**
+ * An appending write stream of a child's log file whose write error (a full disk) is reported once
+ * to `onError` and ends the stream: later lines are dropped instead of an unhandled `'error'`
+ * event ending the supervisor's process.
+ */
+export function logStream(file: string, onError?: (err: Error) => void): WriteStream {
+  const stream = createWriteStream(file, { flags: 'a' })
+  let failed = false
+  stream.on('error', (err) => {
+    if (failed) return
+    failed = true
+    onError?.(err)
+  })
+  // The stream is destroyed by its error: later writes fail quietly (no second 'error' event).
+  return stream
+}
+
 /** A supervised child as the supervisor tracks it. */
 export interface SupervisedProcess {
   readonly name: string
@@ -207,7 +232,7 @@ export class ProcessSupervisor {
       tracker: new RestartTracker(this.policy),
       ready: Promise.resolve(),
       restarts: 0,
-      log: spec.logFile ? createWriteStream(spec.logFile, { flags: 'a' }) : undefined,
+      log: spec.logFile ? logStream(spec.logFile, spec.onLogError) : undefined,
       child: undefined as ChildProcess | undefined,
       finished: false,
       onFinished: () => {},

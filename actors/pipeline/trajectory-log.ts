@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { decode, encode, type TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { asWriteError } from '../launcher/write-error.ts'
 import { TrajectoryLogError } from './errors.ts'
 import { decodeGroup, encodeGroup, type TakenGroup } from './trajectory-stream.ts'
 
@@ -27,7 +28,10 @@ export interface TrajectoryLogRecord {
   group: TrajectoryGroupPayload
 }
 
-/** Appends the groups of one step to the log at `file` (made with its folder when missing). */
+/**
+ * Appends the groups of one step to the log at `file` (made with its folder when missing).
+ * @throws RunWriteError naming `file` when it cannot be written (a full disk: not restartable).
+ */
 export function appendTrajectoryLog(file: string, groups: readonly TakenGroup[], step: number): void {
   if (groups.length === 0) return
   mkdirSync(dirname(file), { recursive: true })
@@ -38,7 +42,11 @@ export function appendTrajectoryLog(file: string, groups: readonly TakenGroup[],
     new DataView(head.buffer).setUint32(0, body.length, true)
     parts.push(head, body)
   }
-  appendFileSync(file, Buffer.concat(parts))
+  try {
+    appendFileSync(file, Buffer.concat(parts))
+  } catch (err) {
+    throw asWriteError(err, 'learner', file)
+  }
 }
 
 /**

@@ -50,6 +50,11 @@ export interface MetricsSinkOptions {
   tensorboardDir?: string
   /** Called once when writing the event files failed; they are not written from then on. */
   onTensorBoardError?: (error: Error) => void
+  /**
+   * Called once when `file` cannot be written (a full disk): lines are dropped from then on and
+   * `stop` resolves. Absent: `stop` rejects with the error.
+   */
+  onWriteError?: (error: Error) => void
 }
 
 /**
@@ -62,7 +67,9 @@ export function startMetricsSink(transport: Transport, options: MetricsSinkOptio
   const counts: MetricsSinkStats = { written: 0, invalid: 0 }
   let streamError: Error | undefined
   out.on('error', (err) => {
+    if (streamError) return
     streamError = err
+    options.onWriteError?.(err)
   })
   let tensorboard = options.tensorboardDir
     ? new TensorBoardWriter({ dir: options.tensorboardDir })
@@ -101,7 +108,7 @@ export function startMetricsSink(transport: Transport, options: MetricsSinkOptio
         tensorboardFailed(err)
       }
       await new Promise<void>((resolve, reject) => {
-        out.end(() => (streamError ? reject(streamError) : resolve()))
+        out.end(() => (streamError && !options.onWriteError ? reject(streamError) : resolve()))
       })
     },
   }

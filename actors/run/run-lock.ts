@@ -176,8 +176,9 @@ export async function lockRunDir(path: string, options: LockRunDirOptions = {}):
   }
   const text = `${JSON.stringify(me)}\n`
   const tmp = join(path, `.run.lock.${process.pid}.${randomBytes(4).toString('hex')}`)
-  await writeFile(tmp, text, { flag: 'wx' })
+  // Inside the try: a write that fails half-way (a full disk) made the file, which goes too.
   try {
+    await writeFile(tmp, text, { flag: 'wx' })
     // A few rounds: the lock can vanish (released) or change (taken over) between two looks.
     for (let round = 0; round < 8; round++) {
       try {

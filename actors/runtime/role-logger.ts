@@ -21,12 +21,24 @@ export interface RoleLogBindings {
  * A pino logger for one role: one JSON object per line, `{"level":30,"time":<ms since the epoch>,
  * "pid":..,"hostname":..,"role":..,"id":..,"run":..,"msg":..}`, written synchronously (a crash
  * loses no line) to `destination`: a file descriptor (2 for stderr) or a file path, appended to.
+ * A write that fails (a full disk) is reported once to `onError` (sonic-boom emits it as an
+ * `'error'` event, kept here from being unhandled): a log is never what ends a role.
  */
-export function createRoleLogger(bindings: RoleLogBindings, destination: number | string): Logger {
-  const dest: DestinationStream =
+export function createRoleLogger(
+  bindings: RoleLogBindings,
+  destination: number | string,
+  onError?: (err: Error) => void,
+): Logger {
+  const dest: DestinationStream & { on?: (event: 'error', listener: (err: Error) => void) => void } =
     typeof destination === 'number'
       ? pino.destination({ fd: destination, sync: true })
       : pino.destination({ dest: destination, append: true, mkdir: true, sync: true })
+  let failed = false
+  dest.on?.('error', (err) => {
+    if (failed) return
+    failed = true
+    onError?.(err)
+  })
   return pino({ base: { pid: process.pid, hostname: hostname() } }, dest).child(bindings)
 }
 

@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import type { MetricsLine } from '../../actors/index.ts'
 import {
   appendRunLog,
+  ChaosUnavailableError,
   type Clock,
   checkSandboxesOf,
   connectNats,
@@ -22,6 +23,7 @@ import {
   type RunLock,
   RunLockedError,
   RunsDirError,
+  RunWriteError,
   readSftDatasets,
   SandboxCheckError,
   SftDatasetError,
@@ -117,7 +119,9 @@ export async function toCliError(err: unknown): Promise<unknown> {
     err instanceof RoleGaveUpError ||
     err instanceof SandboxCheckError ||
     err instanceof SftDatasetError ||
-    err instanceof NatsServerError
+    err instanceof NatsServerError ||
+    err instanceof RunWriteError ||
+    err instanceof ChaosUnavailableError
   )
     return new CliError(err.message, { cause: err })
   return err
@@ -194,7 +198,22 @@ export async function checkNats(url: string): Promise<void> {
   await transport.close()
 }
 
-/** `triad run RECIPE [--nats URL | --in-process] [--resume DIR] [--runs-dir DIR] [--sft-only] [--check]`. */
+/** `--chaos <seconds>`: a positive number of seconds. @throws UsageError otherwise. */
+function parseChaosSeconds(text: string): number {
+  const n = Number(text)
+  if (!Number.isFinite(n) || n <= 0)
+    throw new UsageError(`--chaos wants a positive number of seconds between two kills, got '${text}'`)
+  return n
+}
+
+/** `--chaos-seed <n>`: an integer. @throws UsageError otherwise. */
+function parseChaosSeed(text: string): number {
+  const n = Number(text)
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--chaos-seed wants an integer, got '${text}'`)
+  return n
+}
+
+/** `triad run RECIPE [--nats URL | --in-process] [--resume DIR] [--runs-dir DIR] [--sft-only] [--check] [--chaos SECONDS [--chaos-seed N]]`. */
 export function registerRun(program: Command): void {
   program
     .command('run')
@@ -212,6 +231,12 @@ export function registerRun(program: Command): void {
       'stop after the cold start (tokenizer, SFT, reward-model cold start) and evaluate the SFT checkpoint; a resume trains RL from there',
     )
     .option('--check', 'validate the recipe, print it resolved as JSON, and stop (creates nothing)')
+    .option(
+      '--chaos <seconds>',
+      'chaos mode: SIGKILL a random role (learner, rollout, the embedded nats-server) every this many seconds, through the whole run; the end prints the kills, the restarts and the group audit',
+      parseChaosSeconds,
+    )
+    .option('--chaos-seed <n>', "seed of the chaos schedule (default: the recipe's seed)", parseChaosSeed)
     .action(
       async (
         recipeFile: string,
@@ -222,8 +247,16 @@ export function registerRun(program: Command): void {
           runsDir: string
           sftOnly?: boolean
           check?: boolean
+          chaos?: number
+          chaosSeed?: number
         },
       ) => {
+        if (options.chaos !== undefined && options.inProcess)
+          throw new UsageError(
+            '--chaos and --in-process exclude each other: chaos mode kills role processes, and one process has none',
+          )
+        if (options.chaosSeed !== undefined && options.chaos === undefined)
+          throw new UsageError('--chaos-seed needs --chaos')
         if (options.nats && options.inProcess)
           throw new UsageError(
             '--nats and --in-process exclude each other: a run is either over NATS or in one process',
@@ -255,6 +288,9 @@ export function registerRun(program: Command): void {
               inProcess: options.inProcess,
               resume: run.resumed,
               sftOnly: options.sftOnly === true,
+              ...(options.chaos !== undefined
+                ? { chaos: { everyS: options.chaos, seed: options.chaosSeed ?? run.recipe.seed } }
+                : {}),
               onMetrics: (line) => view.add(line as MetricsLine),
               log: (line) => view.log(line),
             })
@@ -266,6 +302,10 @@ export function registerRun(program: Command): void {
             // a stale lock that the next run takes over.
             await run.lock.release()
           }
+          // Stopped by a signal during the final evaluation: the evaluation still computing in
+          // this process is dropped (the resume evaluates again); nothing else is left to wait for.
+          if (process.exitCode === SIGNAL_EXIT_CODES.SIGINT || process.exitCode === SIGNAL_EXIT_CODES.SIGTERM)
+            process.exit()
         } catch (err) {
           throw await toCliError(err)
         }
