@@ -3,6 +3,9 @@ import type { NodeConfig, RunDir } from '../actors/index.ts'
 import type { LoraConfig } from '../gpu/index.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
+/** Time bound of one agent episode when its task gives none (`tasks[].timeoutS`), s. */
+export const AGENT_TIMEOUT_S = 300
+
 /** The recipe's LoRA settings as the model takes them (`alpha` and `targets` left out take their defaults). */
 function loraOf(lora: NonNullable<ResolvedRecipe['model']['lora']>): LoraConfig {
   return {
@@ -46,7 +49,23 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
     ...(recipe.model.hf !== undefined && recipe.model.lora !== undefined
       ? { pretrained: { dir: resolve(recipe.model.hf), lora: loraOf(recipe.model.lora) } }
       : {}),
-    tasks: recipe.tasks.map((t) => ({ name: t.name, weight: t.weight, difficulty: t.difficulty.start })),
+    tasks: recipe.tasks.map((t) => ({
+      name: t.name,
+      weight: t.weight,
+      difficulty: t.difficulty.start,
+      ...(t.agent !== undefined
+        ? {
+            agent: {
+              program: t.agent,
+              instances: t.instances!,
+              concurrency: t.concurrency ?? recipe.pipeline.concurrency,
+              timeoutS: t.timeoutS ?? AGENT_TIMEOUT_S,
+              ...(t.reward !== undefined ? { reward: t.reward } : {}),
+            },
+          }
+        : {}),
+      ...(t.mcp !== undefined ? { mcp: { servers: t.mcp, instances: t.instances!, reward: t.reward! } } : {}),
+    })),
     sft: {
       enabled:
         recipe.sft.epochs > 0 &&

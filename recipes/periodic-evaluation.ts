@@ -31,7 +31,10 @@ import type { ResolvedRecipe } from './task-catalog.ts'
  */
 export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings, 'onProgress'> {
   return {
-    tasks: recipe.tasks.map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
+    // Held-out instances come from the environment registry: agent and MCP tasks are not evaluated here.
+    tasks: recipe.tasks
+      .filter((t) => t.agent === undefined && t.mcp === undefined)
+      .map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
     k: recipe.evaluation.k,
     instances: recipe.evaluation.instancesPerTask,
     maxNewTokens: recipe.pipeline.maxNewTokens,

@@ -41,15 +41,89 @@ export const DifficultySchema = z.strictObject({
   max: z.number().int().optional(),
 })
 
-/** One task of the task mix. */
-export const TaskSchema = z.strictObject({
-  /** Task name as the environment registry knows it (`calc`, `sql`, `maze`). */
-  name: RunName,
-  /** Sampling weight in the mix; probabilities are the weights over their sum (default 1). */
-  weight: positive().default(1),
-  /** Difficulty levels (see `DifficultySchema`). */
-  difficulty: DifficultySchema.prefault({}),
+/**
+ * An MCP server of a task (Model Context Protocol over stdio): triad starts `command args` and
+ * lists its tools into the tool schemas the policy sees; the policy's calls of them go to it.
+ */
+export const McpServerSchema = z.strictObject({
+  /** The program (`node`, `python3`, `npx`, a path). */
+  command: z.string().min(1),
+  /** Its arguments (default none). */
+  args: z.array(z.string()).default([]),
+  /** Variables added to its environment (default none). */
+  env: z.record(z.string(), z.string()).default({}),
+  /** `episode`: a fresh server per episode (the default); `pooled`: one server shared by the task's episodes. */
+  lifetime: z.enum(['episode', 'pooled']).default('episode'),
+  /** Most time a server may take to start or to answer one tool call, s (default 30); past it the episode fails. */
+  timeoutS: positive().default(30),
 })
+
+/** One task of the task mix. */
+export const TaskSchema = z
+  .strictObject({
+    /**
+     * Task name: as the environment registry knows it (`calc`, `sql`, `maze`); for an `agent` or
+     * `mcp` task, a name of its own (the trajectories' task, its metrics' key).
+     */
+    name: RunName,
+    /** Sampling weight in the mix; probabilities are the weights over their sum (default 1). */
+    weight: positive().default(1),
+    /** Difficulty levels (see `DifficultySchema`). */
+    difficulty: DifficultySchema.prefault({}),
+    /**
+     * An agent program that plays the task's episodes through the run's agent gateway (a `.ts`,
+     * `.js`, `.py` file or an executable, relative to the working directory; see docs/gateway.md).
+     * Absent: a built-in task.
+     */
+    agent: z.string().min(1).optional(),
+    /**
+     * MCP servers whose tools are the task's environment (triad's agent loop calls them; see
+     * `McpServerSchema`). Needs `instances` and `reward`.
+     */
+    mcp: z.array(McpServerSchema).min(1).optional(),
+    /**
+     * The instances of an `agent` or `mcp` task: a count, or a JSONL file (one JSON object per
+     * line; an `mcp` task's rows hold `messages` or `question`).
+     */
+    instances: z.union([int(1), z.string().min(1)]).optional(),
+    /** Most episodes of an `agent` task running at once (default `pipeline.concurrency`). */
+    concurrency: int(1).optional(),
+    /** Time bound of one `agent` episode, from its start to its reward, s (default 300). */
+    timeoutS: positive().optional(),
+    /**
+     * A module whose default export `(messages, instance) => number` rewards an episode over its
+     * chat messages: an `mcp` task's (required), or an `agent`'s that exits without posting one.
+     */
+    reward: z.string().min(1).optional(),
+  })
+  .superRefine((t, ctx) => {
+    if (t.agent !== undefined && t.mcp !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['mcp'],
+        message: 'a task is an agent task or an MCP task, not both',
+      })
+    if ((t.agent !== undefined || t.mcp !== undefined) && t.instances === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['instances'],
+        message: 'an agent or MCP task needs its instances (a count or a JSONL file)',
+      })
+    if (t.mcp !== undefined && t.reward === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reward'],
+        message: 'an MCP task needs a reward function module',
+      })
+    if (t.agent === undefined && t.mcp === undefined)
+      for (const k of ['instances', 'concurrency', 'timeoutS', 'reward'] as const)
+        if (t[k] !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [k],
+            message: `${k} is for agent and MCP tasks (set agent or mcp)`,
+          })
+  })
 
 /**
  * LoRA adapters (Hu et al. 2021) on a pretrained policy (`model.hf`): the pretrained weights stay

@@ -78,6 +78,9 @@ export function checkTasks(recipe: Recipe, catalog?: TaskCatalog): TasksCheck {
   const valid = catalog ? Object.keys(catalog).sort() : []
   const tasks = recipe.tasks.map((t, i): ResolvedTask => {
     const d = t.difficulty
+    // An agent or MCP task is no registry task: one fixed level, nothing to check here.
+    if (t.agent !== undefined || t.mcp !== undefined)
+      return { ...t, difficulty: { start: 1, min: 1, max: 1 } }
     const info = catalog && Object.hasOwn(catalog, t.name) ? catalog[t.name] : undefined
     if (catalog && !info) {
       add(`tasks[${i}].name`, `unknown task '${t.name}'; valid tasks: ${valid.join(', ') || '(none)'}`)

@@ -35,6 +35,8 @@ export interface ExpertEpisode {
 export async function playExperts(config: NodeConfig, count: number): Promise<ExpertEpisode[]> {
   const out: ExpertEpisode[] = []
   for (const entry of config.tasks) {
+    // Agent and MCP tasks have no scripted expert: their episodes are the agent's or the policy's.
+    if (entry.agent || entry.mcp) continue
     const task = getTask(entry.name)
     for (let i = 0; i < count; i++) {
       const seed = runSeeds(config.seed).sftExpert(i)

@@ -53,3 +53,27 @@ export interface AgentEpisodeRunner {
     signal: AbortSignal,
   ): Promise<AgentEpisodeResult>
 }
+
+/** An MCP server of a task, started over stdio (`command args`, `env` added to its environment). */
+export interface McpServerSpec {
+  command: string
+  args: string[]
+  env: Record<string, string>
+  /** `episode`: a fresh server per episode; `pooled`: one server shared by the task's episodes. */
+  lifetime: 'episode' | 'pooled'
+  /** Most time to start or to answer one tool call, s. */
+  timeoutS: number
+}
+
+/**
+ * A task whose environment is MCP servers: triad's agent loop renders the instance's messages with
+ * the servers' tools, sends the policy's tool calls to them, and ends when the policy answers
+ * without a tool call (or at `maxTurns`); the task's reward function rewards the episode.
+ */
+export interface McpTaskSpec {
+  servers: McpServerSpec[]
+  /** A JSONL file of instances (`{"messages": [...]}` or `{"question": "..."}` per line), or a count. */
+  instances: number | string
+  /** The reward module: default export `(messages, instance) => number`. */
+  reward: string
+}

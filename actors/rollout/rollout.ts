@@ -4,7 +4,7 @@ import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../prot
 import { sleep, systemClock } from '../runtime/clock.ts'
 import { annotateSeedOf } from '../runtime/index.ts'
 import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
-import type { AgentEpisodeRunner, AgentTaskSpec } from './agent-task.ts'
+import type { AgentEpisodeRunner, AgentTaskSpec, McpTaskSpec } from './agent-task.ts'
 import { EpisodeError } from './errors.ts'
 import type { Uniform } from './policy-router.ts'
 
@@ -21,6 +21,8 @@ export interface TaskMixEntry {
   maxNewTokens?: number
   /** Set for a task played by an agent program through the gateway (`RolloutDeps.agents`). */
   agent?: AgentTaskSpec
+  /** Set for a task whose environment is MCP servers (`RolloutDeps.mcp` plays it). */
+  mcp?: McpTaskSpec
 }
 
 /** Settings of the rollout side. */

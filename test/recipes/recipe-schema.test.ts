@@ -170,6 +170,25 @@ async function lowered(input: Record<string, unknown>) {
  * with the value it must change to. Nothing else may change.
  */
 type Case = { set: unknown; with?: Record<string, unknown>; lands: Record<string, unknown> }
+
+/** An agent task (the `tasks[0].agent` family of cases). */
+const withAgent = { tasks: [{ name: 'calc-agent', agent: 'recipes/agents/calc-agent.ts', instances: 8 }] }
+/** An MCP task (the `tasks[0].mcp` family of cases). */
+const withMcp = {
+  tasks: [
+    {
+      name: 'calc-mcp',
+      mcp: [{ command: 'node', args: ['recipes/agents/calc-mcp-server.ts'] }],
+      instances: 8,
+      reward: 'recipes/agents/calc-reward.ts',
+    },
+  ],
+}
+/** A task field as the node config and the rollout settings both hold it. */
+const bothSides = (path: string, v: unknown) => ({
+  [`node.tasks[0].${path}`]: v,
+  [`rollout.tasks[0].${path}`]: v,
+})
 const cases: Record<string, Case> = {
   name: { set: 'other', lands: { 'driver.runDirName': 'other' } },
   seed: {
@@ -212,6 +231,44 @@ const cases: Record<string, Case> = {
     lands: { 'node.triad.levels.calc.min': 2 },
   },
   'tasks[0].difficulty.max': { set: 2, lands: { 'node.triad.levels.calc.max': 2 } },
+  'tasks[0].agent': {
+    set: 'recipes/agents/calc_agent.py',
+    with: withAgent,
+    lands: bothSides('agent.program', 'recipes/agents/calc_agent.py'),
+  },
+  'tasks[0].instances': {
+    set: 'recipes/agents/calc-instances.jsonl',
+    with: withAgent,
+    lands: bothSides('agent.instances', 'recipes/agents/calc-instances.jsonl'),
+  },
+  'tasks[0].concurrency': { set: 3, with: withAgent, lands: bothSides('agent.concurrency', 3) },
+  'tasks[0].timeoutS': { set: 60, with: withAgent, lands: bothSides('agent.timeoutS', 60) },
+  'tasks[0].reward': {
+    set: 'recipes/agents/calc-reward.ts',
+    with: withAgent,
+    lands: bothSides('agent.reward', 'recipes/agents/calc-reward.ts'),
+  },
+  'tasks[0].mcp[0].command': {
+    set: 'python3',
+    with: withMcp,
+    lands: bothSides('mcp.servers[0].command', 'python3'),
+  },
+  'tasks[0].mcp[0].args': {
+    set: ['other.ts'],
+    with: withMcp,
+    lands: bothSides('mcp.servers[0].args[0]', 'other.ts'),
+  },
+  'tasks[0].mcp[0].env': {
+    set: { A: '1' },
+    with: withMcp,
+    lands: { ...bothSides('mcp.servers[0].env', undefined), ...bothSides('mcp.servers[0].env.A', '1') },
+  },
+  'tasks[0].mcp[0].lifetime': {
+    set: 'pooled',
+    with: withMcp,
+    lands: bothSides('mcp.servers[0].lifetime', 'pooled'),
+  },
+  'tasks[0].mcp[0].timeoutS': { set: 5, with: withMcp, lands: bothSides('mcp.servers[0].timeoutS', 5) },
   'model.hf': {
     set: hfDir2,
     with: withHf,
@@ -518,5 +575,28 @@ describe('recipes/recipe-schema', () => {
       }
     }
     assert.deepEqual(wrong, [])
+  })
+})
+
+describe('recipes/recipe-schema - agent and MCP tasks', () => {
+  it('recipe schema - an agent or MCP task without its instances, both at once, an MCP task without reward, agent fields on a built-in task: each a clear error', () => {
+    const bad: [unknown, RegExp][] = [
+      [{ name: 'a', agent: 'recipes/agents/calc-agent.ts' }, /tasks\[0\]\.instances.*needs its instances/s],
+      [
+        { name: 'a', agent: 'x.ts', mcp: [{ command: 'node' }], instances: 2, reward: 'r.ts' },
+        /tasks\[0\]\.mcp.*not both/s,
+      ],
+      [{ name: 'a', mcp: [{ command: 'node' }], instances: 2 }, /tasks\[0\]\.reward.*needs a reward function/s],
+      [{ name: 'calc', concurrency: 2 }, /tasks\[0\]\.concurrency.*for agent and MCP tasks/s],
+      [{ name: 'a', agent: 'x.ts', instances: 0 }, /tasks\[0\]\.instances/],
+      [{ name: 'a', mcp: [{ command: 'node', lifetime: 'forever' }], instances: 2, reward: 'r.ts' }, /lifetime/],
+    ]
+    for (const [task, message] of bad)
+      assert.throws(() => defineRecipe({ tasks: [task] } as RecipeInput), message, JSON.stringify(task))
+  })
+
+  it('recipe schema - an old recipe parses as before: its tasks get no agent or MCP field', () => {
+    const r = defineRecipe({ tasks: [{ name: 'calc' }] })
+    assert.deepEqual(Object.keys(r.tasks[0]!).sort(), ['difficulty', 'name', 'weight'])
   })
 })
