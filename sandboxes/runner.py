@@ -379,7 +379,7 @@ class Spawned:
             stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            process_group=0,  # its own group, which kill_all kills (setsid would also make a scheduler autogroup)
             preexec_fn=limit,
             close_fds=True,
         )
