@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { latestRunCheckpoint, runDirPaths } from '../actors/index.ts'
-import { CliError } from './errors.ts'
+import { CliError, UsageError } from './errors.ts'
 
 /** How a command that takes a model names what it does with it, for its lines. */
 export interface CheckpointUse {
@@ -17,8 +17,8 @@ export interface CheckpointUse {
  * The model directory a command reads for PATH: a triad checkpoint or a Hugging Face directory
  * (either holds `config.json`) as it is; a run directory (it holds `recipe.json`) as its newest
  * checkpoint (`latestRunCheckpoint`), said in one `log` line.
- * @throws CliError for a run without checkpoints, and for a path that is neither, with an example
- *   of a checkpoint path.
+ * @throws CliError for a run without checkpoints; UsageError (exit 2) for a path that is neither,
+ *   with an example of a checkpoint path.
  */
 export function resolveCheckpointPath(path: string, use: CheckpointUse, log: (line: string) => void): string {
   if (existsSync(join(path, 'config.json'))) return path
@@ -34,7 +34,7 @@ export function resolveCheckpointPath(path: string, use: CheckpointUse, log: (li
     )
     return latest.dir
   }
-  throw new CliError(
+  throw new UsageError(
     `${path} is neither ${use.what} (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to ${use.todo} its latest checkpoint`,
   )
 }

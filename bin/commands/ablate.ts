@@ -61,7 +61,8 @@ function summaryTable(file: AblationFile): string {
  * run, with a progress line over runs. Exit 0 when every run has a result, 1 when some failed,
  * 130/143 when interrupted.
  * @throws UsageError (exit 2, nothing run) for a field the recipe does not have, a value its schema
- *   refuses, and other bad options; CliError for a recipe that does not load or validate.
+ *   refuses, other bad options, and a recipe that does not load or validate (the recipe errors map
+ *   to exit 2 in `exitCodeOf`).
  */
 export async function runAblate(recipeFile: string, o: AblateOptions): Promise<void> {
   const r = await import('../../recipes/index.ts')

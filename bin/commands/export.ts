@@ -7,7 +7,7 @@ import {
   SafetensorsDtype,
   UnsupportedArchitectureError,
 } from '../../gpu/index.ts'
-import { CliError } from '../errors.ts'
+import { CliError, UsageError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
 
 /** Options of `triad export`. */
@@ -29,12 +29,13 @@ const DTYPES: Readonly<Record<string, SafetensorsDtype>> = {
 /**
  * `triad export CHECKPOINT --hf OUT`: a Hugging Face model directory from a triad checkpoint (or a
  * Hugging Face directory), for transformers, vLLM and llama.cpp's converter.
- * @throws CliError without `--hf`, for an unknown `--dtype`, and for any load or write error (one line).
+ * @throws UsageError (exit 2) without `--hf` or for an unknown `--dtype`; CliError for any load or
+ *   write error (one line).
  */
 export async function exportCommand(checkpoint: string, o: ExportOptions): Promise<void> {
-  if (!o.hf) throw new CliError('give the output directory with --hf OUT (the only export format)')
+  if (!o.hf) throw new UsageError('give the output directory with --hf OUT (the only export format)')
   const dtype = DTYPES[o.dtype.toLowerCase()]
-  if (!dtype) throw new CliError(`--dtype ${o.dtype}: expected one of ${Object.keys(DTYPES).join(', ')}`)
+  if (!dtype) throw new UsageError(`--dtype ${o.dtype}: expected one of ${Object.keys(DTYPES).join(', ')}`)
   try {
     const res = await exportHf(checkpoint, o.hf, {
       dtype,

@@ -66,7 +66,7 @@ function parseIds(text: string, vocabSize: number): number[] {
   const ids = parts.map(Number)
   const bad = parts.findIndex((s, i) => !/^\d+$/.test(s) || ids[i]! >= vocabSize)
   if (parts.length === 0 || bad >= 0)
-    throw new CliError(
+    throw new UsageError(
       `--prompt-ids: '${parts[bad] ?? text}' is not a token id in 0..${vocabSize - 1} (give comma-separated ids, e.g. 1,2,3)`,
     )
   return ids
@@ -95,7 +95,7 @@ interface LoadedModel {
  */
 async function loadModel(dir: string, contextLength: number | undefined): Promise<LoadedModel> {
   if (!existsSync(dir))
-    throw new CliError(
+    throw new UsageError(
       `${dir}: no such directory (give a Hugging Face model directory or a triad checkpoint)`,
     )
   try {
@@ -141,13 +141,13 @@ const MessagesObject = z.object({ messages: MessagesArray, tools: z.array(ToolSc
 /**
  * The prompt ids of the one of `--prompt-ids`, `--prompt` or `--messages` given (checked before the
  * model loads).
- * @throws CliError for bad ids, a model without a
+ * @throws UsageError (exit 2) for bad ids, `--prompt` with a model without a
  *   tokenizer, or a messages file that cannot be read, parsed or rendered (naming the file and field).
  */
 function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[] {
   if (o.promptIds !== undefined) return parseIds(o.promptIds, loaded.model.config.vocabSize)
   if (o.prompt !== undefined) {
-    if (!loaded.codec) throw new CliError(`--prompt: ${dir} has no tokenizer.json; give --prompt-ids`)
+    if (!loaded.codec) throw new UsageError(`--prompt: ${dir} has no tokenizer.json; give --prompt-ids`)
     return Array.from(loaded.codec.encode(o.prompt))
   }
   const file = o.messages!
@@ -155,7 +155,7 @@ function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[
   try {
     json = JSON.parse(readFileSync(file, 'utf8'))
   } catch (err) {
-    throw new CliError(`--messages: cannot read ${file} as JSON: ${(err as Error).message}`, { cause: err })
+    throw new UsageError(`--messages: cannot read ${file} as JSON: ${(err as Error).message}`, { cause: err })
   }
   // the shape the file has decides the schema, so an error names the field (not the union)
   const parsed = Array.isArray(json)
@@ -166,7 +166,7 @@ function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[
     : MessagesObject.safeParse(json)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!
-    throw new CliError(`--messages: ${file}: ${issue.path.join('.') || '(top level)'}: ${issue.message}`)
+    throw new UsageError(`--messages: ${file}: ${issue.path.join('.') || '(top level)'}: ${issue.message}`)
   }
   const { messages, tools } = parsed.data
   try {
@@ -174,7 +174,7 @@ function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[
     return [...chat.render(messages, tools ?? []), ...chat.generationPrompt()]
   } catch (err) {
     if (err instanceof TemplateError || err instanceof CheckpointError)
-      throw new CliError(`--messages: ${err.message}`, { cause: err })
+      throw new UsageError(`--messages: ${err.message}`, { cause: err })
     throw err
   }
 }
@@ -183,8 +183,8 @@ function promptOf(o: GenerateOptions, loaded: LoadedModel, dir: string): number[
  * `triad generate MODEL --prompt-ids 1,2,3 | --prompt TEXT | --messages FILE.json`: sampled (or greedy, `--temperature 0`) continuation of
  * token ids from a triad checkpoint, a Hugging Face directory or a run directory (its latest checkpoint), with each token's log-probability
  * under the model at temperature 1 (a scoring pass over prompt and continuation).
- * @throws UsageError unless exactly one prompt option is given; CliError for a model that cannot be
- *   loaded, bad ids, a bad messages file, a prompt too long.
+ * @throws UsageError unless exactly one prompt option is given, for a MODEL path that is not there,
+ *   bad ids and a bad messages file; CliError for a model that cannot be loaded, a prompt too long.
  */
 export async function generateCommand(path: string, o: GenerateOptions): Promise<void> {
   const given = [o.promptIds, o.prompt, o.messages].filter((x) => x !== undefined).length
@@ -193,6 +193,11 @@ export async function generateCommand(path: string, o: GenerateOptions): Promise
       'give the prompt as exactly one of --prompt-ids 1,2,3, --prompt TEXT or --messages FILE.json',
     )
   const say = (line: string) => process.stderr.write(`${line}\n`)
+  // Before the backend's line: a path that is not there is one line of its own.
+  if (!existsSync(path))
+    throw new UsageError(
+      `${path}: no such directory (give a Hugging Face model directory or a triad checkpoint)`,
+    )
   // A run directory stands for its latest checkpoint, as for eval, serve and env try.
   const modelDir =
     existsSync(path) && !existsSync(join(path, 'config.json'))

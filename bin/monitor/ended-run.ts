@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { type RunEnd, readRunEnd, runDirPaths, runEndLine } from '../../actors/index.ts'
 import { checkToken } from '../../protocols/index.ts'
-import { CliError } from '../errors.ts'
+import { UsageError } from '../errors.ts'
 
 /** A run that is not running any more, as `triad status --run` and `triad monitor --run` show it. */
 export interface EndedRun {
@@ -19,13 +19,13 @@ export interface EndedRun {
  * `logs/run.jsonl` holds a `stop` after its last start or resume): nothing of it is live to ask
  * on NATS. Undefined when it runs, stopped uncleanly, or has no run directory here (the caller's
  * own errors say what then).
- * @throws CliError for a run id that is not a valid token.
+ * @throws UsageError for a run id that is not a valid token.
  */
 export async function findEndedRun(runsDir: string, run: string): Promise<EndedRun | undefined> {
   try {
     checkToken(run, 'run id')
   } catch (err) {
-    throw new CliError((err as Error).message, { cause: err })
+    throw new UsageError((err as Error).message, { cause: err })
   }
   const dir = runDirPaths(join(runsDir, run))
   const end = await readRunEnd(dir)

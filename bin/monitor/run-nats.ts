@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readRunTransport, runDirPaths } from '../../actors/index.ts'
 import { checkToken } from '../../protocols/index.ts'
-import { CliError } from '../errors.ts'
+import { CliError, UsageError } from '../errors.ts'
 
 /** The NATS URL `triad monitor` and `triad status` use when neither `--nats` nor a run says otherwise. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222'
@@ -27,9 +27,9 @@ export interface RunNats {
  * (its embedded server listens on a free port, so the default URL would miss it). Without a run:
  * `nats`, else `DEFAULT_NATS_URL`. A run recorded as one process on the in-process transport has
  * no server: `triad monitor` and `triad status` refuse it first (`attachRunNats`).
- * @throws CliError when `run` is given without `nats` and no NATS URL is recorded for it (no
- *   run directory `<runsDir>/<run>`, or no server in its `logs/run.jsonl`): asking the default
- *   server would answer for another server's runs.
+ * @throws UsageError (exit 2) when `run` is given without `nats` and there is no run directory
+ *   `<runsDir>/<run>`; CliError when its `logs/run.jsonl` records no server. Either way asking the
+ *   default server would answer for another server's runs.
  */
 export async function runNats(
   runsDir: string,
@@ -52,12 +52,13 @@ export async function runNats(
       ...(recorded?.monitor ? { monitor: recorded.monitor } : {}),
     }
   if (dir) {
-    const where = existsSync(dir.path)
+    const known = existsSync(dir.path)
+    const where = known
       ? `${join(dir.logsDir, 'run.jsonl')} records no NATS server`
       : `there is no run directory ${dir.path}`
-    throw new CliError(
-      `cannot find the NATS server of run ${run}: ${where}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed`,
-    )
+    const message = `cannot find the NATS server of run ${run}: ${where}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed`
+    // No such run is a bad argument; a run that recorded no server is a run that could not start.
+    throw known ? new CliError(message) : new UsageError(message)
   }
   return { url: DEFAULT_NATS_URL, source: 'the default URL' }
 }
@@ -93,7 +94,7 @@ export async function recipeMaxSteps(runsDir: string, run: string): Promise<numb
  * The NATS server that `command` (`triad monitor`, `triad status`) attaches to for run `run`
  * (`runNats`), after the checks both make on `--run`: it is a valid run id, and not a run that
  * `triad run` started in one process (`inProcessRunError`). Without a run, only `runNats`.
- * @throws CliError for an invalid run id, or for a run on the in-process transport.
+ * @throws UsageError for an invalid run id; CliError for a run on the in-process transport.
  */
 export async function attachRunNats(
   command: string,
@@ -105,7 +106,7 @@ export async function attachRunNats(
     try {
       checkToken(run, 'run id')
     } catch (err) {
-      throw new CliError((err as Error).message, { cause: err })
+      throw new UsageError((err as Error).message, { cause: err })
     }
     const refused = await inProcessRunError(runsDir, run, command)
     if (refused) throw refused

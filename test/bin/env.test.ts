@@ -99,7 +99,7 @@ describe('bin/env', () => {
       // zero B: the base model's own episode
       assert.deepEqual(JSON.parse(l.stdout).messages, t.messages)
       const bad = await runTriad(['env', 'try', 'calc', '--policy', `model:${join(root, 'none')}`])
-      assert.equal(bad.code, 1)
+      assert.equal(bad.code, 2)
       assert.match(
         bad.stderr,
         /^triad: .*none is neither a model directory \(no config.json\) nor a run directory/,
@@ -156,7 +156,7 @@ describe('bin/env', () => {
 
   it('env try - a task file that does not exist is reported on one line, naming it', async () => {
     const r = await runTriad(['env', 'try', 'mytasks/missing.ts'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(r.stderr, 'triad: cannot load task file mytasks/missing.ts: no such file\n')
     assert.equal(r.stdout, '')
   })

@@ -97,7 +97,7 @@ describe('bin/eval - bad input', () => {
   it('eval - a path that is neither a checkpoint nor a run directory says what to pass', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'triad-notackpt-'))
     const r = await runTriad(['eval', dir, '--tasks', 'calc'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2)
     assert.equal(
       r.stderr,
       `triad: ${dir} is neither a checkpoint (no config.json) nor a run directory (no recipe.json): pass a checkpoint such as runs/<run>/checkpoints/step-50, or a run directory to evaluate its latest checkpoint\n`,
@@ -139,10 +139,10 @@ describe('bin/eval - bad input', () => {
   it('eval RUN_DIR - a recipe.json that is not a valid recipe is an error when a setting is read from it', async () => {
     const run = await runWithCheckpoint({})
     const r = await runTriad(['eval', run.path, '--tasks', 'calc', '--k', '1', '--instances', '1'])
-    assert.equal(r.code, 1)
+    assert.equal(r.code, 2, 'a recipe the schema refuses is a usage error, printed on one line')
     assert.equal(
       r.stderr.split('\n').slice(1).join('\n'),
-      `triad: invalid recipe ${run.recipeFile}:\ntasks: is required (array)\ngive --tasks, --k, --instances, --max-new-tokens and --seed to evaluate without it\n`,
+      `triad: invalid recipe ${run.recipeFile}: tasks: is required (array); give --tasks, --k, --instances, --max-new-tokens and --seed to evaluate without it\n`,
     )
     assert.equal(r.stdout, '')
   })

@@ -124,13 +124,13 @@ describe('bin/generate and bin/export', () => {
     ])
     assert.deepEqual(JSON.parse(again.stdout.trim()), out, 'same seed, same output')
     const bad = await runTriad(['generate', ckpt, '--prompt-ids', '1,x,3'])
-    assert.equal(bad.code, 1)
+    assert.equal(bad.code, 2)
     assert.equal(
       bad.stderr.trim().split('\n').at(-1),
       "triad: --prompt-ids: 'x' is not a token id in 0..263 (give comma-separated ids, e.g. 1,2,3)",
     )
     const missing = await runTriad(['generate', path.join(root, 'no-such-model'), '--prompt', 'hi'])
-    assert.equal(missing.code, 1)
+    assert.equal(missing.code, 2)
     assert.equal(
       missing.stderr.trim().split('\n').at(-1),
       `triad: ${path.join(root, 'no-such-model')}: no such directory (give a Hugging Face model directory or a triad checkpoint)`,
@@ -196,7 +196,7 @@ describe('bin/generate and bin/export', () => {
     )
     assert.equal(existsSync(badOut), false)
     const noHf = await runTriad(['export', ckpt])
-    assert.equal(noHf.code, 1)
+    assert.equal(noHf.code, 2)
     assert.equal(
       noHf.stderr.trim(),
       'triad: give the output directory with --hf OUT (the only export format)',
@@ -345,14 +345,14 @@ describe('bin/generate and bin/export', () => {
     )
     await writeFile(file, JSON.stringify([{ role: 'robot', content: 'x' }]))
     const badRole = await runTriad(['generate', ckpt, '--messages', file])
-    assert.equal(badRole.code, 1)
+    assert.equal(badRole.code, 2)
     assert.match(
       badRole.stderr.trim().split('\n').at(-1)!,
       new RegExp(`^triad: --messages: ${file}: 0\\.role: `),
     )
     await writeFile(file, '{not json')
     const notJson = await runTriad(['generate', ckpt, '--messages', file])
-    assert.equal(notJson.code, 1)
+    assert.equal(notJson.code, 2)
     assert.match(
       notJson.stderr.trim().split('\n').at(-1)!,
       new RegExp(`^triad: --messages: cannot read ${file} as JSON: `),
