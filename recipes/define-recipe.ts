@@ -31,7 +31,11 @@ export interface DerivedSizes {
   bufferTrajectories: number
   /** Most assistant tokens one trajectory can generate: `maxTurns * maxNewTokens`. */
   maxResponseTokens: number
-  /** Expert trajectories the SFT trains on: `tasks * expertTrajectoriesPerTask` (0 when SFT is off). */
+  /**
+   * Trajectories the SFT trains on (0 when SFT is off): the experts' `tasks *
+   * expertTrajectoriesPerTask` when `sft.experts`, plus the rows of `sft.datasets` where they were
+   * read (`sftSizes`; `triad run --check` reads them, the recipe alone cannot count them).
+   */
   sftTrajectories: number
   /**
    * Most padded input tokens of one SFT batch: `sft.batchSize * model.contextLength` (0 when SFT
@@ -432,9 +436,6 @@ function deriveSizes(r: ParsedRecipe): DerivedSizes {
   const total = r.tasks.reduce((s, t) => s + t.weight, 0)
   const taskProbabilities: Record<string, number> = {}
   for (const t of r.tasks) taskProbabilities[t.name] = t.weight / total
-  const sftTrajectories = r.sft.epochs === 0 ? 0 : r.tasks.length * r.sft.expertTrajectoriesPerTask
-  const perEpoch = Math.ceil(Math.ceil(sftTrajectories / r.sft.batchSize) / r.sft.threads)
-  const sftStepsAtMost = Math.min(perEpoch * r.sft.epochs, r.sft.steps ?? Number.POSITIVE_INFINITY)
   return {
     taskProbabilities,
     headDim: pretrainedHeadDim(r) ?? r.model.width / r.model.heads,
@@ -442,10 +443,31 @@ function deriveSizes(r: ParsedRecipe): DerivedSizes {
     minBatchTrajectories: r.pipeline.minBatchGroups * r.rl.groupSize,
     bufferTrajectories: r.pipeline.bufferGroups * r.rl.groupSize,
     maxResponseTokens: r.pipeline.maxTurns * r.pipeline.maxNewTokens,
+    ...sftSizes(r, 0),
+    evalSamples: r.tasks.length * r.evaluation.instancesPerTask * r.evaluation.k,
+  }
+}
+
+/**
+ * The cold start's sizes (`DerivedSizes`) for `datasetRows` rows of `sft.datasets`: its
+ * trajectories (the experts' only when `sft.experts`, plus those rows), the padded tokens of one
+ * batch and the bound of its optimizer steps; all 0 when SFT is off (`sft.epochs` 0).
+ */
+export function sftSizes(
+  r: {
+    sft: ParsedRecipe['sft']
+    tasks: readonly unknown[]
+    model: Pick<ParsedRecipe['model'], 'contextLength'>
+  },
+  datasetRows: number,
+): Pick<DerivedSizes, 'sftTrajectories' | 'sftBatchTokens' | 'sftStepsAtMost'> {
+  const experts = r.sft.experts ? r.tasks.length * r.sft.expertTrajectoriesPerTask : 0
+  const sftTrajectories = r.sft.epochs === 0 ? 0 : experts + datasetRows
+  const perEpoch = Math.ceil(Math.ceil(sftTrajectories / r.sft.batchSize) / r.sft.threads)
+  return {
     sftTrajectories,
     sftBatchTokens: sftTrajectories === 0 ? 0 : r.sft.batchSize * r.model.contextLength,
-    sftStepsAtMost,
-    evalSamples: r.tasks.length * r.evaluation.instancesPerTask * r.evaluation.k,
+    sftStepsAtMost: Math.min(perEpoch * r.sft.epochs, r.sft.steps ?? Number.POSITIVE_INFINITY),
   }
 }
 

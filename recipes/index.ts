@@ -36,6 +36,7 @@ export {
   type RecipeCheck,
   recipeInput,
   recipeSettings,
+  sftSizes,
 } from './define-recipe.ts'
 export {
   AblationInputError,

@@ -321,7 +321,13 @@ async function startLearnerLoop(
         ? freshAdapters(pretrained, config.seed)
         : createTransformer(modelConfig, { weights: initWeights(modelConfig, config.seed) })
       if (config.sft.enabled) {
-        log('cold-start SFT on expert trajectories')
+        const datasets = config.sft.datasets?.length ?? 0
+        const sets = `${datasets} SFT dataset${datasets === 1 ? '' : 's'}`
+        log(
+          config.sft.experts === false
+            ? `cold-start SFT on ${sets}`
+            : `cold-start SFT on expert trajectories${datasets ? ` and ${sets}` : ''}`,
+        )
         const onLog = (r: SftLogRecord, total: number) =>
           report(
             {

@@ -261,11 +261,15 @@ export function registerRun(program: Command): void {
           throw new UsageError(
             '--nats and --in-process exclude each other: a run is either over NATS or in one process',
           )
-        const { builtinTaskCatalog, loadRecipe, startRun } = await recipes()
+        const { builtinTaskCatalog, loadRecipe, sftSizes, startRun } = await recipes()
         try {
           if (options.check) {
             const recipe = await loadRecipe(recipeFile, { catalog: builtinTaskCatalog() })
-            process.stdout.write(`${JSON.stringify(recipe, null, 2)}\n`)
+            // The cold start it will run: the experts' trajectories only with sft.experts, and the
+            // rows of sft.datasets, read through here (a bad row is refused as the run would).
+            const rows = recipe.sft.epochs > 0 ? (await readSftDatasets(recipe.sft.datasets)).length : 0
+            const checked = { ...recipe, derived: { ...recipe.derived, ...sftSizes(recipe, rows) } }
+            process.stdout.write(`${JSON.stringify(checked, null, 2)}\n`)
             return
           }
           // Before the run directory is made or touched: a dead NATS URL leaves nothing behind.
