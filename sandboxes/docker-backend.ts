@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { PassThrough, type Writable } from 'node:stream'
+import { PassThrough } from 'node:stream'
 import Docker from 'dockerode'
 import type { RunCodeRequest } from '../protocols/index.ts'
 import { BackendKind, type BackendStats, type SandboxBackend } from './backend.ts'
@@ -24,12 +24,14 @@ import {
   runnerServeArgv,
   WORKDIR,
 } from './runner-job.ts'
+import { RunnerLink } from './runner-link.ts'
 import { WarmPool, type WarmSandbox } from './warm-pool.ts'
 
 /** How a job reaches the runner in a warm container. Closed set. */
 export const DockerMode = {
-  /** The container's main process is a long-lived runner; jobs go over its attached stdin and
-   *  stdout, so a job costs no docker API call (the fast path). */
+  /** The container's main process is a long-lived runner; jobs go over a unix socket between it and
+   *  this process (`RunnerLink`), so a job costs no docker API call and does not pass through the
+   *  docker daemon (the fast path). */
   Attach: 'attach',
   /** The container idles (`sleep infinity`); each job is one `docker exec` of the runner. */
   Exec: 'exec',
@@ -58,6 +60,10 @@ const OWNER_LABEL = 'triad.sandbox.owner'
 export const UID_LABEL = 'triad.sandbox.uid'
 /** Extra seconds past a job's own limits before the server kills the container. */
 const HOST_GRACE_S = 10
+/** Where a container sees the folder of its runner's socket (read-only). */
+const LINK_MOUNT = '/run/triad'
+/** How long a started container's runner has to connect, ms. */
+const LINK_CONNECT_MS = 30_000
 
 /** One warm container. `memoryMB` is its current cgroup limit; `channel` its runner (attach mode). */
 interface PoolContainer extends WarmSandbox {
@@ -66,6 +72,8 @@ interface PoolContainer extends WarmSandbox {
   uid: number
   memoryMB: number
   channel?: RunnerChannel
+  /** Attach mode: the host folder of its runner's socket. */
+  link?: RunnerLink
 }
 
 /**
@@ -116,7 +124,10 @@ export class DockerBackend implements SandboxBackend {
         s.container
           .remove({ force: true })
           .then(() => {})
-          .finally(() => this.uids.delete(s.uid)),
+          .finally(() => {
+            s.link?.close()
+            this.uids.delete(s.uid)
+          }),
       warn: this.warn,
     })
   }
@@ -292,74 +303,85 @@ export class DockerBackend implements SandboxBackend {
     const tmpfs = `rw,exec,nosuid,nodev,size=${this.limits.workdirBytes},mode=1777`
     const memory = this.limits.memoryMB * 2 ** 20
     const attach = this.mode === DockerMode.Attach
-    const container = await this.docker.createContainer({
-      Image: this.image,
-      Cmd: attach ? runnerServeArgv(this.forkServer) : ['/usr/bin/sleep', 'infinity'],
-      // The runner (and in exec mode the idle keeper) is uid 0 with only SETUID/SETGID/KILL: docker
-      // gives the execs of a non-root container no capabilities at all. The code runs as `uid`.
-      User: '0:0',
-      WorkingDir: WORKDIR,
-      Env: [],
-      NetworkDisabled: true,
-      OpenStdin: attach,
-      StdinOnce: false,
-      AttachStdin: attach,
-      AttachStdout: attach,
-      AttachStderr: attach,
-      Tty: false,
-      Labels: { [OWNER_LABEL]: this.owner, [UID_LABEL]: String(uid) },
-      HostConfig: {
-        NetworkMode: 'none',
-        ReadonlyRootfs: true,
-        Binds: this.binds,
-        Tmpfs: { [WORKDIR]: tmpfs, '/tmp': tmpfs },
-        Memory: memory,
-        MemorySwap: memory,
-        PidsLimit: this.limits.pids,
-        NanoCpus: Math.round(this.limits.cpus * 1e9),
-        CapDrop: ['ALL'],
-        CapAdd: ['SETUID', 'SETGID', 'KILL'],
-        SecurityOpt: ['no-new-privileges'],
-        IpcMode: 'private',
-        Init: false,
-        LogConfig: { Type: 'none', Config: {} },
-        Ulimits: [{ Name: 'nofile', Soft: this.limits.openFiles, Hard: this.limits.openFiles }],
-      },
-    })
-    const slot: PoolContainer = { container, uid, memoryMB: this.limits.memoryMB, runs: 0, alive: true }
+    const link = attach ? await RunnerLink.listen() : undefined
+    let container: Docker.Container
     try {
-      if (attach) {
-        const stream = await container.attach({
-          stream: true,
-          stdin: true,
-          stdout: true,
-          stderr: true,
-          hijack: true,
-        })
-        const stdout = new PassThrough()
+      container = await this.docker.createContainer({
+        Image: this.image,
+        Cmd: attach
+          ? runnerServeArgv(this.forkServer, `${LINK_MOUNT}/${RunnerLink.SOCKET}`)
+          : ['/usr/bin/sleep', 'infinity'],
+        // The runner (and in exec mode the idle keeper) is uid 0 with only SETUID/SETGID/KILL: docker
+        // gives the execs of a non-root container no capabilities at all. The code runs as `uid`.
+        User: '0:0',
+        WorkingDir: WORKDIR,
+        Env: [],
+        NetworkDisabled: true,
+        OpenStdin: false,
+        AttachStdin: false,
+        AttachStdout: attach,
+        AttachStderr: attach,
+        Tty: false,
+        Labels: { [OWNER_LABEL]: this.owner, [UID_LABEL]: String(uid) },
+        HostConfig: {
+          NetworkMode: 'none',
+          ReadonlyRootfs: true,
+          Binds: link ? [...this.binds, `${link.dir}:${LINK_MOUNT}:ro`] : this.binds,
+          Tmpfs: { [WORKDIR]: tmpfs, '/tmp': tmpfs },
+          Memory: memory,
+          MemorySwap: memory,
+          PidsLimit: this.limits.pids,
+          NanoCpus: Math.round(this.limits.cpus * 1e9),
+          CapDrop: ['ALL'],
+          CapAdd: ['SETUID', 'SETGID', 'KILL'],
+          SecurityOpt: ['no-new-privileges'],
+          IpcMode: 'private',
+          Init: false,
+          LogConfig: { Type: 'none', Config: {} },
+          Ulimits: [{ Name: 'nofile', Soft: this.limits.openFiles, Hard: this.limits.openFiles }],
+        },
+      })
+    } catch (err) {
+      link?.close()
+      throw err
+    }
+    const slot: PoolContainer = { container, uid, memoryMB: this.limits.memoryMB, runs: 0, alive: true, link }
+    try {
+      if (link) {
+        // the runner's stderr (a crash's traceback) comes through docker; its jobs through the link
+        const stream = await container.attach({ stream: true, stdout: true, stderr: true, hijack: true })
         const stderr = new PassThrough()
-        this.docker.modem.demuxStream(stream, stdout, stderr)
-        stream.on('end', () => stdout.end())
-        stream.on('close', () => stdout.end())
-        stream.on('error', () => stdout.end())
+        const exited = new Promise<void>((resolve) => {
+          stream.on('end', resolve)
+          stream.on('close', resolve)
+          stream.on('error', () => resolve())
+        })
+        this.docker.modem.demuxStream(stream, stderr, stderr)
+        await container.start()
+        const conn = await link.accept(exited, LINK_CONNECT_MS)
         slot.channel = new RunnerChannel({
-          input: stream as unknown as Writable,
-          output: stdout,
+          input: conn,
+          output: conn,
           stderr,
           maxLineBytes: this.maxOut,
-          kill: () => void container.kill().catch(() => {}),
+          kill: () => {
+            conn.destroy()
+            void container.kill().catch(() => {})
+          },
         })
-      }
-      await container.start()
+      } else await container.start()
     } catch (err) {
+      link?.close()
       await container.remove({ force: true }).catch(() => {})
       throw err
     }
     return slot
   }
 
-  /** Removes pool containers whose owner server is gone (same host, pid not alive). */
+  /** Removes pool containers whose owner server is gone (same host, pid not alive), and their
+   *  runner sockets' folders. */
   private async removeOrphans(): Promise<void> {
+    RunnerLink.sweep()
     const host = hostname()
     const list = await this.docker.listContainers({ all: true, filters: { label: [OWNER_LABEL] } })
     for (const c of list) {

@@ -39,9 +39,18 @@ export const FORK_SERVER_SOURCE: string = readFileSync(new URL('./fork-server.py
  *  the compiler's. */
 export const FORK_LANGUAGES: readonly string[] = ['python']
 
-/** Command line of a warm slot's long-lived runner (`serve`), with the fork server when asked. */
-export function runnerServeArgv(forkServer: boolean): string[] {
-  return [...RUNNER_ARGV, 'serve', ...(forkServer ? [FORK_SERVER_SOURCE] : [])]
+/**
+ * Command line of a warm slot's long-lived runner (`serve`), with the fork server when asked. Jobs
+ * come on its stdin and results go to its stdout, or both over the unix stream socket at `connect`
+ * (a path inside the sandbox), which the runner connects to when it starts.
+ */
+export function runnerServeArgv(forkServer: boolean, connect?: string): string[] {
+  return [
+    ...RUNNER_ARGV,
+    'serve',
+    ...(connect === undefined ? [] : ['--connect', connect]),
+    ...(forkServer ? [FORK_SERVER_SOURCE] : []),
+  ]
 }
 
 /** Environment of the user's program: nothing of the server's. */

@@ -11,7 +11,8 @@
 #   result: {compile, run, files, breaches: [..], notes: [..]}  or  {error: "..."}
 # Each command result is {status, execution_time, return_code, stdout, stderr} as SandboxFusion's.
 # Standard library only; started as `python3 -I -S -c <this file>`, or
-# `python3 -I -S -c <this file> serve [FORK_SERVER_SOURCE]` for a warm slot (see fork-server.py).
+# `python3 -I -S -c <this file> serve [--connect SOCKET] [FORK_SERVER_SOURCE]` for a warm slot (see
+# serve and fork-server.py).
 import binascii
 import ctypes
 import json
@@ -650,14 +651,34 @@ def answer(job):
         return {'error': '%s: %s' % (type(e).__name__, e)}
 
 
-def serve():
-    """Warm mode: one JSON job per line on stdin, one JSON result per line on stdout, until EOF."""
+def serve(args):
+    """Warm mode: one JSON job per line, one JSON result per line, until EOF; on stdin and stdout,
+    or with `--connect PATH` on a unix stream socket this runner connects to (the docker backend's:
+    the host listens there and takes the first connection only). The rest of `args`, when given, is
+    the fork server's source."""
     global FORK
-    if len(sys.argv) > 2:
-        FORK = ForkServer(sys.argv[2])
-    out = sys.stdout
+    if args[:1] == ['--connect']:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(args[1])
+        args = args[2:]
+        inp = conn.makefile('rb', buffering=1 << 16)
+        fd = conn.fileno()
+
+        def write(data):
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+    else:
+        inp = sys.stdin.buffer
+        out = sys.stdout.buffer
+
+        def write(data):
+            out.write(data)
+            out.flush()
+    if args:
+        FORK = ForkServer(args[0])
     while True:
-        line = sys.stdin.buffer.readline()
+        line = inp.readline()
         if not line:
             if FORK is not None:
                 FORK.stop()
@@ -668,14 +689,13 @@ def serve():
             res = {'error': 'bad job line: %s' % e}
         else:
             res = answer(job)
-        out.write(json.dumps(res) + '\n')
-        out.flush()
+        write(json.dumps(res).encode() + b'\n')
 
 
 if __name__ == '__main__':
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if sys.argv[1:2] == ['serve']:
-        serve()
+        serve(sys.argv[2:])
     else:
         sys.stdout.write(json.dumps(answer(json.loads(sys.stdin.buffer.read()))))
         sys.stdout.flush()

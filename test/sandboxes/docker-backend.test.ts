@@ -188,6 +188,24 @@ function suite(mode: DockerMode): void {
       assert.equal(r.body.run_result?.stdout, expected, JSON.stringify(r.body))
     })
 
+    if (mode === DockerMode.Attach)
+      it(`${area} - a job can neither list nor connect to its runner's socket`, async () => {
+        const code = [
+          'import os, socket',
+          'def tried(f):',
+          '    try:',
+          '        f()',
+          '        return "reached"',
+          '    except OSError as e:',
+          '        return type(e).__name__',
+          'print(tried(lambda: os.listdir("/run/triad")))',
+          'print(tried(lambda: socket.socket(socket.AF_UNIX).connect("/run/triad/runner.sock")))',
+        ].join('\n')
+        const r = await post(url, { code, language: 'python' })
+        assert.equal(r.body.status, 'Success', JSON.stringify(r.body))
+        assert.equal(r.body.run_result?.stdout, 'PermissionError\nPermissionError\n')
+      })
+
     hostileCases(area, target)
     if (mode === DockerMode.Attach) forkServerCases(area, target)
     badRequestCases(area, target)
