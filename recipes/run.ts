@@ -10,6 +10,7 @@ import {
   ChaosUnavailableError,
   chaosKillLine,
   chaosReportLines,
+  chaosSupervision,
   checkRoleThreads,
   connectNats,
   type EvalInstance,
@@ -23,12 +24,14 @@ import {
   groupAuditLine,
   InProcessTransport,
   isWriteError,
+  NATS_SERVER_SUPERVISION,
   type NatsServer,
   type NatsServerSupervision,
   NatsTransport,
   natsServerEventLine,
   natsServerOnPath,
   onLearnerAxis,
+  PROCESS_SUPERVISION,
   type ProcessEvent,
   ProcessRestartReport,
   ProcessSupervisor,
@@ -43,6 +46,7 @@ import {
   recordRunTransport,
   roleThreadsEnv,
   type SupervisedProcess,
+  type SupervisionPolicy,
   startChaos,
   startInProcessNodes,
   startMetricsSink,
@@ -205,6 +209,9 @@ export async function startRun(
   const runLog = join(dir.logsDir, 'run.jsonl')
   const record = (event: Record<string, unknown>) =>
     appendRunLog(dir, 'run', event).catch(wrote('run', runLog))
+  // Chaos mode's kills get room in the restart limits (`chaosSupervision`).
+  const supervision = (policy: SupervisionPolicy) =>
+    options.chaos ? chaosSupervision(policy, options.chaos.everyS * 1000) : policy
   let server: NatsServer | undefined
   let serverSupervision: NatsServerSupervision | undefined
   let transport: Transport | undefined
@@ -220,10 +227,14 @@ export async function startRun(
       // Supervised like the roles: restarted on its port and store when it dies; a server that
       // cannot come back ends the run.
       const port = server.port
-      serverSupervision = superviseNatsServer(server, (e) => {
-        log(natsServerEventLine(e, port))
-        void record({ event: `nats-server.${e.type}`, time: Date.now(), port, ...e })
-      })
+      serverSupervision = superviseNatsServer(
+        server,
+        (e) => {
+          log(natsServerEventLine(e, port))
+          void record({ event: `nats-server.${e.type}`, time: Date.now(), port, ...e })
+        },
+        supervision(NATS_SERVER_SUPERVISION),
+      )
       // A store on a full disk: the server disables JetStream, nothing can be published.
       server.onStoreError((line) =>
         failWrite(new RunWriteError('nats-server', storeDir, new Error(`${line} (ENOSPC)`))),
@@ -279,7 +290,11 @@ export async function startRun(
       ? undefined
       : startPeriodicEvaluation(recipe, dir, maxSteps, log, wrote('eval', dir.evalDir))
     const nodes = url
-      ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e), config, wrote, record)
+      ? startProcesses(dir, configFile, url, log, (e) => restarts?.onEvent(e), config, {
+          wrote,
+          record,
+          policy: supervision(PROCESS_SUPERVISION),
+        })
       : startInProcess(transport as InProcessTransport, config, dir, log)
     if (options.chaos) {
       if (!nodes.pids) throw new ChaosUnavailableError()
@@ -447,10 +462,16 @@ function startProcesses(
   log: (line: string) => void,
   onEvent: (e: ProcessEvent) => void,
   config: ReturnType<typeof nodeConfigOf>,
-  wrote: (role: string, path: string) => (err: unknown) => void,
-  record: (event: Record<string, unknown>) => Promise<void>,
+  run: {
+    /** Reports a write error of `role` at `path` (it stops the run). */
+    wrote: (role: string, path: string) => (err: unknown) => void
+    /** Appends an event to `logs/run.jsonl`. */
+    record: (event: Record<string, unknown>) => Promise<void>
+    policy: SupervisionPolicy
+  },
 ): RunNodes {
-  const supervisor = new ProcessSupervisor()
+  const { wrote, record } = run
+  const supervisor = new ProcessSupervisor(run.policy)
   let gaveUp: (err: RoleGaveUpError) => void = () => {}
   const failed = new Promise<never>((_, reject) => {
     gaveUp = reject

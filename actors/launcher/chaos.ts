@@ -1,5 +1,6 @@
 import { createRng } from '../../gpu/index.ts'
 import type { Millis } from '../../protocols/index.ts'
+import type { SupervisionPolicy } from '../runtime/supervision.ts'
 
 /**
  * Chaos mode (`triad run RECIPE --chaos EVERY`): every `EVERY` seconds one process of the run,
@@ -104,6 +105,16 @@ export function startChaos(options: ChaosOptions): Chaos {
       return [...kills]
     },
   }
+}
+
+/**
+ * `policy` with room for the kills of chaos mode: one kill every `everyMs` can hit the same
+ * process every time, so `ceil(withinMs / everyMs)` restarts are added to the limit of the window.
+ * The kills are what chaos mode tests recovery from; a process that fails on its own as often as
+ * before is still given up.
+ */
+export function chaosSupervision(policy: SupervisionPolicy, everyMs: Millis): SupervisionPolicy {
+  return { ...policy, maxRestarts: policy.maxRestarts + Math.ceil(policy.withinMs / everyMs) }
 }
 
 /** The line of one kill: `chaos: kill 3 at 12.0 s: learner (pid 4242), SIGKILL`. */

@@ -1,3 +1,4 @@
+export type { SupervisionPolicy } from '../runtime/supervision.ts'
 export {
   type Chaos,
   type ChaosKill,
@@ -6,6 +7,7 @@ export {
   ChaosUnavailableError,
   chaosKillLine,
   chaosReportLines,
+  chaosSupervision,
   startChaos,
 } from './chaos.ts'
 export { NatsServerError, RoleFailedError, RoleGaveUpError } from './errors.ts'
@@ -50,6 +52,7 @@ export {
   childFailureLine,
   logStream,
   OUTPUT_GRACE_MS,
+  PROCESS_SUPERVISION,
   type ProcessEvent,
   type ProcessSpec,
   ProcessSupervisor,

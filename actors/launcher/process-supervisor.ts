@@ -169,6 +169,14 @@ export function logStream(file: string, onError?: (err: Error) => void): WriteSt
   return stream
 }
 
+/** Default restart policy of a role's process: 5 restarts within a minute, 200 ms to 5 s apart. */
+export const PROCESS_SUPERVISION: SupervisionPolicy = {
+  maxRestarts: 5,
+  withinMs: 60_000,
+  backoff: { initialMs: 200, maxMs: 5_000, factor: 2 },
+  onLimit: 'stop',
+}
+
 /** A supervised child as the supervisor tracks it. */
 export interface SupervisedProcess {
   readonly name: string
@@ -207,14 +215,7 @@ export class ProcessSupervisor {
   private stopping = false
   private readonly listeners: ((e: ProcessEvent) => void)[] = []
 
-  constructor(
-    private readonly policy: SupervisionPolicy = {
-      maxRestarts: 5,
-      withinMs: 60_000,
-      backoff: { initialMs: 200, maxMs: 5_000, factor: 2 },
-      onLimit: 'stop',
-    },
-  ) {}
+  constructor(private readonly policy: SupervisionPolicy = PROCESS_SUPERVISION) {}
 
   on(listener: (e: ProcessEvent) => void): void {
     this.listeners.push(listener)
