@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process'
+import { hostname } from 'node:os'
 import { basename, dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
+import { dieWithParent, LogLevels, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { childLogLine } from '../runtime/role-logger.ts'
 import { logStream } from './process-supervisor.ts'
 import { isWriteError } from './write-error.ts'
@@ -89,22 +90,37 @@ export function evalProcessArgs(o: Omit<EvalProcessOptions, 'logFile'>): string[
 }
 
 /**
+ * One line of a `triad eval` process for its log file (`childLogLine`, role `eval`): its stderr
+ * carries what it does (the settings it took, the backend, the file it wrote), so a plain line
+ * there is at info level, not warn; its failure is said at error level when it exits.
+ */
+function evalLogLine(line: string, pid: number | undefined, stream: 'stdout' | 'stderr'): string {
+  const out = childLogLine(line, { role: 'eval', pid }, stream)
+  if (stream === 'stdout') return out
+  const entry = JSON.parse(out) as { level: number }
+  return entry.level === LogLevels.warn ? JSON.stringify({ ...entry, level: LogLevels.info }) : out
+}
+
+/**
  * Starts `triad eval` in its own process (so an evaluation blocks neither the learner nor the
  * process that started it), ending with this process however it ends (`dieWithParent`). Its output
- * is appended to `logFile`, each line as a pino line of role `eval` (`childLogLine`).
+ * is appended to `logFile`, each line as a pino line of role `eval` (`evalLogLine`: info, and one
+ * error line when it fails).
  */
 export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
   const line = dieWithParent(process.execPath, [triadBin, ...evalProcessArgs(options)], 'SIGTERM')
   const log = logStream(options.logFile, options.onLogError)
   const child = spawn(line.command, line.args, { ...OWN_PROCESS_GROUP, stdio: ['ignore', 'pipe', 'pipe'] })
   let writeError: string | undefined
+  let lastStderr: string | undefined
   // Every line of the log file is a pino line of role `eval` (`childLogLine`).
   const lines = (stream: 'stdout' | 'stderr') =>
     new Promise<void>((resolve) =>
       createInterface({ input: child[stream]! })
         .on('line', (l) => {
           if (writeError === undefined && isWriteError({ message: l })) writeError = l
-          log.write(`${childLogLine(l, { role: 'eval', pid: child.pid }, stream)}\n`)
+          log.write(`${evalLogLine(l, child.pid, stream)}\n`)
+          if (stream === 'stderr') lastStderr = l
         })
         .once('close', () => resolve()),
     )
@@ -112,9 +128,14 @@ export function startEvalProcess(options: EvalProcessOptions): EvalProcess {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; writeError?: string }>(
     (resolve) =>
       child.once('close', (code, signal) => {
-        void output.then(() =>
-          log.end(() => resolve({ code, signal, ...(writeError ? { writeError } : {}) })),
-        )
+        void output.then(() => {
+          // The one line of a failure is the process's last line on stderr: said at error level.
+          if (code !== 0 && code !== null)
+            log.write(
+              `${JSON.stringify({ level: LogLevels.error, time: Date.now(), pid: child.pid, hostname: hostname(), role: 'eval', msg: `triad eval exited with code ${code}${lastStderr ? `: ${lastStderr}` : ''}` })}\n`,
+            )
+          log.end(() => resolve({ code, signal, ...(writeError ? { writeError } : {}) }))
+        })
       }),
   )
   return {

@@ -5,6 +5,7 @@ import type { Command } from 'commander'
 import {
   checkPolicyEndpoint,
   checkSandboxesOf,
+  type EvalResult,
   type Evaluation,
   evalResultFile,
   evaluateEpisodes,
@@ -260,7 +261,6 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
     source: { checkpoint },
     step,
     k,
-    instances,
     json: o.json,
   })
 }
@@ -274,31 +274,34 @@ interface EvalReport {
   source: { checkpoint: string } | { policy: string; model: string }
   step: number | undefined
   k: number
-  instances: number
   /** Base sampling seed of the episodes. */
   seed: number
   json: boolean | undefined
 }
 
 /**
- * Writes the rows into the run's `eval/<name>.json` when there is a run, then prints them: as
- * JSON with `json`, else as a table with standard errors.
+ * Writes the rows into the run's `eval/<name>.json` when there is a run, then prints them: with
+ * `json` the same object as that file holds (`EvalResult`: `title`, `checkpoint`, `step`, `k`,
+ * `time`, `seed`, `instances` with every instance's result, `rows`), plus `policy` and `model` for
+ * a served model; else as a table with standard errors.
  * @throws CliError when the eval file was written meanwhile by another process.
  */
 async function reportEval(evaluation: Evaluation, r: EvalReport): Promise<void> {
-  const { run, name, step, k, instances, seed } = r
-  const { rows, instances: results } = evaluation
+  const { run, name, step, k, seed } = r
+  const { rows, instances } = evaluation
+  // One vocabulary: the run's eval/*.json files, `--json` and `triad report` name every field alike.
+  const result: EvalResult = {
+    title: r.title,
+    ...('checkpoint' in r.source ? { checkpoint: r.source.checkpoint } : {}),
+    ...(step === undefined ? {} : { step }),
+    k,
+    time: Date.now(),
+    seed,
+    instances,
+    rows,
+  }
   if (run) {
-    const file = await writeEvalResult(run, name, {
-      title: r.title,
-      ...('checkpoint' in r.source ? { checkpoint: r.source.checkpoint } : {}),
-      ...(step === undefined ? {} : { step }),
-      k,
-      time: Date.now(),
-      seed,
-      instances: results,
-      rows,
-    }).catch((err: unknown) => {
+    const file = await writeEvalResult(run, name, result).catch((err: unknown) => {
       // Written meanwhile by another process: the same one line as the check up front.
       if (err instanceof RunFileExistsError) throw new CliError(err.message, { cause: err })
       throw err
@@ -306,9 +309,8 @@ async function reportEval(evaluation: Evaluation, r: EvalReport): Promise<void> 
     process.stderr.write(`written to ${file}\n`)
   }
   if (r.json) {
-    process.stdout.write(
-      `${JSON.stringify({ ...r.source, k, instances, seed, rows, instance_results: results }, null, 2)}\n`,
-    )
+    const served = 'policy' in r.source ? { policy: r.source.policy, model: r.source.model } : {}
+    process.stdout.write(`${JSON.stringify({ ...result, ...served }, null, 2)}\n`)
     return
   }
   const table = new Table({
@@ -406,7 +408,6 @@ async function runServedEval(path: string | undefined, o: EvalOptions): Promise<
     source: { policy: o.policy!, model },
     step: o.step,
     k,
-    instances,
     json: o.json,
   })
 }

@@ -41,12 +41,14 @@ const CALC_RECIPE = {
   pipeline: { maxNewTokens: 4 },
 }
 
+/** What `triad eval --json` prints: the names of the run's eval files (`EvalResult`). */
 type EvalJson = {
+  title: string
   k: number
-  instances: number
   seed: number
+  time: number
   rows: { task: string; difficulty: number; n: number; k: number; avg_at_k: number }[]
-  instance_results: { task: string; difficulty: number; index: number; k: number; successes: number }[]
+  instances: { task: string; difficulty: number; index: number; k: number; successes: number }[]
 }
 
 describe('bin/eval - bad input', () => {
@@ -230,18 +232,18 @@ describe('bin/eval - into a run directory', () => {
     )
     const out = JSON.parse(r.stdout) as EvalJson
     assert.equal(out.k, 2)
-    assert.equal(out.instances, 2)
+    assert.equal(out.rows[0]!.n, 2)
     // The run's evaluation seed (recipe seed 0 + 4242), and every instance's result, so that this
     // evaluation pairs up with the run's own (the same instances and sampling seeds).
     assert.equal(out.seed, 4242)
     assert.deepEqual(
-      out.instance_results.map((i) => [i.task, i.difficulty, i.index, i.k]),
+      out.instances.map((i) => [i.task, i.difficulty, i.index, i.k]),
       [
         ['calc', 1, 0, 2],
         ['calc', 1, 1, 2],
       ],
     )
-    assert.equal(out.rows[0]!.avg_at_k, out.instance_results.reduce((a, i) => a + i.successes / i.k, 0) / 2)
+    assert.equal(out.rows[0]!.avg_at_k, out.instances.reduce((a, i) => a + i.successes / i.k, 0) / 2)
     assert.deepEqual(
       out.rows.map((row) => [row.task, row.difficulty, row.n, row.k]),
       [['calc', 1, 2, 2]],
@@ -366,6 +368,10 @@ describe('bin/eval - a served model (--policy openai:URL)', () => {
     assert.equal(file.k, 2)
     assert.deepEqual(file.rows, out.rows)
     assert.equal(file.checkpoint, undefined)
+    // One vocabulary: --json prints what the file holds, plus what was served.
+    const { policy, model, ...same } = out
+    assert.deepEqual(same, file)
+    assert.deepEqual([policy, model], [`openai:${served.base}`, 'mine'])
   })
 
   it('eval --policy - an endpoint that does not answer, or answers garbage, fails at the start with one line naming the URL', async () => {

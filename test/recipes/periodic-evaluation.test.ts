@@ -125,6 +125,26 @@ describe('recipes/periodic-evaluation', () => {
         'evaluating step-4 in the background: 1 held-out instances x k=1 per task (logs/eval.log)',
       ],
     )
+    // logs/eval.log: what the process did at info level (its stderr is not warnings), the failure
+    // of step-4 at error level with the process's one line.
+    const evalLog = readFileSync(join(dir.logsDir, 'eval.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; msg: string; role: string })
+    assert.ok(evalLog.every((l) => l.role === 'eval'))
+    const written = evalLog.filter((l) => l.msg.startsWith('written to '))
+    assert.deepEqual(
+      written.map((l) => [l.level, l.msg]),
+      [[30, `written to ${join(dir.evalDir, 'step-000002.json')}`]],
+    )
+    const errors = evalLog.filter((l) => l.level >= 50)
+    assert.equal(errors.length, 1, JSON.stringify(evalLog))
+    assert.match(errors[0]!.msg, /^triad eval exited with code 1: triad: /)
+    assert.deepEqual(
+      evalLog.filter((l) => l.level === 40),
+      [],
+      'no warnings',
+    )
   })
 
   it('periodic evaluation - one interrupted by the stop keeps its checkpoint copy, and the next start (a resume) evaluates that step again first', async () => {
