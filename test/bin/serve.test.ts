@@ -21,6 +21,11 @@ import {
 } from '../../gpu/index.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { writeHfCheckpoint } from '../support/hf-checkpoint.ts'
+import {
+  assertOpenAiChunk,
+  assertOpenAiCompletion,
+  assertOpenAiError,
+} from '../support/openai-chat-schema.ts'
 import { QWEN3_TOKENIZER_DIR } from '../support/qwen3-tokenizer.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
@@ -88,6 +93,7 @@ describe('triad serve: OpenAI-compatible chat server', () => {
 
   test('a greedy completion is what gpu generate gives for the rendered prompt', async () => {
     const r = await client.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 12 })
+    assertOpenAiCompletion(r, 'greedy')
     const prompt = promptIds(messages)
     const [g] = await generate(ckpt.model, [prompt], {
       maxNewTokens: 12,
@@ -122,6 +128,7 @@ describe('triad serve: OpenAI-compatible chat server', () => {
     const before = server.batcher.stats()
     const [a, b] = await Promise.all([ask(), ask()])
     const after = server.batcher.stats()
+    assertOpenAiCompletion(a, 'n = 2')
     assert.equal(a.choices.length, 2)
     assert.deepEqual(
       a.choices.map((c) => c.message.content),
@@ -146,10 +153,12 @@ describe('triad serve: OpenAI-compatible chat server', () => {
       logprobs: true,
       top_logprobs: 3,
     })
+    assertOpenAiCompletion(r, 'logprobs')
     const c = r.choices[0]!
     const entries = c.logprobs!.content!
     assert.ok(entries.length > 0)
-    assert.equal(entries.map((e) => e.token).join(''), c.message.content)
+    // Each token's raw bytes: together the content's UTF-8.
+    assert.deepEqual(Buffer.from(entries.flatMap((e) => e.bytes!)), Buffer.from(c.message.content!, 'utf8'))
     const [g] = await generate(ckpt.model, [promptIds(messages)], {
       maxNewTokens: 10,
       temperature: 0,
@@ -161,7 +170,6 @@ describe('triad serve: OpenAI-compatible chat server', () => {
       assert.equal(e.top_logprobs[0]!.logprob, e.logprob)
       assert.ok(e.top_logprobs[0]!.logprob >= e.top_logprobs[1]!.logprob)
       assert.ok(e.top_logprobs[1]!.logprob >= e.top_logprobs[2]!.logprob)
-      assert.deepEqual(e.bytes, Array.from(Buffer.from(e.token, 'utf8')))
       // the sampler's greedy logprob is the same log softmax at temperature 1
       assert.ok(Math.abs(e.logprob - g!.logprobs[i]!) < 1e-4, `token ${i}: ${e.logprob} vs ${g!.logprobs[i]}`)
     }
@@ -186,6 +194,7 @@ describe('triad serve: OpenAI-compatible chat server', () => {
       temperature: 0,
       max_tokens: 8,
     })
+    assertOpenAiCompletion(r, 'tool history')
     assert.equal(r.usage!.prompt_tokens, promptIds(history, tools).length)
     const c = r.choices[0]!
     assert.ok(!c.message.content!.includes('<tool_call>'), c.message.content!)
@@ -202,7 +211,8 @@ describe('triad serve: OpenAI-compatible chat server', () => {
       stream_options: { include_usage: true },
     })
     const chunks: OpenAI.ChatCompletionChunk[] = []
-    for await (const ch of stream) chunks.push(ch)
+    for await (const ch of stream) chunks.push(assertOpenAiChunk(ch, `chunk ${chunks.length}`))
+    assertOpenAiCompletion(whole, 'whole')
     assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant')
     assert.ok(chunks.every((ch) => ch.object === 'chat.completion.chunk' && ch.id === chunks[0]!.id))
     const text = chunks.map((ch) => ch.choices[0]?.delta.content ?? '').join('')
@@ -237,7 +247,7 @@ describe('triad serve: OpenAI-compatible chat server', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: MODEL, messages, ...patch }),
       })
-      const json = (await res.json()) as { error: { message: string; type: string; param: string } }
+      const json = assertOpenAiError(await res.json(), JSON.stringify(patch))
       assert.equal(res.status, 400, JSON.stringify(patch))
       assert.equal(json.error.type, 'invalid_request_error')
       assert.equal(json.error.param, param, `${JSON.stringify(patch)}: ${json.error.message}`)
@@ -344,6 +354,7 @@ describe('triad serve: a model that answers with a tool call', () => {
   test('the reply carries tool_calls and finish_reason tool_calls, streamed as a tool_calls delta', async () => {
     const body = { model: MODEL, messages: ask, tools, temperature: 0, max_tokens: 60 } as const
     const r = await client.chat.completions.create(body)
+    assertOpenAiCompletion(r, 'tool call')
     const c = r.choices[0]!
     assert.equal(c.finish_reason, 'tool_calls')
     assert.equal(c.message.content, null)
@@ -433,7 +444,11 @@ describe('triad serve (the command)', () => {
       const m = await p.waitForText(/^serving qwen-tiny at (http:\/\/127\.0\.0\.1:\d+)\/v1$/, 90_000)
       const client = new OpenAI({ baseURL: `${m[1]}/v1`, apiKey: 'unused', maxRetries: 0 })
       const body = { model: 'qwen-tiny', messages, temperature: 0, max_tokens: 6 } as const
-      const r = await client.chat.completions.create(body)
+      const r = await client.chat.completions.create({ ...body, logprobs: true, top_logprobs: 5 })
+      assertOpenAiCompletion(r, 'qwen')
+      // The tokens' raw bytes (Qwen's byte-level vocabulary) decode to the content.
+      const bytes = r.choices[0]!.logprobs!.content!.flatMap((e) => e.bytes!)
+      assert.equal(new TextDecoder().decode(Uint8Array.from(bytes)), r.choices[0]!.message.content)
       const prompt = [...qwen.render(messages, []), ...qwen.generationPrompt()]
       assert.equal(r.usage!.prompt_tokens, prompt.length)
       assert.ok(r.usage!.completion_tokens >= 1 && r.usage!.completion_tokens <= 6)
