@@ -51,7 +51,8 @@ const Tool = z.strictObject({
     name: z.string().min(1),
     description: z.string().optional(),
     parameters: z.record(z.string(), z.unknown()).optional(),
-    strict: z.boolean().nullish(),
+    // Strict schema adherence needs constrained decoding, which the server does not do.
+    strict: z.literal(false).nullish(),
   }),
 })
 
@@ -65,7 +66,6 @@ const RequestSchema = z.strictObject({
   messages: z.array(Message).min(1),
   tools: z.array(Tool).nullish(),
   tool_choice: z.enum(['auto', 'none']).nullish(),
-  parallel_tool_calls: z.boolean().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
   max_tokens: z.int().min(1).nullish(),
@@ -97,6 +97,10 @@ const UNSUPPORTED: Readonly<Record<string, { off: (v: unknown) => boolean; why: 
     why: ': a reply ends at the end of its turn or at max_tokens',
   },
   frequency_penalty: { off: (v) => isOff(v) || v === 0, why: ' (only 0)' },
+  parallel_tool_calls: {
+    off: (v) => isOff(v) || v === true,
+    why: ' (only true): a reply carries every call the model writes',
+  },
   presence_penalty: { off: (v) => isOff(v) || v === 0, why: ' (only 0)' },
   logit_bias: { off: (v) => isOff(v) || isEmptyObject(v), why: '' },
   tool_choice: {
@@ -186,6 +190,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     const param = paramOf(issue.path)
     if (issue.code === 'unrecognized_keys')
       throw notSupported(param ? `${param}.${issue.keys[0]}` : issue.keys[0]!)
+    if (/^tools\[\d+\]\.function\.strict$/.test(param))
+      throw notSupported(param, ' (only false): no constrained decoding')
     throw new ApiError(
       400,
       `\`${param || 'body'}\`: ${issue.message}`,

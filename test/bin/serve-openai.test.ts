@@ -239,6 +239,16 @@ describe('triad serve: OpenAI-exact replies, and an exported conversation throug
         "`response_format` is not supported (only {type: 'text'}): no constrained decoding",
       ],
       [{ functions: [] }, 'functions', '`functions` is not supported: use tools'],
+      [
+        { parallel_tool_calls: false },
+        'parallel_tool_calls',
+        '`parallel_tool_calls` is not supported (only true): a reply carries every call the model writes',
+      ],
+      [
+        { tools: [{ ...tools[0]!, function: { ...tools[0]!.function, strict: true } }] },
+        'tools[0].function.strict',
+        '`tools[0].function.strict` is not supported (only false): no constrained decoding',
+      ],
       [{ frobnicate: 1 }, 'frobnicate', '`frobnicate` is not supported'],
       [
         { messages: [{ role: 'user', content: 'hi', extra: 1 }] },
@@ -262,6 +272,8 @@ describe('triad serve: OpenAI-exact replies, and an exported conversation throug
       { logit_bias: {} },
       { tool_choice: 'auto' },
       { response_format: { type: 'text' } },
+      { parallel_tool_calls: true },
+      { tools: [{ ...tools[0]!, function: { ...tools[0]!.function, strict: false } }] },
     ]) {
       const r = await post(patch)
       assert.equal(r.status, 200, `${JSON.stringify(patch)}: ${JSON.stringify(r.body)}`)
