@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -206,6 +207,51 @@ describe('triad export --hf: the chat template the model was trained with', () =
           c.name,
         )
     }
+  })
+
+  it("export - Python's jinja2 set up as transformers' apply_chat_template renders the same text", (t) => {
+    // transformers renders with an ImmutableSandboxedEnvironment (trim_blocks, lstrip_blocks), its
+    // own tojson (json.dumps, ensure_ascii=False) and raise_exception.
+    const script = `
+import json, sys
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.ext import loopcontrols
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+def raise_exception(message):
+    raise ValueError(message)
+env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+env.filters['tojson'] = tojson
+env.globals['raise_exception'] = raise_exception
+job = json.load(sys.stdin)
+template = env.from_string(job['template'])
+print(json.dumps([template.render(**c) for c in job['contexts']]))
+`
+    const probe = spawnSync('python3', ['-c', 'import jinja2'], { encoding: 'utf8' })
+    if (probe.status !== 0) {
+      t.skip(
+        `python3 with jinja2 is not on this machine: ${(probe.stderr || String(probe.error)).trim().split('\n').at(-1)}`,
+      )
+      return
+    }
+    const source = JSON.parse(readFileSync(path.join(out, 'tokenizer_config.json'), 'utf8')).chat_template
+    const contexts = conversations.flatMap((c) => [
+      { messages: c.messages, tools: c.tools.length ? c.tools : null, add_generation_prompt: false },
+      {
+        messages: withObjectArguments(c.messages.slice(0, -1)),
+        tools: c.tools.length ? c.tools : null,
+        add_generation_prompt: true,
+      },
+    ])
+    const r = spawnSync('python3', ['-c', script], {
+      input: JSON.stringify({ template: source, contexts }),
+      encoding: 'utf8',
+    })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(
+      JSON.parse(r.stdout),
+      contexts.map((c) => template.render(c)),
+    )
   })
 
   it('export - a role the format does not know is refused by the template, as triad refuses it', () => {
