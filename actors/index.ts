@@ -31,6 +31,7 @@ export {
   type SessionOutcome,
   type TurnGenerator,
 } from './gateway/index.ts'
+export { McpConnection, McpServerError, McpTaskEnv } from './mcp/index.ts'
 export {
   type AnyTask,
   ArithmeticError,
@@ -303,6 +304,8 @@ export {
   type AgentTaskSpec,
   EnvClient,
   type GroupSink,
+  type McpServerSpec,
+  type McpTaskSpec,
   PolicyRouter,
   RolloutDriver,
   type RolloutSettings,

@@ -1,6 +1,4 @@
-import { resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import type { ChatMessage, Millis } from '../../protocols/index.ts'
+import type { Millis } from '../../protocols/index.ts'
 import type {
   AgentEpisodeResult,
   AgentEpisodeRunner,
@@ -12,12 +10,7 @@ import { AgentEnv, startAgentProgram } from './agent-program.ts'
 import { AgentEpisodeError, AgentFailure } from './errors.ts'
 import type { Gateway } from './gateway.ts'
 import type { SessionOutcome } from './gateway-session.ts'
-
-/** A task's reward function over an episode's messages. */
-export type AgentRewardFunction = (
-  messages: ChatMessage[],
-  instance: AgentInstance,
-) => number | Promise<number>
+import { loadRewardFunction } from './reward-module.ts'
 
 /** How long an agent may go on after it reported its reward before it is ended, ms. */
 const EXIT_GRACE_MS: Millis = 2_000
@@ -33,7 +26,6 @@ const EXIT_GRACE_MS: Millis = 2_000
  */
 export class AgentRunner implements AgentEpisodeRunner {
   private readonly instances = new Map<string, AgentInstances>()
-  private readonly rewards = new Map<string, Promise<AgentRewardFunction>>()
   private readonly running = new Map<string, number>()
   private readonly waiting = new Map<string, (() => void)[]>()
 
@@ -113,7 +105,7 @@ export class AgentRunner implements AgentEpisodeRunner {
       }
       let reward: number
       try {
-        const fn = await this.rewardFunction(spec.reward)
+        const fn = await loadRewardFunction(spec.reward)
         reward = await fn(s.recorder.messages(), instance)
       } catch (err) {
         s.drop(AgentFailure.RewardFailed, `reward function ${spec.reward} threw: ${(err as Error).message}`)
@@ -153,19 +145,6 @@ export class AgentRunner implements AgentEpisodeRunner {
       durationMs: performance.now() - t0,
       generatedTokens: outcome.generatedTokens,
     }
-  }
-
-  private rewardFunction(path: string): Promise<AgentRewardFunction> {
-    let fn = this.rewards.get(path)
-    if (!fn) {
-      fn = import(pathToFileURL(resolve(path)).href).then((m: { default?: unknown }) => {
-        if (typeof m.default !== 'function')
-          throw new Error(`${path} has no default export function (messages, instance) => number`)
-        return m.default as AgentRewardFunction
-      })
-      this.rewards.set(path, fn)
-    }
-    return fn
   }
 
   /** Waits for one of the task's `limit` program slots. */

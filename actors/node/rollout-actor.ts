@@ -11,6 +11,7 @@ import {
 } from '../../protocols/index.ts'
 import type { DifficultyView } from '../env-adapter/index.ts'
 import { AgentRunner, Gateway } from '../gateway/index.ts'
+import { McpTaskEnv } from '../mcp/index.ts'
 import { PublisherClosedError } from '../pipeline/errors.ts'
 import { openTrajectoryPublisher } from '../pipeline/open-trajectory-stream.ts'
 import type { PolicyEngine } from '../policy/index.ts'
@@ -114,6 +115,16 @@ export async function startRolloutActor(
       })
     : undefined
   if (gateway) log(`agent gateway on ${gateway.url}`)
+  // MCP tasks: one environment per task (its pooled servers live as long as the rollout).
+  const mcpEnvs = new Map<string, McpTaskEnv>()
+  const mcpEnv = (task: string, spec: ConstructorParameters<typeof McpTaskEnv>[1]) => {
+    let env = mcpEnvs.get(task)
+    if (!env) {
+      env = new McpTaskEnv(task, spec)
+      mcpEnvs.set(task, env)
+    }
+    return env
+  }
   const driver: RolloutDriver = new RolloutDriver(
     id,
     {
@@ -122,6 +133,7 @@ export async function startRolloutActor(
       ...(tokenizer ? { tokenizer } : {}),
       ...(chat ? { chat } : {}),
       ...(gateway ? { agents: new AgentRunner(gateway) } : {}),
+      ...(config.tasks.some((t) => t.mcp) ? { mcp: mcpEnv } : {}),
       ...(judge && (chat ?? tokenizer)
         ? { annotate: stepJudgeAnnotator(judge, (chat ?? tokenizer)!, config.model.contextLength - 1) }
         : {}),
@@ -215,6 +227,7 @@ export async function startRolloutActor(
       publisher.close()
       const ended = await settledWithin(running, LOOPS_END_MS)
       await gateway?.close()
+      await Promise.all([...mcpEnvs.values()].map((e) => e.close()))
       onLoopsEnded(Date.now() - t0)
       if (!ended)
         log(`the agent loops did not end within ${LOOPS_END_MS} ms; stopping the services under them`)

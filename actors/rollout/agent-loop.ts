@@ -30,9 +30,12 @@ export interface EpisodeSettings {
   toolFormat?: ToolFormat
 }
 
+/** The environment an episode plays in: the controller's (`EnvClient`), or another with its calls (MCP servers). */
+export type EpisodeEnv = Pick<EnvClient, 'start' | 'interact' | 'cancel'>
+
 /** What runs an episode. */
 export interface EpisodeDeps {
-  env: EnvClient
+  env: EpisodeEnv
   policy: PolicyRouter
   /** triad's own tokenizer, used with its ChatML template when `chat` is not given (one of the two is needed). */
   tokenizer?: Tokenizer

@@ -1,9 +1,17 @@
-export { type Episode, type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
+export {
+  type Episode,
+  type EpisodeDeps,
+  type EpisodeEnv,
+  type EpisodeSettings,
+  runEpisode,
+} from './agent-loop.ts'
 export type {
   AgentEpisodeResult,
   AgentEpisodeRunner,
   AgentInstanceRef,
   AgentTaskSpec,
+  McpServerSpec,
+  McpTaskSpec,
 } from './agent-task.ts'
 export { EnvClient, type EnvSession, type EnvStep } from './env-client.ts'
 export { EpisodeError, EpisodeFailure } from './errors.ts'

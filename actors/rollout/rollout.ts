@@ -3,7 +3,7 @@ import { createRng } from '../../gpu/index.ts'
 import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { sleep, systemClock } from '../runtime/clock.ts'
 import { annotateSeedOf } from '../runtime/index.ts'
-import { type EpisodeDeps, type EpisodeSettings, runEpisode } from './agent-loop.ts'
+import { type EpisodeDeps, type EpisodeEnv, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import type { AgentEpisodeRunner, AgentTaskSpec, McpTaskSpec } from './agent-task.ts'
 import { EpisodeError } from './errors.ts'
 import type { Uniform } from './policy-router.ts'
@@ -66,6 +66,8 @@ export interface RolloutDeps extends EpisodeDeps {
   annotate?: EpisodeAnnotator
   /** Plays the episodes of agent tasks (`TaskMixEntry.agent`); needed when the mix has one. */
   agents?: AgentEpisodeRunner
+  /** The environment of an MCP task (`TaskMixEntry.mcp`), by task; needed when the mix has one. */
+  mcp?: (task: string, spec: McpTaskSpec) => EpisodeEnv
 }
 
 /** Where finished groups go (the JetStream publisher, or a collector in sync mode). */
@@ -128,6 +130,8 @@ export class RolloutDriver {
     for (const t of settings.tasks) {
       if (!(t.weight > 0)) throw new Error(`task ${t.name}: weight must be > 0`)
       if (t.difficulty !== undefined) this.difficulty.set(t.name, t.difficulty)
+      if (t.mcp && !deps.mcp)
+        throw new Error(`task ${t.name} has MCP servers, but the rollout has no MCP environment`)
       if (t.agent && !deps.agents)
         throw new Error(`task ${t.name} is played by an agent program, but the rollout has no agent gateway`)
     }
@@ -219,7 +223,7 @@ export class RolloutDriver {
               signal,
             )
           : await runEpisode(
-              this.deps,
+              entry.mcp ? { ...this.deps, env: this.deps.mcp!(task, entry.mcp) } : this.deps,
               { task, seed, difficulty, split: this.settings.split ?? 'train' },
               episode,
               seedOfAttempt,
@@ -254,9 +258,15 @@ export class RolloutDriver {
       }
     }
     // Agent episodes' errors carry their own cause (`agent_crashed`, `agent_timeout`, ...).
-    const failure = (lastError as { failure?: unknown } | undefined)?.failure
+    // (an MCP server's failure inside an episode error is counted as itself, `mcp_failed`).
+    const failureOf = (e: unknown) => {
+      const f = (e as { failure?: unknown } | undefined)?.failure
+      return typeof f === 'string' ? f : undefined
+    }
     const cause =
-      lastError instanceof EpisodeError ? lastError.failure : typeof failure === 'string' ? failure : 'error'
+      (lastError instanceof EpisodeError ? failureOf(lastError.cause) : undefined) ??
+      failureOf(lastError) ??
+      'error'
     this.stats.failed[cause] = (this.stats.failed[cause] ?? 0) + 1
     return undefined
   }

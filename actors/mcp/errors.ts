@@ -1,0 +1,17 @@
+import { AgentFailure } from '../gateway/index.ts'
+
+/** An MCP server that could not start, exited, hung or wrote something that is not MCP. */
+export class McpServerError extends Error {
+  override name = 'McpServerError'
+  /** The cause an episode that meets it is counted under (`rollout/failed/mcp_failed`). */
+  readonly failure = AgentFailure.McpFailed
+  constructor(
+    /** `command args` of the server. */
+    readonly server: string,
+    what: string,
+    /** The last of what it wrote on stderr. */
+    readonly stderrTail: string,
+  ) {
+    super(`MCP server ${server} ${what}${stderrTail ? `; its stderr ends: ${stderrTail.slice(-600)}` : ''}`)
+  }
+}

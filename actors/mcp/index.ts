@@ -1,0 +1,3 @@
+export { McpServerError } from './errors.ts'
+export { McpConnection } from './mcp-connection.ts'
+export { McpTaskEnv } from './mcp-task-env.ts'
