@@ -88,8 +88,11 @@ const nowSeconds = () => Math.floor(Date.now() / 1000)
  *   cut there ends with `finish_reason: "length"`), `seed`, `n`, `logprobs` and `top_logprobs`
  *   (see `tokenLogprob`), `stream` (server-sent `chat.completion.chunk` events ending with
  *   `data: [DONE]`; `stream_options.include_usage` adds a last chunk with `usage`).
+ * Replies are OpenAI-exact: the message carries `refusal: null`, `logprobs` entries each token's raw
+ * `bytes` and distinct `top_logprobs` (`tokenLogprob`, `tokenBytesOf`).
  * Errors are OpenAI error objects `{error: {message, type, param, code}}`: 400 for an invalid field
- * (named in `param`) or a prompt longer than the context (`context_length_exceeded`), 404 for an
+ * (named in `param`), a parameter the server does not do ("`stop` is not supported",
+ * `unsupported_parameter`) or a prompt longer than the context (`context_length_exceeded`), 404 for an
  * unknown model (`model_not_found`) or route, 413 for a body over `bodyLimit`, 415 for a body that
  * is not JSON, 422 for a conversation the chat template cannot render (an assistant tool call
  * whose arguments are not a JSON object), 503 once the server is closing.
