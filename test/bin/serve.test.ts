@@ -467,7 +467,8 @@ describe('triad serve (the command)', () => {
 
   test('a path that is no checkpoint is refused in one line', async () => {
     const out = await runTriad(['serve', '/nonexistent/model', '--port', '0'])
-    assert.equal(out.code, 1)
+    // Neither a checkpoint nor a run directory: a usage error (README, exit statuses).
+    assert.equal(out.code, 2)
     assert.match(out.stderr, /^triad: \/nonexistent\/model is neither a model directory/)
     assert.equal(out.stderr.trim().split('\n').length, 1)
   })
