@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import {
+  checkStoreFree,
+  liveStoreHolder,
+  NATS_STORE_LOCK_FILE,
+  type NatsServer,
+  NatsServerError,
+  startNatsServer,
+} from '../../../actors/index.ts'
+
+/**
+ * One nats-server per JetStream store: the store's `triad-server.lock` names the server's own pid,
+ * so a server left running (an orphan of a `triad run` that died) keeps its store from a second
+ * one, which is refused naming that pid.
+ */
+describe('nats-server - the lock of its JetStream store', () => {
+  const root = mkdtempSync(join(tmpdir(), 'triad-store-lock-'))
+  const servers: NatsServer[] = []
+  after(async () => {
+    for (const s of servers) await s.stop()
+    rmSync(root, { recursive: true, force: true })
+  })
+
+  it('a server holds its store; a second on the same store is refused naming its pid; after its stop the store is free', async () => {
+    const store = join(root, 'store')
+    const first = await startNatsServer({ storeDir: store, monitorPort: false })
+    servers.push(first)
+    const lock = JSON.parse(readFileSync(join(store, NATS_STORE_LOCK_FILE), 'utf8'))
+    assert.equal(lock.pid, first.pid())
+    assert.equal(lock.hostname, hostname())
+    assert.equal(liveStoreHolder(store)?.pid, first.pid())
+    await assert.rejects(
+      startNatsServer({ storeDir: store, monitorPort: false }),
+      (err: Error) =>
+        err instanceof NatsServerError &&
+        err.message ===
+          `the JetStream store ${store} is held by nats-server pid ${first.pid()}, which still runs: a second server on it would corrupt it; stop that one first (kill ${first.pid()})`,
+    )
+    await first.stop()
+    assert.equal(existsSync(join(store, NATS_STORE_LOCK_FILE)), false)
+    const second = await startNatsServer({ storeDir: store, monitorPort: false })
+    servers.push(second)
+    assert.equal(liveStoreHolder(store)?.pid, second.pid())
+    // A restart of the same server (its supervision) takes the lock again under its new pid.
+    await second.kill()
+    await second.restart()
+    assert.equal(liveStoreHolder(store)?.pid, second.pid())
+  })
+
+  it('a stale lock (its pid gone, or not a lock) does not hold the store', () => {
+    const store = mkdtempSync(join(root, 'stale-'))
+    writeFileSync(
+      join(store, NATS_STORE_LOCK_FILE),
+      JSON.stringify({ pid: 2 ** 22 + 1, hostname: hostname() }),
+    )
+    assert.equal(liveStoreHolder(store), undefined)
+    checkStoreFree(store)
+    writeFileSync(join(store, NATS_STORE_LOCK_FILE), 'not json')
+    assert.equal(liveStoreHolder(store), undefined)
+    // Another host's lock cannot be checked from here and is not one this host's servers share.
+    writeFileSync(
+      join(store, NATS_STORE_LOCK_FILE),
+      JSON.stringify({ pid: process.pid, hostname: 'elsewhere' }),
+    )
+    assert.equal(liveStoreHolder(store), undefined)
+  })
+})
