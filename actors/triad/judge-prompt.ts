@@ -11,7 +11,7 @@ import { JudgePromptTooLongError, RewardModelConfigError } from './errors.ts'
  * <|im_start|>system\nJudge the last step of this <task> episode: + good, - bad.<|im_end|>\n
  * ...the episode's messages before the step (its system, user, assistant and tool turns)...
  * <|im_start|>assistant\n<the step><|im_end|>\n
- * ...the tool messages that answered the step (`JudgeStep.result`), when present...
+ * ...the environment's messages that answered the step (`JudgeStep.result`), when present...
  * <|im_start|>assistant\n
  * ```
  *
@@ -138,8 +138,9 @@ export function renderJudgePrompt(
 
 /**
  * The steps of an episode to judge: one `JudgeStep` per assistant message, with every message
- * before it as its history and the tool messages right after it (up to the next assistant
- * message) as its result.
+ * before it as its history and the environment's messages right after it (up to the next assistant
+ * message: its tool results, or the user message answering a turn without a tool call) as its
+ * result.
  * @param messages the whole conversation (first messages, then assistant and tool turns).
  * @returns `[turns]` steps in order.
  */
@@ -148,7 +149,7 @@ export function episodeJudgeSteps(task: string, messages: readonly ChatMessage[]
   messages.forEach((m, i) => {
     if (m.role !== 'assistant') return
     let end = i + 1
-    while (end < messages.length && messages[end]!.role === 'tool') end++
+    while (end < messages.length && messages[end]!.role !== 'assistant') end++
     out.push({ task, history: messages.slice(0, i), step: m, result: messages.slice(i + 1, end) })
   })
   return out

@@ -85,6 +85,16 @@ describe('actors/triad/judge-prompt', () => {
     )
     // A last step the environment never answered (a cut episode) has an empty result.
     assert.deepEqual(episodeJudgeSteps('calc', [...step.history, step.step]).at(-1)?.result, [])
+    // A turn without a tool call is answered by a user message: that is its result.
+    const note = { role: 'user' as const, content: 'error: no tool call; call one of: add' }
+    const noCall = episodeJudgeSteps('calc', [
+      ...step.history,
+      step.step,
+      note,
+      { role: 'assistant', content: 'x' },
+    ])
+    assert.deepEqual(noCall.at(-2)?.result, [note])
+    assert.equal(noCall.at(-1)?.history.at(-1), note)
   })
 
   it('judge prompt - too long: the oldest turns after the task statement go first, then a typed error', () => {
