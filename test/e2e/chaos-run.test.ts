@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -8,7 +8,7 @@ import { connectNats, startNatsServer, streamManager, trajectoryStreamName } fro
 import { auditGroups } from '../support/group-audit.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'
 import { descendants, killSurvivors, type ProcStat } from '../support/process-tree.ts'
-import { RUN_STARTED, startTriad, type TriadProcess } from '../support/triad-process.ts'
+import { RUN_STARTED, runTriad, startTriad, type TriadProcess } from '../support/triad-process.ts'
 
 const tiny = fileURLToPath(new URL('../../recipes/tiny.ts', import.meta.url))
 const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts', import.meta.url))
@@ -123,5 +123,25 @@ describe('e2e - triad run --chaos: kills through a whole tiny run, which still f
       await c.close()
       await server.stop()
     }
+  })
+
+  it('bad --chaos options: one line each, exit 2, no run directory made', async () => {
+    const runsDir = join(tmpDir, 'refused')
+    const cases: [string[], string][] = [
+      [['--chaos', '0'], "triad: --chaos wants a positive number of seconds between two kills, got '0'"],
+      [['--chaos', 'abc'], "triad: --chaos wants a positive number of seconds between two kills, got 'abc'"],
+      [
+        ['--chaos', '5', '--in-process'],
+        'triad: --chaos and --in-process exclude each other: chaos mode kills role processes, and one process has none',
+      ],
+      [['--chaos-seed', '3'], 'triad: --chaos-seed needs --chaos'],
+      [['--chaos', '5', '--chaos-seed', '1.5'], "triad: --chaos-seed wants an integer, got '1.5'"],
+    ]
+    for (const [args, line] of cases) {
+      const r = await runTriad(['run', tiny, '--runs-dir', runsDir, ...args])
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+      assert.equal(r.stderr.trim(), line)
+    }
+    assert.equal(existsSync(runsDir), false)
   })
 })
