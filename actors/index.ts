@@ -361,6 +361,7 @@ export {
   readEvalResults,
   readMetricsFile,
   readRunEnd,
+  readRunEvents,
   readRunTransport,
   recordRunTransport,
   runDirPaths,

@@ -193,8 +193,8 @@ export function machineOf(m: AblationFile['machine']): string {
   return `${m.cpus} x ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}`
 }
 
-/** The machine, for the record. */
-function machine(): AblationFile['machine'] {
+/** This machine, for the record: its cores and their model, memory, Node version. */
+export function machine(): AblationFile['machine'] {
   const c = cpus()
   return {
     cpus: c.length,

@@ -16,10 +16,13 @@ export {
   type AblationFile,
   type AblationOutcome,
   checkAblationOut,
+  machine,
+  machineOf,
   type RunAblationOptions,
   runAblation,
 } from './ablation-runner.ts'
 export { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
+export { codeVersion, shortCodeVersion } from './code-version.ts'
 export {
   checkRecipe,
   checkStoredRecipe,

@@ -88,28 +88,38 @@ export interface RunEnd {
 }
 
 /**
+ * The events of `logs/run.jsonl` (`start`, `resume`, `transport`, `stop`, ...), in file order;
+ * lines that are not a JSON object (a torn last line) are passed over. Empty without the file.
+ */
+export async function readRunEvents(dir: RunDir): Promise<Record<string, unknown>[]> {
+  let text: string
+  try {
+    text = await readFile(join(dir.logsDir, 'run.jsonl'), 'utf8')
+  } catch {
+    return []
+  }
+  const events: Record<string, unknown>[] = []
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue
+    try {
+      const event = JSON.parse(line)
+      if (event && typeof event === 'object' && !Array.isArray(event)) events.push(event)
+    } catch {
+      // a torn line
+    }
+  }
+  return events
+}
+
+/**
  * How the run in `dir` ended, from `logs/run.jsonl`: undefined while it runs (its last `start` or
  * `resume` event comes after its last `stop`), when it never stopped cleanly (SIGKILL, a crash:
  * no `stop` event), or when there is no log. Lines that are not JSON are passed over. Reads only.
  */
 export async function readRunEnd(dir: RunDir): Promise<RunEnd | undefined> {
-  let text: string
-  try {
-    text = await readFile(join(dir.logsDir, 'run.jsonl'), 'utf8')
-  } catch {
-    return undefined
-  }
-  let last: Record<string, unknown> | undefined
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue
-    let event: Record<string, unknown>
-    try {
-      event = JSON.parse(line)
-    } catch {
-      continue
-    }
-    if (event.event === 'start' || event.event === 'resume' || event.event === 'stop') last = event
-  }
+  const last = (await readRunEvents(dir))
+    .filter((e) => e.event === 'start' || e.event === 'resume' || e.event === 'stop')
+    .at(-1)
   if (last?.event !== 'stop') return undefined
   const reason = (['steps', 'time', 'signal', 'failed'] as const).find((r) => r === last.reason) ?? 'failed'
   const signal = last.signal === 'SIGINT' || last.signal === 'SIGTERM' ? last.signal : undefined

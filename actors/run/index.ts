@@ -33,8 +33,10 @@ export {
   type RunEnd,
   type RunStopReason,
   readRunEnd,
+  readRunEvents,
   runEndLine,
 } from './finished-run.ts'
+export { auditGroups, auditIsClean, type GroupAudit, groupAuditLine } from './group-audit.ts'
 export {
   formatMetricsLine,
   type MetricsFile,
@@ -93,4 +95,3 @@ export {
 } from './tensorboard-writer.ts'
 export { fileVersionEvent, scalarsEvent, TF_EVENT_FILE_VERSION } from './tf-event.ts'
 export { maskedCrc32c, tfRecord } from './tfrecord.ts'
-export { auditGroups, auditIsClean, type GroupAudit, groupAuditLine } from './group-audit.ts'

@@ -7,6 +7,7 @@ import {
   openRunDir,
   readEvalResults,
   readMetricsFile,
+  readRunEvents,
 } from '../../actors/index.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { buildChartSections, latestPerTask, taskNames } from '../report/chart-groups.ts'
@@ -14,6 +15,7 @@ import { continuousCounters } from '../report/counter-continuity.ts'
 import { buildDashboard, PALETTE, RUN_DASHES, type RunCharts } from '../report/dashboard.ts'
 import { evalCharts } from '../report/eval-charts.ts'
 import { type ReportRun, renderReportHtml } from '../report/render-html.ts'
+import { type RunSummary, summarizeRun } from '../report/run-summary.ts'
 
 /** A rendered report and what it holds. */
 export interface BuiltReport {
@@ -31,13 +33,15 @@ export interface BuiltReport {
 /** One run read for the report: its page parts and its charts. */
 interface ReadRun {
   run: ReportRun
+  summary: RunSummary
   charts: RunCharts
   tasks: Set<string>
   lines: number
 }
 
 /**
- * Reads a run directory (`recipe.json`, `metrics.jsonl`, `eval/*.json`): its charts (counters
+ * Reads a run directory (`recipe.json`, `logs/run.jsonl`, `metrics.jsonl`, `eval/*.json`): its
+ * summary (`summarizeRun`: facts and the held-out table of its final evaluation), its charts (counters
  * continuous across restarts and resumes, which the facts list), avg@k and pass@k per task over
  * the evaluated steps with their standard errors, the latest values per task and its tables.
  * @throws NotARunDirError when `runDir` is not a run.
@@ -82,7 +86,15 @@ async function readRun(runDir: string): Promise<ReadRun> {
       `metrics.jsonl: skipped ${metrics.bad.length} line(s) that are not metrics reports (line ${metrics.bad.slice(0, 5).join(', ')}${metrics.bad.length > 5 ? ', ...' : ''})`,
     )
   for (const e of evals.errors) warnings.push(e.message)
+  const summary = summarizeRun({
+    runId: dir.id,
+    recipe,
+    events: await readRunEvents(dir),
+    lines: metrics.lines,
+    evals: evals.results,
+  })
   return {
+    summary,
     run: { runId: dir.id, recipe, latest, evals: evals.results, facts, warnings },
     // One evaluated step is a point with its error bar: a run evaluated once still shows it.
     charts: { runId: dir.id, sections, evalCharts: evalCharts(evals.results, 1) },
@@ -93,7 +105,9 @@ async function readRun(runDir: string): Promise<ReadRun> {
 
 /**
  * The report of one run, or of several overlaid (the variants of an ablation: one chart per
- * metric, a line per run and task, a dash pattern per run): the dashboard panels first (held-out
+ * metric, a line per run and task, a dash pattern per run): a summary first (each run's facts and
+ * held-out table, SFT against final checkpoint with the paired difference; side by side for
+ * several runs), the headline charts (held-out avg@k, training success, throughput), the dashboard panels (held-out
  * avg@k and pass@k with error bars, training reward and success with a smoothing control, the
  * policy update, the reward model, difficulty, throughput and staleness), then every other metric
  * by namespace, folded, constants listed; then each run's latest values, evaluation tables and recipe.
@@ -114,6 +128,7 @@ export async function buildReport(runDirs: string | readonly string[]): Promise<
     sections,
     taskColours: tasks.map((t, i) => [t, PALETTE[i % PALETTE.length]!]),
     runDashes: runs.map((r, i) => [r.run.runId, RUN_DASHES[i % RUN_DASHES.length]!]),
+    summaries: runs.map((r) => r.summary),
   })
   return {
     html,
@@ -124,7 +139,7 @@ export async function buildReport(runDirs: string | readonly string[]): Promise<
   }
 }
 
-/** `triad report RUN_DIR [RUN_DIR ...] [--out FILE]`. */
+/** `triad report RUN_DIR [RUN_DIR ...] [--out FILE] [--json]`: writes the page and prints its path. */
 export function registerReport(program: Command): void {
   program
     .command('report')
@@ -136,7 +151,11 @@ export function registerReport(program: Command): void {
       '--out <file>',
       'where to write the HTML (default: <run-dir>/report.html; required for several runs)',
     )
-    .action(async (runDirs: string[], options: { out?: string }) => {
+    .option(
+      '--json',
+      'print one JSON line (the file, and its runs, charts, constants, lines, evals and bytes) instead of the path',
+    )
+    .action(async (runDirs: string[], options: { out?: string; json?: boolean }) => {
       if (runDirs.length > 1 && !options.out)
         throw new UsageError('--out FILE is required with several run directories (the report overlays them)')
       let report: BuiltReport
@@ -158,8 +177,11 @@ export function registerReport(program: Command): void {
                 : err.message
         throw new CliError(`cannot write ${out}: ${why}`, { cause: err })
       })
+      // The file it wrote; with --json, that and what it holds, for scripts.
       process.stdout.write(
-        `${JSON.stringify({ report: out, runs: runDirs.length, charts: report.charts, constants: report.constants, lines: report.lines, evals: report.evals, bytes: Buffer.byteLength(report.html) })}\n`,
+        options.json
+          ? `${JSON.stringify({ report: out, runs: runDirs.length, charts: report.charts, constants: report.constants, lines: report.lines, evals: report.evals, bytes: Buffer.byteLength(report.html) })}\n`
+          : `written ${out}\n`,
       )
     })
 }

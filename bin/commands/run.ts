@@ -143,7 +143,9 @@ export async function toCliError(err: unknown): Promise<unknown> {
  *   whose `sft.datasets` has a bad row.
  */
 export async function prepareRun(recipeFile: string, options: PrepareRunOptions = {}): Promise<PreparedRun> {
-  const { builtinTaskCatalog, loadRecipe, resumeRecipe } = await recipes()
+  const { builtinTaskCatalog, codeVersion, loadRecipe, machine, machineOf, resumeRecipe } = await recipes()
+  // What the run is made with, for its report: the code's commit and this machine.
+  const made = () => ({ code: codeVersion(), machine: machineOf(machine()) })
   const clock = options.clock ?? systemClock
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
   const catalog = options.catalog ?? builtinTaskCatalog()
@@ -170,6 +172,7 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
         event: 'resume',
         time: clock.now(),
         recipe: recipeFile,
+        ...made(),
         budget: resumed.budget,
         ...(lock.tookOver ? { staleLock: lock.tookOver } : {}),
       })
@@ -184,7 +187,7 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
   if (recipe.sft.epochs > 0) await readSftDatasets(recipe.sft.datasets)
   const dir = await createRunDir({ runsDir: options.runsDir ?? 'runs', name: recipe.name, recipe, clock })
   const lock = await lockRunDir(dir.path, { log, clock })
-  await appendRunLog(dir, 'run', { event: 'start', time: clock.now(), recipe: recipeFile })
+  await appendRunLog(dir, 'run', { event: 'start', time: clock.now(), recipe: recipeFile, ...made() })
   return { status: 'ready', recipe, dir, resumed: false, lock }
 }
 

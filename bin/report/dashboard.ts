@@ -61,6 +61,12 @@ export interface DashboardChart {
   meaning?: string
   /** Drawn smoothed by the page's smoothing control (raw values faint behind). */
   smooth?: boolean
+  /**
+   * The x range drawn, `[first, last]` learner step: the same for every chart on the learner's
+   * steps (the runs' first to last step), so a step is at one place in all of them. Absent for
+   * charts on another axis (`xLabel`: the SFT's steps).
+   */
+  xRange?: [number, number]
 }
 
 /** A metric whose values never change, listed instead of drawn. */
@@ -80,6 +86,19 @@ export interface DashboardSection {
   /** Folded (namespaces) or open (panels). */
   folded: boolean
 }
+
+/**
+ * The headline charts the report opens with, each the first chart found of its kind: held-out
+ * avg@k over steps, training success per task, throughput.
+ */
+export const HEADLINE_CHARTS: readonly { panel: string; title: (title: string) => boolean }[] = [
+  { panel: 'evaluation', title: (t) => t.startsWith('eval/avg@') },
+  { panel: 'training', title: (t) => t === 'rollout/success' },
+  { panel: 'throughput', title: (t) => t === 'engine/tokens_per_s' || t === 'rollout/tokens_per_s' },
+]
+
+/** The id of the section of headline charts (`HEADLINE_CHARTS`), first on the page. */
+export const HEADLINE_SECTION = 'headline'
 
 /** The panels in the order shown; `evaluation` holds the held-out charts. */
 export const PANELS: readonly { id: string; title: string; panels: readonly MetricPanel[] }[] = [
@@ -203,10 +222,11 @@ function overlay(
 }
 
 /**
- * The dashboard of one run or an overlay of several: the panels of `PANELS` (the evaluation
- * charts first; a metric chart goes to the panel of its keys in the metric-key catalog), then one
- * folded section per namespace (area) with the remaining charts, a chart whose values are all one
- * number listed as a constant instead. Panels without charts are left out.
+ * The dashboard of one run or an overlay of several: the headline charts (`HEADLINE_CHARTS`, moved
+ * out of their panels), the panels of `PANELS` (the evaluation charts first; a metric chart goes to
+ * the panel of its keys in the metric-key catalog), then one folded section per namespace (area)
+ * with the remaining charts, a chart whose values are all one number listed as a constant instead.
+ * Sections without charts are left out. Every chart on the learner's steps gets the same `xRange`.
  * @param tasks every task of the runs, sorted: a task's colour is its place here.
  */
 export function buildDashboard(runs: readonly RunCharts[], tasks: readonly string[]): DashboardSection[] {
@@ -270,8 +290,28 @@ export function buildDashboard(runs: readonly RunCharts[], tasks: readonly strin
         })
     else ns.charts.push({ id: `chart-${n++}`, ...overlay(parts, tasks, several) })
   }
+  // One x range for every chart on the learner's steps: the runs' first to last step.
+  const stepCharts = [...sections, ...namespaces.values()].flatMap((s) => s.charts).filter((c) => !c.xLabel)
+  const xs = stepCharts.flatMap((c) => (c.x.length ? [c.x[0]!, c.x.at(-1)!] : []))
+  if (xs.length) {
+    const range: [number, number] = [Math.min(...xs), Math.max(...xs)]
+    for (const c of stepCharts) c.xRange = range
+  }
+  // The headline charts move to a section of their own, first.
+  const headline: DashboardSection = {
+    id: HEADLINE_SECTION,
+    title: 'headline: held-out avg@k, training success, throughput',
+    charts: [],
+    constants: [],
+    folded: false,
+  }
+  for (const h of HEADLINE_CHARTS) {
+    const panel = sections.find((s) => s.id === h.panel)
+    const at = panel?.charts.findIndex((c) => h.title(c.title)) ?? -1
+    if (panel && at >= 0) headline.charts.push(...panel.charts.splice(at, 1))
+  }
   return [
-    ...sections.filter((s) => s.charts.length > 0),
+    ...[headline, ...sections].filter((s) => s.charts.length > 0),
     ...[...namespaces.values()].filter((s) => s.charts.length + s.constants.length > 0),
   ]
 }

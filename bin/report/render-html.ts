@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import type { EvalResult } from '../../actors/index.ts'
 import type { LatestPerTask } from './chart-groups.ts'
 import type { DashboardSection } from './dashboard.ts'
+import type { MeanSe, RunSummary } from './run-summary.ts'
 import { formatTick } from './tick-format.ts'
 
 const require = createRequire(import.meta.url)
@@ -89,6 +90,8 @@ export interface ReportContent {
   taskColours: [string, string][]
   /** Each run's dash pattern (several runs). */
   runDashes: [string, number[]][]
+  /** Each run's summary (`summarizeRun`), shown first, side by side for several runs. */
+  summaries?: RunSummary[]
 }
 
 /**
@@ -100,8 +103,10 @@ export interface ReportContent {
  * the series colours. Results on `<body>`: `data-charts-total` (charts), `data-charts-checked`
  * (drawn or failed so far), `data-charts-drawn` (with a visible series), `data-page-overflow` (px
  * the page is wider than the window; 0 when nothing sticks out), `data-smoothing`; on each chart's
- * figure: `data-x` (what x counts), `data-y-ticks` (its y labels, space-separated), `data-error-bars` (bars drawn) and, on a
- * smoothed chart, `data-last` (the last smoothed value of each series, space-separated).
+ * figure: `data-x` (what x counts), `data-x-ticks` and `data-y-ticks` (its x and y labels,
+ * space-separated; x ticks are whole steps, and every chart on the learner's steps spans the
+ * run's one `xRange`), `data-error-bars` (bars drawn) and, on a smoothed chart, `data-last` (the
+ * last smoothed value of each series, space-separated).
  */
 const PAGE_SCRIPT = `
 var formatTick = ${formatTick.toString()};
@@ -147,6 +152,13 @@ var formatTick = ${formatTick.toString()};
       return [mid - pad, mid + pad];
     }
     return uPlot.rangeNum(min, max, Y_RANGE);
+  }
+  // Tick steps of an axis of steps: 1, 2, 5 times a power of ten, whole numbers only.
+  var STEP_INCRS = [];
+  for (var p = 1; p <= 1e9; p *= 10) STEP_INCRS.push(p, 2 * p, 5 * p);
+  // The run's one x range (every chart on the learner's steps), widened around a single step.
+  function xRange(r) {
+    return function () { return r[0] === r[1] ? [r[0] - 1, r[1] + 1] : [r[0], r[1]]; };
   }
   // Measured on every layout cycle: the ticks (and their labels) can change between cycles.
   function axisSize(u, values, axisIdx) {
@@ -241,9 +253,18 @@ var formatTick = ${formatTick.toString()};
         var cols = columns(chart);
         var u = new uPlot({
           width: 520, height: 240,
-          scales: { x: { time: false }, y: { range: yRange } },
+          scales: { x: chart.xRange ? { time: false, range: xRange(chart.xRange) } : { time: false }, y: { range: yRange } },
           legend: { show: false },
-          axes: [{ label: chart.xLabel || 'step' }, {
+          axes: [{
+            label: chart.xLabel || 'step',
+            // Steps are whole: whole-number ticks only.
+            incrs: STEP_INCRS,
+            values: function (u, splits) {
+              var labels = splits.map(function (v) { return v == null ? '' : String(Math.round(v)); });
+              box.setAttribute('data-x-ticks', labels.join(' '));
+              return labels;
+            },
+          }, {
             label: chart.unit || '',
             size: axisSize,
             values: function (u, splits, axisIdx, space, incr) {
@@ -347,6 +368,43 @@ function sectionHtml(s: DashboardSection, several: boolean, smoothing: boolean):
   return `<section class="panel" id="${s.id}"><h2>${escapeHtml(s.title)}</h2>${body}</section>`
 }
 
+/** `0.312 ± 0.041`; a difference signed (`+0.126 ± 0.024`); `-` when absent. */
+function meanSe(v: MeanSe | undefined, signed = false): string {
+  if (!v) return '-'
+  const sign = signed && v.mean >= 0 ? '+' : ''
+  return `${sign}${v.mean.toFixed(3)} ± ${v.se.toFixed(3)}`
+}
+
+/**
+ * One run's summary: its facts, then its held-out table (task, SFT checkpoint, final checkpoint,
+ * paired difference; a task's name in its colour). Every cell of the table carries `data-task` and
+ * `data-col` (`sft`, `final`, `diff`), for a reader of the page.
+ */
+function summaryHtml(s: RunSummary, colours: Map<string, string>, several: boolean): string {
+  const facts = `<dl class="summary-facts">${s.facts
+    .map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd data-fact="${escapeHtml(k)}">${escapeHtml(v)}</dd>`)
+    .join('')}</dl>`
+  const h = s.heldOut
+  const table = h
+    ? `<p class="meta">held-out avg@${h.k ?? 'k'} ± 1 standard error, ${escapeHtml(h.file.split('/').slice(-2).join('/'))}</p>${scrollingTable(
+        `<thead><tr><th>task</th><th>SFT checkpoint</th><th>final checkpoint (${escapeHtml(h.final)})</th><th>paired difference</th></tr></thead><tbody>${h.rows
+          .map((r) => {
+            const colour = colours.get(r.task)
+            const name = colour
+              ? `<span style="color:${colour}">■</span> ${escapeHtml(r.task)}`
+              : `<b>${escapeHtml(r.task)}</b>`
+            const cell = (col: string, text: string) =>
+              `<td class="num" data-task="${escapeHtml(r.task)}" data-col="${col}">${escapeHtml(text)}</td>`
+            const n = r.diff ? ` <span class="meta">(n ${r.diff.n})</span>` : ''
+            return `<tr><td>${name}</td>${cell('sft', meanSe(r.sft))}${cell('final', meanSe(r.final))}${cell('diff', meanSe(r.diff, true)).replace('</td>', `${n}</td>`)}</tr>`
+          })
+          .join('')}</tbody>`,
+        `held-out-${s.runId}`,
+      )}`
+    : '<p class="meta">no end-of-run evaluation yet (eval/final-*.json)</p>'
+  return `<div class="summary-run" data-run="${escapeHtml(s.runId)}">${several ? `<h3>${escapeHtml(s.runId)}</h3>` : ''}${facts}${table}</div>`
+}
+
 /** The latest-values table of a run. */
 function latestTable(latest: LatestPerTask): string {
   return latest.columns.length && latest.rows.length
@@ -380,11 +438,18 @@ export function renderReportHtml(content: ReportContent): string {
           .join('')}</div>${r.warnings.map((w) => `<p class="warn">${escapeHtml(w)}</p>`).join('\n')}</div>`,
     )
     .join('')
-  const firstPanel = content.sections.findIndex((s) => !s.folded)
+  // One smoothing control, in the first section with a smoothed chart.
+  const smoothed = content.sections.find((s) => !s.folded && s.charts.some((c) => c.smooth))?.id
   const panels = content.sections
     .filter((s) => !s.folded)
-    .map((s, i) => sectionHtml(s, several, s.id === 'training' && i >= firstPanel))
+    .map((s) => sectionHtml(s, several, s.id === smoothed))
     .join('\n')
+  const colours = new Map(content.taskColours)
+  const summaries = content.summaries?.length
+    ? `<section class="area" id="summary"><h2>summary</h2><div class="summaries">${content.summaries
+        .map((s) => summaryHtml(s, colours, several))
+        .join('')}</div></section>`
+    : ''
   const namespaces = content.sections.filter((s) => s.folded)
   const namespaceHtml = namespaces.length
     ? `<section class="area" id="namespaces"><h2>every other metric, by namespace</h2>${namespaces
@@ -414,6 +479,9 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; border-bottom: 1px solid #ddd; margin-top: 28px; }
 h3 { font-size: 14px; margin: 10px 0 2px; }
 .facts { display: flex; flex-wrap: wrap; gap: 4px 20px; color: #555; }
+.summaries { display: flex; flex-wrap: wrap; gap: 16px 32px; } .summary-run { min-width: 320px; }
+dl.summary-facts { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; margin: 6px 0 10px; }
+dl.summary-facts dt { color: #555; } dl.summary-facts dd { margin: 0; }
 .legend { display: flex; flex-wrap: wrap; gap: 6px 18px; margin: 12px 0; } .legend .key { white-space: nowrap; }
 .warn { color: #a15c00; }
 .grid { display: flex; flex-wrap: wrap; gap: 16px; }
@@ -432,6 +500,7 @@ pre { background: #f6f6f6; padding: 8px; overflow: auto; }
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
+${summaries}
 ${runHeads}
 ${legend(content)}
 ${charts.length ? '' : '<p>No metrics in metrics.jsonl yet.</p>'}

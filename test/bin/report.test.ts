@@ -406,16 +406,20 @@ describe('bin/report', () => {
   it('triad report - writes the HTML file; a directory that is not a run is a clear error', async () => {
     const dir = await makeSyntheticRun(tmp(), 3)
     const out = join(tmp(), 'r.html')
-    const ok = startTriad(['report', dir.path, '--out', out])
+    const ok = startTriad(['report', dir.path, '--out', out, '--json'])
     const line = await ok.waitForLine((j) => 'report' in j, 60_000)
     assert.equal(line.report, out)
     assert.equal(line.charts, 10)
     assert.equal((await ok.exited).code, 0)
     assert.match(readFileSync(out, 'utf8'), /^<!doctype html>/)
+    // Without --json: the path it wrote, alone.
+    const plain = startTriad(['report', dir.path])
+    assert.equal((await plain.exited).code, 0, plain.stderr())
+    assert.deepEqual(plain.stdout, [`written ${join(dir.path, 'report.html')}`])
 
     const notRun = tmp()
     const bad = startTriad(['report', notRun])
-    assert.equal((await bad.exited).code, 1)
+    assert.equal((await bad.exited).code, 2)
     assert.equal(bad.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
   })
 })
@@ -429,6 +433,7 @@ type PageData = {
       id: string
       title: string
       smooth?: boolean
+      xRange?: [number, number]
       series: {
         label: string
         colour: string
@@ -455,18 +460,19 @@ function ema(y: readonly (number | null)[], w: number): (number | null)[] {
 }
 
 describe('bin/report - the dashboard', () => {
-  it('buildReport - panels first in order, then namespaces folded; one colour per task in every chart; error bars from the standard errors', async () => {
+  it('buildReport - the headline charts, then the panels in order, then namespaces folded; one colour per task in every chart; error bars from the standard errors', async () => {
     const dir = await evaluatedRun(tmp())
     const report = await buildReport(dir.path)
     const data = pageData(report.html)
     assert.deepEqual(
       data.sections.map((s) => [s.id, s.folded, s.charts.map((c) => c.title)]),
       [
-        ['evaluation', false, ['eval/avg@8', 'eval/pass@8']],
-        ['training', false, ['rollout/reward', 'rollout/success']],
+        ['headline', false, ['eval/avg@8', 'rollout/success', 'engine/tokens_per_s']],
+        ['evaluation', false, ['eval/pass@8']],
+        ['training', false, ['rollout/reward']],
         ['policy', false, ['loss/total']],
         ['difficulty', false, ['env/difficulty']],
-        ['throughput', false, ['pipeline/staleness_*', 'engine/tokens_per_s']],
+        ['throughput', false, ['pipeline/staleness_*']],
         ['ns-learner', true, ['learner/clip_frac_*']],
         ['ns-reward', true, ['reward/step_accuracy']],
         ['ns-runtime', true, []],
@@ -488,8 +494,14 @@ describe('bin/report - the dashboard', () => {
       avg.series.map((s) => [s.label, s.y, s.se]),
       ['calc', 'maze', 'sql'].map((t) => [t, [0.1, 0.2, 0.5], [0.04, 0.04, 0.03]]),
     )
-    assert.ok(data.sections[1]!.charts.every((c) => c.smooth === true))
-    assert.ok(data.sections.slice(2).every((s) => s.charts.every((c) => c.smooth === undefined)))
+    // The training charts are smoothed (rollout/success among the headline charts too), no other.
+    const smooth = data.sections.flatMap((s) => s.charts.filter((c) => c.smooth).map((c) => c.title))
+    assert.deepEqual(smooth, ['rollout/success', 'rollout/reward'])
+    // One x range for every chart on the learner's steps.
+    assert.deepEqual(
+      [...new Set(data.sections.flatMap((s) => s.charts.map((c) => JSON.stringify(c.xRange))))],
+      ['[0,30]'],
+    )
     // The legend says which colour is which task.
     assert.match(report.html, /<span class="key" data-task="calc" data-colour="#1f77b4">/)
     assert.match(report.html, /<details class="namespace" id="ns-runtime"><summary><b>runtime<\/b>/)
@@ -506,7 +518,7 @@ describe('bin/report - the dashboard', () => {
     await screenshot(file, png, [1300, 2200])
     assert.ok(statSync(png).size > 50_000, 'a screenshot with charts on it')
     const data = pageData(report.html)
-    const success = data.sections[1]!.charts.find((c) => c.title === 'rollout/success')!
+    const success = data.sections[0]!.charts.find((c) => c.title === 'rollout/success')!
     for (const w of [0, 0.9]) {
       const dom = await dumpDom(file, 60_000, [1300, 900], `#smoothing=${w}`)
       assert.equal(attr(dom, 'data-charts-drawn'), '10')
@@ -516,7 +528,7 @@ describe('bin/report - the dashboard', () => {
         new RegExp(`<figure class="chart" id="${id}"([^>]*)>`).exec(dom)?.[1] ?? ''
       // 3 tasks at 3 evaluated steps, each value with its error bar
       assert.match(figureOf(data.sections[0]!.charts[0]!.id), /data-error-bars="9"/)
-      assert.match(figureOf(data.sections[0]!.charts[1]!.id), /data-error-bars="9"/)
+      assert.match(figureOf(data.sections[1]!.charts[0]!.id), /data-error-bars="9"/)
       const last = success.series.map((s) => String(Number(ema(s.y, w).at(-1)!.toFixed(6)))).join(' ')
       assert.match(figureOf(success.id), new RegExp(`data-last="${last}"`))
       if (w === 0.9)
@@ -578,7 +590,7 @@ describe('bin/report - the dashboard', () => {
     const a = await makeSyntheticRun(runsDir, 5, 'one')
     const b = await makeSyntheticRun(runsDir, 5, 'two')
     const out = join(tmp(), 'both.html')
-    const ok = startTriad(['report', a.path, b.path, '--out', out])
+    const ok = startTriad(['report', a.path, b.path, '--out', out, '--json'])
     const line = await ok.waitForLine((j) => 'report' in j, 60_000)
     assert.equal(line.runs, 2)
     assert.equal((await ok.exited).code, 0)
