@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { extname, resolve } from 'node:path'
 
 /**
- * The environment an agent program is started with (docs/design.md#agent-gateway). The two
+ * The environment an agent program is started with (docs/gateway.md). The two
  * `OPENAI_*` variables are those the official OpenAI clients read by default, so an agent written
  * against them needs no change: its base URL already names its session.
  */

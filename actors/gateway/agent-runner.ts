@@ -16,7 +16,7 @@ import { loadRewardFunction } from './reward-module.ts'
 const EXIT_GRACE_MS: Millis = 2_000
 
 /**
- * Plays agent episodes (docs/design.md#agent-gateway): per episode a gateway session and the
+ * Plays agent episodes (docs/gateway.md): per episode a gateway session and the
  * task's program started with it (`AgentEnv`), at most `concurrency` programs per task at once.
  * The episode ends with the agent's reward call; or, when the program exits 0 without one, with
  * the task's reward function over the episode's messages. It fails (the driver retries it with a

@@ -41,7 +41,7 @@ export interface PreparedCall {
 }
 
 /**
- * The token-in-token-out record of one gateway episode (docs/design.md#agent-gateway): the calls
+ * The token-in-token-out record of one gateway episode (docs/gateway.md): the calls
  * of an agent, grouped by its session id, become trained segments whose ids are exactly those
  * the engine saw and sampled. A call whose messages extend the current segment's (the same
  * messages, assistant turns as the gateway returned them, then new tool results or user turns)

@@ -59,7 +59,7 @@ export interface GatewayStats {
 const ENDED_KEPT = 65_536
 
 /**
- * The agent gateway (docs/design.md#agent-gateway): an OpenAI-compatible HTTP server in front of
+ * The agent gateway (docs/gateway.md): an OpenAI-compatible HTTP server in front of
  * the run's policy engines, for agent programs that own their loop. Routes:
  *
  * - `POST /v1/chat/completions` with header `x-triad-session: <id>`, or

@@ -22,7 +22,7 @@ interface McpEpisode {
 }
 
 /**
- * MCP servers as a task's environment (docs/design.md#agent-gateway): the agent loop's `env` for an
+ * MCP servers as a task's environment (docs/gateway.md): the agent loop's `env` for an
  * MCP task. `start` draws the instance from the seed (`messages`, or `question` as the user turn),
  * starts the task's servers (a fresh one per episode, or the pooled one of a `pooled` server) and
  * lists their tools into the tool schemas the policy sees; `interact` sends the policy's tool calls

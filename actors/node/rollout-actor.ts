@@ -103,7 +103,7 @@ export async function startRolloutActor(
     createRng(runSeeds(config.seed).policyRouter),
   )
   const publisher = openTrajectoryPublisher(transport, config.run)
-  // Agent tasks (docs/design.md#agent-gateway): their programs call the gateway, in front of the
+  // Agent tasks (docs/gateway.md): their programs call the gateway, in front of the
   // same router, so their turns go to fresh and stale engines as the built-in tasks' do.
   const gateway = config.tasks.some((t) => t.agent)
     ? await Gateway.start({

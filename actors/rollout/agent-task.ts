@@ -2,7 +2,7 @@ import type { Millis, Trajectory } from '../../protocols/index.ts'
 
 /**
  * A task whose episodes are played by an agent program that owns its loop and calls the run's
- * agent gateway (docs/design.md#agent-gateway), instead of triad's agent loop over an environment.
+ * agent gateway (docs/gateway.md), instead of triad's agent loop over an environment.
  */
 export interface AgentTaskSpec {
   /** The program: a `.ts`, `.js`/`.mjs` (run by node) or `.py` (run by python3) file, else an executable. */
