@@ -249,6 +249,8 @@ export async function startRun(
       transport = new InProcessTransport()
       await recordRunTransport(dir, { transport: 'in-process', reason })
     }
+    // Chaos mode kills role processes: one process has none (before anything starts).
+    if (options.chaos && !url) throw new ChaosUnavailableError()
     const configFile = join(dir.path, 'node-config.json')
     try {
       writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`)
@@ -295,10 +297,9 @@ export async function startRun(
           record,
           policy: supervision(PROCESS_SUPERVISION),
         })
-      : startInProcess(transport as InProcessTransport, config, dir, log)
+      : startInProcess(transport as InProcessTransport, config, dir, log, wrote)
     if (options.chaos) {
-      if (!nodes.pids) throw new ChaosUnavailableError()
-      const pids = nodes.pids
+      const pids = nodes.pids ?? (() => ({}))
       const targets: ChaosTarget[] = [
         { name: 'learner', pid: () => pids().learner },
         { name: 'rollout', pid: () => pids().rollout },
@@ -506,9 +507,11 @@ function startInProcess(
   config: ReturnType<typeof nodeConfigOf>,
   dir: RunDir,
   log: (line: string) => void,
+  wrote: (role: string, path: string) => (err: unknown) => void,
 ): RunNodes {
   const nodes = startInProcessNodes(transport, config, {
     logsDir: dir.logsDir,
+    onLogError: (role, file, err) => wrote(role, file)(err),
     onEscalate: (path, error) => log(`${path} failed past its restart limit: ${String(error)}`),
   })
   log(`learner and rollout in this process (pid ${process.pid}); logs in ${dir.logsDir}`)

@@ -16,6 +16,8 @@ export interface InProcessNodeOptions {
   logsDir: string
   /** Called with each actor that failed past its restart limit (the process cannot restart it). */
   onEscalate?: (path: string, error: unknown) => void
+  /** Called once per role when its log file cannot be written (a full disk); its lines are dropped. */
+  onLogError?: (role: string, file: string, err: Error) => void
 }
 
 /** The learner and rollout roles of a run, in this process. */
@@ -62,7 +64,10 @@ export function startInProcessNodes(
   const logs: Logger[] = []
   // Each role's lines as pino lines in its log file, as its own process would write them.
   const logTo = (role: string) => {
-    const logger = createRoleLogger({ role, id: role, run: config.run }, join(options.logsDir, `${role}.log`))
+    const file = join(options.logsDir, `${role}.log`)
+    const logger = createRoleLogger({ role, id: role, run: config.run }, file, (err) =>
+      options.onLogError?.(role, file, err),
+    )
     logs.push(logger)
     return infoLines(logger)
   }

@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { connectNats, startNatsServer, streamManager, trajectoryStreamName } from '../../actors/index.ts'
 import { auditGroups } from '../support/group-audit.ts'
-import { pathWithNatsServer } from '../support/nats-path.ts'
+import { pathWithNatsServer, pathWithoutNatsServer } from '../support/nats-path.ts'
 import { descendants, killSurvivors, type ProcStat } from '../support/process-tree.ts'
 import { RUN_STARTED, runTriad, startTriad, type TriadProcess } from '../support/triad-process.ts'
 
@@ -143,5 +143,19 @@ describe('e2e - triad run --chaos: kills through a whole tiny run, which still f
       assert.equal(r.stderr.trim(), line)
     }
     assert.equal(existsSync(runsDir), false)
+  })
+
+  it('--chaos with no nats-server on PATH (the run would be one process): one line, exit 1, nothing started', async () => {
+    const run = startTriad(['run', tiny, '--runs-dir', join(tmpDir, 'no-server'), '--chaos', '5'], {
+      PATH: pathWithoutNatsServer(),
+    })
+    started.push(run)
+    const exit = await run.exited
+    assert.equal(exit.code, 1, shown(run)())
+    assert.equal(
+      run.stderr().trim(),
+      'triad: --chaos needs the roles in processes of their own: install nats-server (apt-get install nats-server) or join one with --nats; it does not work with --in-process',
+    )
+    assert.doesNotMatch(run.stdout.join('\n'), /^learner /m)
   })
 })
