@@ -152,10 +152,14 @@ export class AgentRunner implements AgentEpisodeRunner {
     while ((this.running.get(task) ?? 0) >= limit) {
       if (signal.aborted) throw signal.reason
       await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal.removeEventListener('abort', wake)
+          resolve()
+        }
         const q = this.waiting.get(task) ?? []
-        q.push(resolve)
+        q.push(wake)
         this.waiting.set(task, q)
-        signal.addEventListener('abort', () => resolve(), { once: true })
+        signal.addEventListener('abort', wake, { once: true })
       })
     }
     this.running.set(task, (this.running.get(task) ?? 0) + 1)

@@ -307,4 +307,48 @@ describe('actors/gateway - the agent gateway', () => {
     assert.equal((await post(`/sessions/${s.id}/reward`, 1)).status, 200)
     assert.equal((await s.outcome).turns, 1)
   })
+
+  it('gateway - 128 agents at once, two calls and a reward each: every episode is recorded and rewarded, none lost', async () => {
+    const wide = await Gateway.start({
+      policy: new PolicyRouter(transport, run, 0, createRng(2)),
+      chat,
+      contextLength: modelConfig.contextLength,
+      sampling: { temperature: 1, top_p: 1 },
+    })
+    try {
+      const agents = Array.from({ length: 128 }, async (_, i) => {
+        const s = wide.openSession({ task: 'calc', maxTurns: 4, maxNewTokens: 4, timeoutMs: 60_000, seed: i })
+        const c = new OpenAI({ baseURL: wide.baseUrlOf(s.id), apiKey: wide.apiKey, maxRetries: 0 })
+        const first: ChatMessage[] = [{ role: 'user', content: `agent ${i}` }]
+        const r1 = await c.chat.completions.create({ model: 'm', messages: first })
+        await c.chat.completions.create({
+          model: 'm',
+          messages: [...first, r1.choices[0]!.message, { role: 'user', content: 'again' }],
+        })
+        const r = await fetch(`${wide.url}/sessions/${s.id}/reward`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${wide.apiKey}` },
+          body: String(i % 2),
+        })
+        assert.equal(r.status, 200)
+        return s.outcome
+      })
+      const outcomes = await Promise.all(agents)
+      assert.equal(outcomes.length, 128)
+      assert.deepEqual(
+        outcomes.map((o) => [o.trajectories.length, o.turns, o.trajectories[0]!.turns]),
+        Array.from({ length: 128 }, () => [1, 2, 2]),
+      )
+      assert.deepEqual(
+        outcomes.map((o) => o.reward),
+        Array.from({ length: 128 }, (_, i) => i % 2),
+      )
+      assert.equal(wide.stats.rewarded, 128)
+      assert.equal(wide.stats.calls, 256)
+      assert.deepEqual(wide.stats.refused, {})
+      assert.equal(wide.openSessions, 0)
+    } finally {
+      await wide.close()
+    }
+  })
 })
