@@ -299,7 +299,7 @@ export async function startRun(
         })
       : startInProcess(transport as InProcessTransport, config, dir, log, wrote)
     if (options.chaos) {
-      const pids = nodes.pids ?? (() => ({}))
+      const pids = nodes.pids ?? (() => ({ learner: undefined, rollout: undefined }))
       const targets: ChaosTarget[] = [
         { name: 'learner', pid: () => pids().learner },
         { name: 'rollout', pid: () => pids().rollout },
