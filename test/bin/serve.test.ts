@@ -267,7 +267,7 @@ describe('triad serve: OpenAI-compatible chat server', () => {
     )
     const res = await fetch(`${base}/completions`, { method: 'POST', body: '{}' })
     assert.equal(res.status, 404)
-    assert.equal(((await res.json()) as { error: { type: string } }).error.type, 'not_found_error')
+    assert.equal(assertOpenAiError(await res.json(), 'no route').error.type, 'not_found_error')
     await assert.rejects(
       client.chat.completions.create({
         model: MODEL,
@@ -285,7 +285,11 @@ describe('triad serve: OpenAI-compatible chat server', () => {
         headers: { 'content-type': type },
         body,
       })
-      return { status: res.status, error: ((await res.json()) as { error: Record<string, unknown> }).error }
+      const json = await res.json()
+      return {
+        status: res.status,
+        error: assertOpenAiError(json, `${res.status} ${body.slice(0, 40)}`).error,
+      }
     }
     const bad = await post('{"model": ')
     assert.equal(bad.status, 400)
