@@ -421,6 +421,7 @@ export {
   sleep,
   startActorSystem,
   startTree,
+  streamReplicas,
   systemClock,
   type Transport,
   type TreeSpec,

@@ -12,6 +12,7 @@ import {
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { type Clock, systemClock } from '../runtime/clock.ts'
+import { streamReplicas } from '../runtime/nats-transport.ts'
 import { BufferFullError, PublisherClosedError } from './errors.ts'
 import {
   addDelivered,
@@ -32,7 +33,7 @@ const DURABLE = 'learner'
  * Creates (or updates) the run's trajectory stream on JetStream: work-queue retention (a group
  * leaves the stream when the learner acknowledges it), `discard: new` at `maxGroups` (so a full
  * buffer makes publishers wait instead of losing old groups), file storage (survives a server
- * restart), and the learner's durable consumer (explicit acks, `ackWaitMs`).
+ * restart), 3 replicas on a cluster of three or more servers (`streamReplicas`), and the learner's durable consumer (explicit acks, `ackWaitMs`).
  */
 export async function ensureJetStreamTrajectoryStream(
   nc: NatsConnection,
@@ -47,6 +48,8 @@ export async function ensureJetStreamTrajectoryStream(
     discard: DiscardPolicy.New,
     max_msgs: options.maxGroups,
     storage: StorageType.File,
+    // On a cluster of three or more servers, 3 replicas: the buffer survives a server taken away.
+    num_replicas: streamReplicas(nc),
   }
   try {
     await jsm.streams.info(name)

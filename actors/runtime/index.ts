@@ -29,6 +29,7 @@ export {
   connectNats,
   type NatsConnectOptions,
   NatsTransport,
+  streamReplicas,
 } from './nats-transport.ts'
 export { type CommandLine, dieWithParent, findSetpriv, OWN_PROCESS_GROUP } from './parent-death.ts'
 export {

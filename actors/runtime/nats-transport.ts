@@ -54,9 +54,20 @@ export function connectionName(who: ConnectionIdentity): string {
 }
 
 /**
+ * How often a connection pings its server, ms. A server whose host is cut off sends no FIN, so
+ * only unanswered pings show it gone: after two, at most about 3 intervals, the client moves to
+ * another server of the cluster (at 10 s, the learner waited about 30 s on a dead server; see
+ * docs/scaling.md).
+ */
+export const NATS_PING_INTERVAL_MS = 2_000
+
+/**
  * Connects to NATS and returns a transport. It reconnects forever after the first connection;
  * requests made while disconnected are sent after the reconnect or fail at their deadline; requests
- * in flight when the connection drops fail at once with `RequestInterruptedError`.
+ * in flight when the connection drops fail at once with `RequestInterruptedError`. A server that
+ * vanishes without closing the connection (its host cut off) is noticed by pings: one every
+ * `NATS_PING_INTERVAL_MS`, the connection given up at the second unanswered one, then the next
+ * server of `servers` is tried.
  * @throws NatsConnectError when no server answers the first connection.
  */
 export async function connectNats(options: NatsConnectOptions): Promise<NatsTransport> {
@@ -70,12 +81,24 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsTran
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       reconnectJitter: 100,
-      pingInterval: 10_000,
+      pingInterval: NATS_PING_INTERVAL_MS,
+      maxPingOut: 2,
     })
   } catch (cause) {
     throw new NatsConnectError(options.servers, cause)
   }
   return new NatsTransport(nc, name, options.clock ?? systemClock)
+}
+
+/**
+ * The replicas of a JetStream stream (or bucket) made through `nc`: 3 when its server is in a
+ * cluster of three or more servers (the server's INFO lists every server's client URL in
+ * `connect_urls`), else 1. A stream of 3 replicas keeps serving when any one server is taken away;
+ * one of 1 replica lives on one server and stops with it (docs/scaling.md).
+ */
+export function streamReplicas(nc: Pick<NatsConnection, 'info'>): 1 | 3 {
+  const info = nc.info
+  return info?.cluster && (info.connect_urls?.length ?? 0) >= 3 ? 3 : 1
 }
 
 /** The transport over a NATS connection. `nc` is exposed for JetStream and the object store. */

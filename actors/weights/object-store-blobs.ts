@@ -8,6 +8,7 @@ import {
 } from '@nats-io/jetstream'
 import { type ObjectInfo, type ObjectStore, Objm } from '@nats-io/obj'
 import type { NatsConnection } from '@nats-io/transport-node'
+import { streamReplicas } from '../runtime/nats-transport.ts'
 import type { BlobInfo, BlobStore } from './blob-store.ts'
 import { BlobReadError } from './errors.ts'
 
@@ -53,12 +54,13 @@ export class ObjectStoreBlobs implements BlobStore {
   ) {}
 
   /**
-   * Opens the bucket, creating it when absent.
+   * Opens the bucket, creating it when absent (3 replicas on a cluster of three or more servers).
    * @throws the JetStream error when JetStream is off on the server.
    */
   static async open(nc: NatsConnection, bucket: string): Promise<ObjectStoreBlobs> {
     // Cast: @nats-io/obj pins its own copy of nats-core; the connection is the same at run time.
-    const os = await new Objm(nc as never).create(bucket)
+    // On a cluster of three or more servers, 3 replicas: the weights survive a server taken away.
+    const os = await new Objm(nc as never).create(bucket, { replicas: streamReplicas(nc) })
     return new ObjectStoreBlobs(os, jetstream(nc as never), bucket)
   }
 
