@@ -147,7 +147,7 @@ describe('bin/status - a run that ended', () => {
       restarts: { learner: 0, rollout: 1 },
     })
     const unknown = await runTriad(['status', '--run', 'nope-20261204-120000', '--runs-dir', runsDir])
-    assert.equal(unknown.code, 1)
+    assert.equal(unknown.code, 2, 'no such run directory is a bad argument')
     assert.equal(
       unknown.stderr,
       `triad: cannot find the NATS server of run nope-20261204-120000: there is no run directory ${join(runsDir, 'nope-20261204-120000')}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed\n`,
