@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test'
 import {
   checkStoreFree,
   liveStoreHolder,
+  NATS_STOP_GRACE_MS,
   NATS_STORE_LOCK_FILE,
   type NatsServer,
   NatsServerError,
@@ -67,5 +68,19 @@ describe('nats-server - the lock of its JetStream store', () => {
       JSON.stringify({ pid: process.pid, hostname: 'elsewhere' }),
     )
     assert.equal(liveStoreHolder(store), undefined)
+  })
+})
+
+describe('nats-server - a stop that SIGTERM does not end', () => {
+  it(`a server that ignores SIGTERM (stopped, as one wedged on a full disk) is killed after NATS_STOP_GRACE_MS (${NATS_STOP_GRACE_MS} ms), and stop waits for its exit`, async () => {
+    const server = await startNatsServer({ monitorPort: false })
+    const pid = server.pid()!
+    process.kill(pid, 'SIGSTOP')
+    const t0 = performance.now()
+    await server.stop()
+    const took = performance.now() - t0
+    assert.ok(took >= NATS_STOP_GRACE_MS - 50, `stopped after ${took} ms`)
+    assert.ok(took < NATS_STOP_GRACE_MS + 3_000, `stopped after ${took} ms`)
+    assert.throws(() => process.kill(pid, 0), /ESRCH/)
   })
 })
