@@ -57,7 +57,14 @@ tf.registerGradient({
     const [logits, targets] = saved as [tf.Tensor, tf.Tensor]
     const dz = tf
       .engine()
-      .runKernel(FusedKernel.TokenLogprobGrad, { dy: dy as tf.Tensor, logits, targets }) as tf.Tensor
+      // the saved logits serve this gradient alone: a backend may write the gradient over them
+      .runKernel(
+        FusedKernel.TokenLogprobGrad,
+        { dy: dy as tf.Tensor, logits, targets },
+        {
+          reuseLogits: true,
+        },
+      ) as tf.Tensor
     return { logits: () => dz, targets: zeros(targets) }
   },
 })

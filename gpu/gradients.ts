@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
+import { tapeGradients } from './tape-gradients.ts'
 import type { Transformer } from './transformer.ts'
 
 /** A scalar loss and its gradients by parameter name. The caller disposes `grads` (`tf.dispose`). */
@@ -14,15 +15,16 @@ export interface LossAndGrads {
  * gradients with respect to every parameter (`model.params`: the adapters alone under LoRA, whose
  * frozen weights get none). A model with LoRA dropout drops its adapters' inputs during `lossFn`
  * only, with masks seeded from the model's LoRA seed and a count of these calls. Intermediate
- * tensors are freed.
+ * gradients and saved activations are freed during the backward pass (`tapeGradients`), so the
+ * peak is the saved activations and one frontier of gradients.
  */
 export async function lossAndGrads(model: Transformer, lossFn: () => tf.Scalar): Promise<LossAndGrads> {
   const names = new Map([...model.params].map(([name, variable]) => [variable.name, name]))
   const lora = model.lora
   if (lora) lora.dropoutSeed = lora.seed + lora.draws++
-  let result: ReturnType<typeof tf.variableGrads>
+  let result: ReturnType<typeof tapeGradients>
   try {
-    result = tf.variableGrads(lossFn, [...model.params.values()])
+    result = tapeGradients(lossFn, [...model.params.values()])
   } finally {
     if (lora) lora.dropoutSeed = undefined
   }

@@ -79,6 +79,18 @@ export class NativeBackend extends MathBackendCPU {
     return array
   }
 
+  /**
+   * Whether `t` is the only tensor over its array: its data has one reference and, where the array
+   * is the pool's, no other tensor data (a view or a reshape) is over the same buffer. A kernel may
+   * then write its output over `t`'s values when the caller says it needs `t` no more.
+   */
+  soleHolder(t: tf.TensorInfo): boolean {
+    if (!this.data.has(t.dataId) || this.refCount(t.dataId) !== 1) return false
+    const values = this.data.get(t.dataId).values
+    if (!ArrayBuffer.isView(values)) return false
+    return this.owned.get(values.buffer)?.owners === 1
+  }
+
   /** Bytes held in the pool of free arrays now. */
   pooledByteCount(): number {
     return this.pooledBytes

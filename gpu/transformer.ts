@@ -12,6 +12,8 @@ import {
   LoraTarget,
   loraScale,
 } from './lora.ts'
+import { loraUpdate } from './lora-update.ts'
+import { maskedSoftmax } from './masked-softmax.ts'
 import { matmul, matmulFrozen, matmulT, matmulTFrozen, transposeFlagsAreFast } from './matmul.ts'
 import { createRng } from './prng.ts'
 import './segment-sum-kernel.ts'
@@ -571,9 +573,8 @@ function attention(
     mode === AttentionMode.PerHead ||
     (mode === AttentionMode.Auto && !transposeFlagsAreFast() && t >= 64 && bkv <= 64)
   if (!perHead) {
-    const scores = tf.matMul(qg, k, false, true) // [b*kv, g*t, keyLen]
-    const masked = tf.add(tf.reshape(scores, [bh / heads, heads, t, keyLen]), mask)
-    return tf.reshape(tf.matMul(tf.reshape(tf.softmax(masked), [bkv, g * t, keyLen]), v), [bh, t, hd])
+    const scores = tf.matMul(qg, k, false, true) as tf.Tensor3D // [b*kv, g*t, keyLen]
+    return tf.reshape(tf.matMul(maskedSoftmax(scores, mask, bh / heads, heads), v), [bh, t, hd])
   }
   const kvHeads = bkv / (bh / heads)
   const qs = splitRows(qg, bkv)
@@ -682,8 +683,7 @@ function withLora(model: Transformer, layer: number, target: LoraTarget, x: tf.T
           lora.dropoutSeed * 131 + layer * 7 + TARGET_INDEX[target],
         ) as tf.Tensor2D)
       : x
-  const update = matmul(matmul(input, a as tf.Tensor2D), b) // (x A) B, [n, out]
-  return tf.add(y, tf.mul(update, lora.scale)) as tf.Tensor2D // x W + (alpha / r) x A B
+  return loraUpdate(y, input, a as tf.Tensor2D, b, lora.scale) // x W + (alpha / r) x A B
 }
 
 /** Options of `forward`. */
@@ -764,7 +764,12 @@ export function hiddenStates(
     attention: options.attention ?? AttentionMode.Auto,
   }
   let x = embedLookup(weightOf(model, 'embed'), flatIds)
-  for (let i = 0; i < model.config.layers; i++) x = block(model, i, x, ctx)
+  // one tidy per block: a block's intermediates that its backward pass does not need (the tape
+  // keeps what it saved) are freed before the next block, so the forward holds one block's worth
+  for (let i = 0; i < model.config.layers; i++) {
+    const input = x
+    x = tf.tidy(() => block(model, i, input, ctx))
+  }
   if (cache) cache.advance(t)
   if (options.lastOnly)
     x = tf.reshape(tf.slice(tf.reshape(x, [b, t, width]), [0, t - 1, 0], [b, 1, width]), [b, width])

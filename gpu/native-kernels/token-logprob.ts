@@ -29,17 +29,25 @@ export const tokenLogprobKernel: NativeKernel = {
   },
 }
 
-/** `TriadTokenLogprobGrad`: `dlogits = dlogp (onehot(y) - softmax(logits))`, `[rows, vocab]`. */
+/**
+ * `TriadTokenLogprobGrad`: `dlogits = dlogp (onehot(y) - softmax(logits))`, `[rows, vocab]`.
+ * With the attribute `reuseLogits` (the caller needs the logits no more) and no other tensor over
+ * the logits' array, the gradient is written over the logits (each element is read before it is
+ * written), so the backward pass of the output head holds one `[rows, vocab]` array, not two.
+ */
 export const tokenLogprobGradKernel: NativeKernel = {
   kernelName: FusedKernel.TokenLogprobGrad,
-  kernelFunc: ({ inputs, backend }) => {
+  kernelFunc: ({ inputs, backend, attrs }) => {
     const { dy, logits, targets } = inputs as {
       dy: tf.TensorInfo
       logits: tf.TensorInfo
       targets: tf.TensorInfo
     }
     const [rows, vocab] = logits.shape as [number, number]
-    const dz = backend.allocate('float32', rows * vocab) as Float32Array
+    const dz =
+      attrs?.reuseLogits === true && backend.soleHolder(logits)
+        ? (backend.values(logits) as Float32Array)
+        : (backend.allocate('float32', rows * vocab) as Float32Array)
     backend.addon.tokenLogprobGrad(
       backend.values(dy) as Float32Array,
       backend.values(logits) as Float32Array,

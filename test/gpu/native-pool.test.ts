@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
+import { tokenLogprob } from '../../gpu/fused-ops.ts'
 import type { NativeBackend } from '../../gpu/native-backend.ts'
+import { tapeGradients } from '../../gpu/tape-gradients.ts'
 import { nativeAvailable } from '../support/native-compare.ts'
 
 const skip = nativeAvailable ? false : 'the native addon is not built'
@@ -63,4 +65,43 @@ describe('native backend - the pool of recycled outputs', { skip }, () => {
       assert.equal(w.dataSync()[index], 4 * index)
       tf.dispose([a, y, w])
     })
+
+  it('native pool - the head gradient is written over logits that no other tensor holds, and only then', () => {
+    const rows = 4
+    const vocab = 2048 // rows x vocab above the pool's smallest recycled size
+    const h = tf.variable(tf.randomNormal([rows, 8], 0, 1, 'float32', 11))
+    const w = tf.randomNormal([8, vocab], 0, 1, 'float32', 12)
+    const targets = tf.tensor1d([0, 5, 2047, 9], 'int32')
+    const logprobSum = () => tf.sum(tokenLogprob(tf.matMul(h, w) as tf.Tensor2D, targets)) as tf.Scalar
+    const sizes: number[] = []
+    const allocate = backend.allocate.bind(backend)
+    backend.allocate = (dtype, size) => {
+      sizes.push(size)
+      return allocate(dtype, size)
+    }
+    try {
+      const frugal = tapeGradients(logprobSum, [h])
+      const arraysOfHead = sizes.filter((n) => n === rows * vocab).length
+      sizes.length = 0
+      // the same gradient where the logits outlive the loss (kept by the caller): a second array
+      let kept: tf.Tensor | undefined
+      const keeping = tapeGradients(() => {
+        const logits = tf.matMul(h, w) as tf.Tensor2D
+        kept = tf.keep(logits)
+        return tf.sum(tokenLogprob(logits, targets)) as tf.Scalar
+      }, [h])
+      const arraysWhenKept = sizes.filter((n) => n === rows * vocab).length
+      assert.equal(arraysOfHead, 1) // the logits; the gradient over them
+      assert.equal(arraysWhenKept, 2)
+      assert.deepEqual(
+        Array.from(frugal.grads[h.name]!.dataSync()),
+        Array.from(keeping.grads[h.name]!.dataSync()),
+      )
+      assert.equal(frugal.value.dataSync()[0], keeping.value.dataSync()[0])
+      tf.dispose([frugal.value, frugal.grads, keeping.value, keeping.grads, kept as tf.Tensor])
+    } finally {
+      backend.allocate = allocate
+      tf.dispose([h, w, targets])
+    }
+  })
 })
