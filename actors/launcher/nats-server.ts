@@ -63,15 +63,17 @@ export interface NatsServer {
   onExit(listener: (exit: NatsServerExit) => void): void
   /**
    * Calls `listener` with the first line of each server process's log that says its JetStream
-   * store cannot be written (`no space left on device`, `out of resources`): the store is on a full
-   * disk and the server disables JetStream, so the run cannot go on.
+   * store cannot be written (`no space left on device`, `out of resources`, `JetStream resource
+   * limits exceeded for server`: its limit is sized from the disk's free space at its start): the
+   * store is on a full disk and publishes fail, so the run cannot go on. A server wedged on a full
+   * disk may say nothing: the run's other writers on the same disk report it then.
    */
   onStoreError(listener: (line: string) => void): void
 }
 
 /** A nats-server log line that says its JetStream store cannot be written. */
 export const NATS_STORE_ERROR =
-  /no space left on device|out of resources|disk quota exceeded|read-only file system/i
+  /no space left on device|out of resources|resource limits exceeded|disk quota exceeded|read-only file system/i
 
 /**
  * How long `NatsServer.stop` waits after SIGTERM before it sends SIGKILL, ms: a server whose

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { after, afterEach, describe, it } from 'node:test'
@@ -94,9 +103,10 @@ describe('e2e - a full disk: one line, a clean stop, exit 1, and a resume once s
     name: string,
     moment: (run: TriadProcess, dir: string) => Promise<void>,
     withServer = true,
+    extra: string[] = [],
   ) {
     const mount = tmpfs(name)
-    const run = startTriad(['run', recipe, '--runs-dir', join(mount, 'runs')], env)
+    const run = startTriad(['run', recipe, '--runs-dir', join(mount, 'runs'), ...extra], env)
     started.push(run)
     const dir = (await run.waitForText(RUN_STARTED, 60_000))[2]!
     await moment(run, dir)
@@ -130,16 +140,18 @@ describe('e2e - a full disk: one line, a clean stop, exit 1, and a resume once s
       files.filter((f) => f.startsWith('.run.lock.')),
       [],
     )
-    assert.ok(!readdirSync(join(dir, 'nats')).includes(NATS_STORE_LOCK_FILE))
+    if (withServer || existsSync(join(dir, 'nats')))
+      assert.ok(!readdirSync(join(dir, 'nats')).includes(NATS_STORE_LOCK_FILE))
     // Space freed: the resume runs to the step budget.
     rmSync(filler)
-    const resumed = startTriad(['run', recipe, '--resume', dir], env)
+    const resumed = startTriad(['run', recipe, '--resume', dir, ...extra], env)
     started.push(resumed)
     const done = await resumed.exited
     assert.equal(done.code, 0, shown(resumed)())
     assert.match(resumed.stdout.join('\n'), /^stopping \(3 steps done\)$/m)
     assert.ok(readdirSync(join(dir, 'eval')).some((f) => f.startsWith('final-')))
-    await audit(dir)
+    // One process keeps its stream in memory: only a run over NATS has a stream to audit.
+    if (!extra.includes('--in-process')) await audit(dir)
     return line
   }
 
@@ -184,5 +196,15 @@ describe('e2e - a full disk: one line, a clean stop, exit 1, and a resume once s
     )
     t.diagnostic(line[0])
     assert.ok(line[2]!.includes('/eval'), line[0])
+  })
+
+  it("full during RL of a run in one process (--in-process: the roles' loggers and the learner in this process): the same", async (t) => {
+    const line = await diskFullAt(
+      'in-process',
+      (run, dir) => waitUntil(() => learnerStep(dir) >= 1, 120_000, shown(run)),
+      false,
+      ['--in-process'],
+    )
+    t.diagnostic(line[0])
   })
 })

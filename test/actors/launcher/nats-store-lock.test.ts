@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
 import {
   checkStoreFree,
   liveStoreHolder,
   NATS_STOP_GRACE_MS,
+  NATS_STORE_ERROR,
   NATS_STORE_LOCK_FILE,
   type NatsServer,
   NatsServerError,
@@ -82,5 +86,40 @@ describe('nats-server - a stop that SIGTERM does not end', () => {
     assert.ok(took >= NATS_STOP_GRACE_MS - 50, `stopped after ${took} ms`)
     assert.ok(took < NATS_STOP_GRACE_MS + 3_000, `stopped after ${took} ms`)
     assert.throws(() => process.kill(pid, 0), /ESRCH/)
+  })
+})
+
+describe('nats-server - a JetStream store that cannot take more', () => {
+  it('onStoreError: the server line that says so, once, when a store on a small tmpfs fills', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'triad-store-full-'))
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', root])
+    const server = await startNatsServer({ storeDir: join(root, 'store'), monitorPort: false })
+    const lines: string[] = []
+    let said: () => void = () => {}
+    const saidIt = new Promise<void>((resolve) => {
+      said = resolve
+    })
+    server.onStoreError((line) => {
+      lines.push(line)
+      said()
+    })
+    const nc = await connect({ servers: server.url })
+    try {
+      await (await jetstreamManager(nc)).streams.add({ name: 'S', subjects: ['s.>'] })
+      const js = jetstream(nc)
+      const payload = new Uint8Array(64 * 1024)
+      await assert.rejects(async () => {
+        for (let n = 0; n < 100; n++) await js.publish('s.x', payload)
+      }, /insufficient resources/)
+      await saidIt
+      assert.equal(lines.length, 1)
+      assert.match(lines[0]!, NATS_STORE_ERROR)
+      assert.match(lines[0]!, /\[ERR\] JetStream resource limits exceeded for server$/)
+    } finally {
+      await nc.close()
+      await server.stop()
+      execFileSync('umount', ['-l', root])
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })
