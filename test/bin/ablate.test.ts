@@ -193,7 +193,7 @@ describe('bin/ablate - end to end', () => {
     ])
     // The failure says why, and the rest went on.
     const failed = file1.runs.find((r) => r.status === 'failed')!
-    assert.match(failed.reason!, /^its cold start failed \(exit 1: triad: .*\/nonexistent\/d\.jsonl/)
+    assert.match(failed.reason!, /^its cold start failed \(exit 2: triad: .*\/nonexistent\/d\.jsonl/)
     assert.match(first.stderr, /^triad: 2 of 6 runs failed/)
     // One cold start per seed for the baseline's group, copied into both of its variants' runs.
     assert.deepEqual(readdirSync(join(out, 'sft')).sort(), [

@@ -626,7 +626,7 @@ describe('bin/monitor', () => {
   it('triad monitor and triad status - a --run whose NATS URL is not recorded is an error, never the default server', async () => {
     const runsDir = mkdtempSync(join(tmpdir(), 'triad-monitor-runs-'))
     const missing = await runTriad(['monitor', '--run', 'absent-run', '--runs-dir', runsDir, '--once'])
-    assert.equal(missing.code, 1)
+    assert.equal(missing.code, 2, 'no such run directory is a bad argument')
     assert.equal(
       missing.stderr,
       `triad: cannot find the NATS server of run absent-run: there is no run directory ${join(runsDir, 'absent-run')}; pass --runs-dir with the folder that holds the run directory, or --nats with the URL triad run printed\n`,
