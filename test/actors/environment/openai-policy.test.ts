@@ -121,7 +121,7 @@ describe('actors/environment/openai-policy - against a fake OpenAI-compatible en
     assert.equal(llm.code, 0, llm.stderr)
     assert.match(llm.stdout, /assistant: Plan\.\n {2}-> calculator\(\{"expression":"2\*3"\}\)\n {2}<- 6\n/)
     const bad = await runTriad(['env', 'try', 'chess'])
-    assert.equal(bad.code, 1)
+    assert.equal(bad.code, 2) // an unknown task is a usage error
     assert.match(bad.stderr, /unknown task 'chess'; valid tasks: calc, code, maze, sql/)
   })
 })
