@@ -295,9 +295,12 @@ function readPretrained(dir: string, contextLength: number): PretrainedRead {
   if (!existsSync(join(dir, 'config.json'))) {
     const name = basename(dir)
     // A Qwen name is the Hub's repository name under Qwen/; any other name may not be on the Hub.
-    const download = /^qwen/i.test(name)
-      ? `download the model first: huggingface-cli download Qwen/${name} --local-dir ${dir}`
-      : `download a model into it first (huggingface-cli download ORG/MODEL --local-dir ${dir})`
+    // A tiny one is written, not downloaded (`triad model tiny`, a random model in Qwen3's layout).
+    const download = /tiny/i.test(name)
+      ? `write a tiny random model there first: triad model tiny ${dir}`
+      : /^qwen/i.test(name)
+        ? `download the model first: huggingface-cli download Qwen/${name} --local-dir ${dir}`
+        : `download a model into it first (huggingface-cli download ORG/MODEL --local-dir ${dir}), or write a tiny random one to try the path: triad model tiny ${dir}`
     return {
       ok: false,
       message: `${dir} is not a Hugging Face model directory (${existsSync(dir) ? 'no config.json' : 'missing'}); ${download}`,

@@ -188,7 +188,7 @@ export const ModelSchema = z.strictObject({
    */
   merges: int(0).default(512),
   /** Tensor backend: `auto` picks the best available (native, tfjs-node-gpu, tfjs-node, wasm, cpu). */
-  backend: z.union([z.literal('auto'), z.enum(BackendName)]).default('auto'),
+  backend: z.enum({ Auto: 'auto', ...BackendName }).default('auto'),
   /** Threads of the native engine in each role's process (see `ThreadsSchema`). */
   threads: ThreadsSchema.prefault({}),
 })

@@ -123,7 +123,17 @@ describe('recipes/define-recipe - a pretrained policy (model.hf)', () => {
     ])
     // Another name may not be a Hub repository: no repository is made up for it.
     assert.deepEqual(problems(hf({}, { hf: 'models/my-model' })), [
-      'model.hf: models/my-model is not a Hugging Face model directory (missing); download a model into it first (huggingface-cli download ORG/MODEL --local-dir models/my-model)',
+      'model.hf: models/my-model is not a Hugging Face model directory (missing); download a model into it first (huggingface-cli download ORG/MODEL --local-dir models/my-model), or write a tiny random one to try the path: triad model tiny models/my-model',
+    ])
+    // A tiny model (recipes/tiny-hf.ts) is written by triad, not downloaded.
+    assert.deepEqual(problems(hf({}, { hf: 'models/tiny-qwen3' })), [
+      'model.hf: models/tiny-qwen3 is not a Hugging Face model directory (missing); write a tiny random model there first: triad model tiny models/tiny-qwen3',
+    ])
+  })
+
+  it('refused - an unknown tensor backend, listing the valid ones', () => {
+    assert.deepEqual(problems(hf({}, { backend: 'bogus' })), [
+      'model.backend: must be one of: auto, native, tfjs-node-gpu, tfjs-node, wasm, cpu, cuda',
     ])
   })
 })
