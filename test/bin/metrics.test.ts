@@ -128,7 +128,7 @@ describe('bin/metrics', () => {
     assert.equal(both.code, 2)
     assert.equal(both.stderr, 'triad: --csv and --json exclude each other: pick one output\n')
     const none = await runTriad(['metrics', join(dir.path, 'nope')])
-    assert.equal(none.code, 1)
+    assert.equal(none.code, 2)
     assert.equal(
       none.stderr,
       `triad: ${join(dir.path, 'nope')} is not a triad run directory (it does not exist)\n`,

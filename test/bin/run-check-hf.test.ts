@@ -31,10 +31,10 @@ describe('triad run --check - a pretrained policy', () => {
     }, async () => {
       const runs = join(root, `runs-${basename(recipe)}`)
       const child = startTriad(['run', recipe, '--check', '--runs-dir', runs])
-      assert.equal((await child.exited).code, 1)
+      assert.equal((await child.exited).code, 2)
       assert.equal(
         child.stderr(),
-        `triad: invalid recipe ${recipe}:\nmodel.hf: ${dir} is not a Hugging Face model directory (missing); download the model first: huggingface-cli download ${repo} --local-dir ${dir}\n`,
+        `triad: invalid recipe ${recipe}: model.hf: ${dir} is not a Hugging Face model directory (missing); download the model first: huggingface-cli download ${repo} --local-dir ${dir}\n`,
       )
       assert.deepEqual(child.stdout, [])
       assert.equal(existsSync(runs), false)
@@ -53,7 +53,7 @@ describe('triad run --check - a pretrained policy', () => {
     assert.equal(recipe.triad.trainRewardModel, true)
   })
 
-  it('refusals name their fields, one line each; nothing made', async () => {
+  it('refusals name their fields, all on one line; nothing made', async () => {
     const file = join(root, 'bad.ts')
     writeFileSync(
       file,
@@ -67,11 +67,11 @@ describe('triad run --check - a pretrained policy', () => {
     )
     const runs = join(root, 'runs-b')
     const child = startTriad(['run', file, '--check', '--runs-dir', runs])
-    assert.equal((await child.exited).code, 1)
+    assert.equal((await child.exited).code, 2)
     assert.equal(
       child.stderr(),
-      `triad: invalid recipe ${file}:\n` +
-        `model.width: comes from the pretrained model (model.hf ${model}): remove it\n` +
+      `triad: invalid recipe ${file}: ` +
+        `model.width: comes from the pretrained model (model.hf ${model}): remove it; ` +
         "sft.threads: must be 1 with model.hf: the SFT gradient threads build triad's own model and cannot load a pretrained base\n",
     )
     assert.equal(existsSync(runs), false)

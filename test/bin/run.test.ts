@@ -292,8 +292,8 @@ describe('bin/run', () => {
     const dir = tmp()
     const file = recipeFile(dir, 'bad', "tasks: [{ name: 'calc' }], rl: { eps_high: 0 }")
     const child = startTriad(['run', file, '--runs-dir', join(dir, 'runs')])
-    assert.equal((await child.exited).code, 1)
-    assert.equal(child.stderr(), `triad: invalid recipe ${file}:\nrl.eps_high: must be > 0\n`)
+    assert.equal((await child.exited).code, 2)
+    assert.equal(child.stderr(), `triad: invalid recipe ${file}: rl.eps_high: must be > 0\n`)
     assert.equal(existsSync(join(dir, 'runs')), false)
   })
 
@@ -324,13 +324,13 @@ describe('bin/run', () => {
       "tasks: [{ name: 'calc', difficulty: { start: 9 } }, { name: 'chess' }], model: { width: 100, heads: 3 }, rl: { eps_high: 0 }",
     )
     const child = startTriad(['run', file, '--runs-dir', join(dir, 'runs')])
-    assert.equal((await child.exited).code, 1)
+    assert.equal((await child.exited).code, 2)
     assert.equal(
       child.stderr(),
-      `triad: invalid recipe ${file}:\n` +
-        'rl.eps_high: must be > 0\n' +
-        'model.width: must be a multiple of model.heads (3)\n' +
-        "tasks[0].difficulty.start: 9 is above calc's highest level (7)\n" +
+      `triad: invalid recipe ${file}: ` +
+        'rl.eps_high: must be > 0; ' +
+        'model.width: must be a multiple of model.heads (3); ' +
+        "tasks[0].difficulty.start: 9 is above calc's highest level (7); " +
         "tasks[1].name: unknown task 'chess'; valid tasks: calc, code, maze, sql\n",
     )
     assert.deepEqual(child.stdout, [])
@@ -340,7 +340,7 @@ describe('bin/run', () => {
   it('triad run - --resume of a directory that is not a run says so', async () => {
     const notRun = tmp()
     const child = startTriad(['run', tiny, '--resume', notRun])
-    assert.equal((await child.exited).code, 1)
+    assert.equal((await child.exited).code, 2)
     assert.equal(child.stderr(), `triad: ${notRun} is not a triad run directory (no recipe.json)\n`)
   })
 
