@@ -309,7 +309,7 @@ export class DockerBackend implements SandboxBackend {
       container = await this.docker.createContainer({
         Image: this.image,
         Cmd: attach
-          ? runnerServeArgv(this.forkServer, `${LINK_MOUNT}/${RunnerLink.SOCKET}`)
+          ? runnerServeArgv(this.forkServer, this.limits, `${LINK_MOUNT}/${RunnerLink.SOCKET}`)
           : ['/usr/bin/sleep', 'infinity'],
         // The runner (and in exec mode the idle keeper) is uid 0 with only SETUID/SETGID/KILL: docker
         // gives the execs of a non-root container no capabilities at all. The code runs as `uid`.

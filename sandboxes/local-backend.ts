@@ -191,7 +191,7 @@ export class LocalBackend implements SandboxBackend {
     const cgroup = this.cgroups.get(index)
     let hostDir: string | undefined
     let argv: string[]
-    const serve = runnerServeArgv(this.forkServer)
+    const serve = runnerServeArgv(this.forkServer, this.limits)
     if (this.isolation === 'bwrap') argv = [this.bwrapPath, ...this.bwrapArgs(uid, cgroup), '--', ...serve]
     else {
       hostDir = mkdtempSync(join(tmpdir(), 'triad-sandbox-'))

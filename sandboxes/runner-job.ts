@@ -40,17 +40,30 @@ export const FORK_SERVER_SOURCE: string = readFileSync(new URL('./fork-server.py
 export const FORK_LANGUAGES: readonly string[] = ['python']
 
 /**
- * Command line of a warm slot's long-lived runner (`serve`), with the fork server when asked. Jobs
+ * Command line of a warm slot's long-lived runner (`serve`), with the fork server when asked
+ * (started at once, with `forkServerEnv(limits)`). Jobs
  * come on its stdin and results go to its stdout, or both over the unix stream socket at `connect`
  * (a path inside the sandbox), which the runner connects to when it starts.
  */
-export function runnerServeArgv(forkServer: boolean, connect?: string): string[] {
+export function runnerServeArgv(forkServer: boolean, limits: SandboxLimits, connect?: string): string[] {
   return [
     ...RUNNER_ARGV,
     'serve',
     ...(connect === undefined ? [] : ['--connect', connect]),
-    ...(forkServer ? [FORK_SERVER_SOURCE] : []),
+    ...(forkServer ? ['--fork-env', JSON.stringify(forkServerEnv(limits)), FORK_SERVER_SOURCE] : []),
   ]
+}
+
+/**
+ * The environment of a python job under `limits` (what `makeJob` gives it). The runner starts its
+ * fork server with it before the first job, so a fresh slot's first python request does not wait
+ * for an interpreter (a job whose environment differs restarts the server).
+ */
+export function forkServerEnv(limits: SandboxLimits): Record<string, string> {
+  return {
+    ...SANDBOX_ENV,
+    ...languageCommands('python', { memoryMB: limits.memoryMB, cpus: limits.cpus, workdir: WORKDIR }).env,
+  }
 }
 
 /** Environment of the user's program: nothing of the server's. */

@@ -11,8 +11,8 @@
 #   result: {compile, run, files, breaches: [..], notes: [..]}  or  {error: "..."}
 # Each command result is {status, execution_time, return_code, stdout, stderr} as SandboxFusion's.
 # Standard library only; started as `python3 -I -S -c <this file>`, or
-# `python3 -I -S -c <this file> serve [--connect SOCKET] [FORK_SERVER_SOURCE]` for a warm slot (see
-# serve and fork-server.py).
+# `python3 -I -S -c <this file> serve [--connect SOCKET] [--fork-env JSON] [FORK_SERVER_SOURCE]` for
+# a warm slot (see serve and fork-server.py).
 import binascii
 import ctypes
 import json
@@ -654,13 +654,27 @@ def answer(job):
 def serve(args):
     """Warm mode: one JSON job per line, one JSON result per line, until EOF; on stdin and stdout,
     or with `--connect PATH` on a unix stream socket this runner connects to (the docker backend's:
-    the host listens there and takes the first connection only). The rest of `args`, when given, is
-    the fork server's source."""
+    the host listens there and takes the first connection only). The last of `args`, when given, is
+    the fork server's source; with `--fork-env JSON` (the environment of a python job) the fork
+    server is started before the first job, so that job does not wait for its interpreter."""
     global FORK
-    if args[:1] == ['--connect']:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(args[1])
+    connect = fork_env = None
+    while args[:1] in (['--connect'], ['--fork-env']):
+        if args[0] == '--connect':
+            connect = args[1]
+        else:
+            fork_env = json.loads(args[1])
         args = args[2:]
+    if args:
+        FORK = ForkServer(args[0])
+        if fork_env is not None:
+            try:
+                FORK.ensure(fork_env)
+            except (ForkServerLost, OSError):
+                FORK.stop()  # the first python job starts it again, or spawns
+    if connect is not None:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(connect)
         inp = conn.makefile('rb', buffering=1 << 16)
         fd = conn.fileno()
 
@@ -675,8 +689,6 @@ def serve(args):
         def write(data):
             out.write(data)
             out.flush()
-    if args:
-        FORK = ForkServer(args[0])
     while True:
         line = inp.readline()
         if not line:
