@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { startTriad } from '../support/triad-process.ts'
 
@@ -17,7 +20,10 @@ describe('bin/triad - backend and thread settings that cannot work', () => {
   })
 
   it('TRIAD_BACKEND unknown: one line listing the known backends, exit 2', async () => {
-    const child = startTriad(['generate', '/nonexistent', '--prompt', 'hi'], { TRIAD_BACKEND: 'bogus' })
+    // A model directory (its config.json is not read before the backend is chosen).
+    const model = mkdtempSync(join(tmpdir(), 'triad-backend-'))
+    writeFileSync(join(model, 'config.json'), '{}')
+    const child = startTriad(['generate', model, '--prompt', 'hi'], { TRIAD_BACKEND: 'bogus' })
     assert.equal((await child.exited).code, 2)
     assert.equal(
       child.stderr(),
