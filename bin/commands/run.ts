@@ -301,6 +301,9 @@ export function registerRun(program: Command): void {
               onMetrics: (line) => view.add(line as MetricsLine),
               log: (line) => view.log(line),
             })
+            // The files a user reads next: the final evaluation, and the report to make.
+            if (summary.evalFile)
+              view.log(`final evaluation in ${summary.evalFile}; triad report ${run.dir.path} draws the run`)
             // Interrupted after the clean stop: 128 + the signal's number, as shells report it.
             if (summary.signal) process.exitCode = SIGNAL_EXIT_CODES[summary.signal]
           } finally {

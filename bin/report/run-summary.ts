@@ -66,8 +66,8 @@ export function modelLine(recipe: unknown): string {
     return `${basename(m.hf)} (pretrained${num(lora?.rank) !== undefined ? `, LoRA rank ${lora!.rank}` : ''})`
   const parts = [
     num(m.width) !== undefined ? `width ${m.width}` : '',
-    num(m.layers) !== undefined ? `${m.layers} layers` : '',
-    num(m.heads) !== undefined ? `${m.heads} heads` : '',
+    num(m.layers) !== undefined ? `${m.layers} layer${m.layers === 1 ? '' : 's'}` : '',
+    num(m.heads) !== undefined ? `${m.heads} head${m.heads === 1 ? '' : 's'}` : '',
   ].filter(Boolean)
   return parts.length ? `triad transformer, ${parts.join(', ')}` : '-'
 }
