@@ -431,10 +431,14 @@ export async function startRun(
   }
 }
 
-/** The path a write error's message names (`open '/x'`, `cannot write /x:`), if any. */
+/** The path a write error's message names (`cannot write /x:`, `open '/x'`, `/x: cannot write`), if any. */
 function writePathIn(err: unknown): string | undefined {
   const text = (err as RoleGaveUpError)?.lastError ?? (err as Error)?.message ?? ''
-  return /cannot write (\S+?):/.exec(text)?.[1] ?? /'(\/[^']+)'/.exec(text)?.[1]
+  return (
+    /cannot write (\/\S+?):/.exec(text)?.[1] ??
+    /'(\/[^']+)'/.exec(text)?.[1] ??
+    /(?:^|\s)(\/\S+?): cannot write/.exec(text)?.[1]
+  )
 }
 
 /** The roles of a run wherever they run: `finished` when the learner's work is done. */
