@@ -1,10 +1,39 @@
 import { resolve } from 'node:path'
-import type { NodeConfig, RunDir } from '../actors/index.ts'
+import type { EvaluationTask, NodeConfig, RunDir } from '../actors/index.ts'
 import type { LoraConfig } from '../gpu/index.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
 /** Time bound of one agent episode when its task gives none (`tasks[].timeoutS`), s. */
 export const AGENT_TIMEOUT_S = 300
+
+/**
+ * The agent and MCP tasks of a recipe that have held-out instances (`tasks[].evalInstances`), as an
+ * evaluation plays them (docs/gateway.md#held-out-evaluation): the task's own program (or
+ * servers and reward) with `instances` its held-out instances, its concurrency and time bound as
+ * in training, `pipeline.maxTurns` calls per episode. Tasks without `evalInstances` are left out.
+ */
+export function agenticEvalTasksOf(recipe: ResolvedRecipe): EvaluationTask[] {
+  return recipe.tasks.flatMap((t): EvaluationTask[] => {
+    if (t.evalInstances === undefined) return []
+    const common = { name: t.name, difficulty: t.difficulty.start, maxTurns: recipe.pipeline.maxTurns }
+    if (t.agent !== undefined)
+      return [
+        {
+          ...common,
+          agent: {
+            program: t.agent,
+            instances: t.evalInstances,
+            concurrency: t.concurrency ?? recipe.pipeline.concurrency,
+            timeoutS: t.timeoutS ?? AGENT_TIMEOUT_S,
+            ...(t.reward !== undefined ? { reward: t.reward } : {}),
+          },
+        },
+      ]
+    if (t.mcp !== undefined)
+      return [{ ...common, mcp: { servers: t.mcp, instances: t.evalInstances, reward: t.reward! } }]
+    return []
+  })
+}
 
 /** The recipe's LoRA settings as the model takes them (`alpha` and `targets` left out take their defaults). */
 function loraOf(lora: NonNullable<ResolvedRecipe['model']['lora']>): LoraConfig {

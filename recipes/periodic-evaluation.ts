@@ -22,6 +22,7 @@ import {
   startEvalProcess,
 } from '../actors/index.ts'
 import { CheckpointFile } from '../gpu/index.ts'
+import { agenticEvalTasksOf } from './node-config.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
 /**
@@ -31,10 +32,13 @@ import type { ResolvedRecipe } from './task-catalog.ts'
  */
 export function heldOutSettings(recipe: ResolvedRecipe): Omit<EvaluationSettings, 'onProgress'> {
   return {
-    // Held-out instances come from the environment registry: agent and MCP tasks are not evaluated here.
-    tasks: recipe.tasks
-      .filter((t) => t.agent === undefined && t.mcp === undefined)
-      .map((t) => ({ name: t.name, difficulty: t.difficulty.start })),
+    // A built-in task's held-out instances come from the environment registry; an agent or MCP
+    // task's are its `evalInstances` (one without them is not evaluated).
+    tasks: recipe.tasks.flatMap((t) =>
+      t.agent === undefined && t.mcp === undefined
+        ? [{ name: t.name, difficulty: t.difficulty.start }]
+        : agenticEvalTasksOf(recipe).filter((a) => a.name === t.name),
+    ),
     k: recipe.evaluation.k,
     instances: recipe.evaluation.instancesPerTask,
     maxNewTokens: recipe.pipeline.maxNewTokens,

@@ -86,6 +86,13 @@ export const TaskSchema = z
      * line; an `mcp` task's rows hold `messages` or `question`).
      */
     instances: z.union([int(1), z.string().min(1)]).optional(),
+    /**
+     * The held-out instances of an `agent` or `mcp` task, never trained on: a count or a JSONL
+     * file like `instances`. The periodic and final evaluations play `0..n-1` of them
+     * (`evaluation.instancesPerTask`, at most all of them), the agent's own program against the
+     * evaluated checkpoint (docs/gateway.md#held-out-evaluation). Absent: the task is not evaluated.
+     */
+    evalInstances: z.union([int(1), z.string().min(1)]).optional(),
     /** Most episodes of an `agent` task running at once (default `pipeline.concurrency`). */
     concurrency: int(1).optional(),
     /** Time bound of one `agent` episode, from its start to its reward, s (default 300). */
@@ -116,7 +123,7 @@ export const TaskSchema = z
         message: 'an MCP task needs a reward function module',
       })
     if (t.agent === undefined && t.mcp === undefined)
-      for (const k of ['instances', 'concurrency', 'timeoutS', 'reward'] as const)
+      for (const k of ['instances', 'evalInstances', 'concurrency', 'timeoutS', 'reward'] as const)
         if (t[k] !== undefined)
           ctx.addIssue({
             code: 'custom',

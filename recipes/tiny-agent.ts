@@ -18,6 +18,7 @@ export const tinyAgentInput = {
       name: 'calc-agent',
       agent: 'recipes/agents/calc-agent.ts',
       instances: 'recipes/agents/calc-instances.jsonl',
+      evalInstances: 'recipes/agents/calc-eval.jsonl',
       concurrency: 4,
       timeoutS: 60,
     },
@@ -27,7 +28,7 @@ export const tinyAgentInput = {
   rl: { groupSize: 2 },
   pipeline: { freshEngines: 1, staleEngines: 1, rho: 0.5, concurrency: 4, maxTurns: 2, maxNewTokens: 24 },
   triad: { adaptiveTasks: false, stepReward: { enabled: false }, trainRewardModel: false },
-  evaluation: { every: 0, k: 1, instancesPerTask: 1 },
+  evaluation: { every: 0, k: 2, instancesPerTask: 2 },
   checkpoints: { every: 2, keep: 1 },
   budget: { maxSteps: 3, maxMinutes: 1.5 },
 } satisfies RecipeInput

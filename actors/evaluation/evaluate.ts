@@ -7,13 +7,38 @@ import {
   type Transformer,
 } from '../../gpu/index.ts'
 import { getTask, type Policy, playEpisode } from '../environment/index.ts'
+import type { AgentTaskSpec, McpTaskSpec } from '../rollout/index.ts'
+import { agenticInstanceCount, type EvalOutcome, playAgenticTasks } from './agent-evaluation.ts'
 import { playBounded } from './bounded-play.ts'
 import { ModelPolicy } from './model-policy.ts'
+
+/**
+ * A task of an evaluation: a built-in task of the environment registry at a level, or an agent or
+ * MCP task with its spec, whose `instances` are its held-out instances (the recipe's
+ * `evalInstances`; docs/gateway.md#held-out-evaluation).
+ */
+export interface EvaluationTask {
+  name: string
+  /** The level (the task's default when absent; an agent or MCP task has the one level 1). */
+  difficulty?: number
+  /** An agent task: the program and its held-out instances. */
+  agent?: AgentTaskSpec
+  /** An MCP task: the servers, the reward and its held-out instances. */
+  mcp?: McpTaskSpec
+  /** Most chat calls or turns of an agent or MCP episode (default 4; a built-in task has its own). */
+  maxTurns?: number
+}
+
+/** True for an agent or MCP task (played with `playAgenticTasks`, not from the registry). */
+export const isAgenticTask = (t: EvaluationTask) => t.agent !== undefined || t.mcp !== undefined
+
+/** Most turns of an agent or MCP episode of an evaluation whose task gives none. */
+const AGENTIC_MAX_TURNS = 4
 
 /** What to evaluate. */
 export interface EvaluationSettings {
   /** Tasks and the difficulty to evaluate each at (the task's default when absent). */
-  tasks: readonly { name: string; difficulty?: number }[]
+  tasks: readonly EvaluationTask[]
   /** Samples per instance. */
   k: number
   /** Held-out instances per task (indices 0..n-1 of the eval split). */
@@ -52,7 +77,10 @@ export interface Evaluation {
   instances: EvaluationInstance[]
 }
 
-/** One row per task and difficulty. */
+/**
+ * One row per task and difficulty. An agent or MCP task's row has `failed` too when some of its
+ * episodes failed twice (an agent that crashed, an MCP server that failed): counted unsuccessful.
+ */
 export interface EvaluationRow {
   [key: string]: string | number
   task: string
@@ -81,7 +109,11 @@ export type EvalPolicyFor = (task: string, index: number, sample: number) => Pol
  * one the model was trained with: a checkpoint's `tokenizer.json`, or the chat format of a
  * pretrained model (`loadCheckpointPolicy`). Sample j of instance i is drawn
  * with seed `settings.seed + 1009 i + 7919 j` whatever the model, so two checkpoints evaluated with
- * the same settings meet the same instances and seeds (`pairedDifference` compares them).
+ * the same settings meet the same instances and seeds (`pairedDifference` compares them). Agent
+ * and MCP tasks (`EvaluationTask.agent`, `.mcp`) are played on their held-out instances through
+ * the same batcher (`playAgenticTasks`: an agent's programs call a gateway of this evaluation that
+ * serves the model), with the same seeds; their rows and instances are in the same vocabulary.
+ * @throws AgentInstancesError for an agent or MCP task's held-out instances that cannot be read.
  */
 export async function evaluatePolicy(
   model: Transformer,
@@ -89,28 +121,74 @@ export async function evaluatePolicy(
   settings: EvaluationSettings,
 ): Promise<Evaluation> {
   const batcher = new ContinuousBatcher(model, { maxBatch: settings.maxBatch ?? 64 })
+  const builtIn = settings.tasks.filter((t) => !isAgenticTask(t))
+  const agentic = settings.tasks.filter(isAgenticTask)
+  const total =
+    builtIn.length * settings.instances * settings.k +
+    agentic.reduce((a, t) => a + agenticInstanceCount(agenticOf(t), settings.instances) * settings.k, 0)
+  let done = 0
+  const progress = () => settings.onProgress?.(++done, total)
   try {
-    return await evaluateEpisodes(
-      settings,
-      (_task, index, sample) =>
-        new ModelPolicy(batcher, tokenizer, model.config.contextLength, {
-          maxNewTokens: settings.maxNewTokens,
-          temperature: settings.temperature,
-          top_p: settings.top_p ?? 1,
-          seed: settings.seed + index * 1_009 + sample * 7_919,
-        }),
-      Infinity,
-    )
+    const [ours, theirs] = await Promise.all([
+      builtIn.length === 0
+        ? { rows: [], instances: [] }
+        : evaluateEpisodes(
+            { ...settings, tasks: builtIn, onProgress: progress },
+            (_task, index, sample) =>
+              new ModelPolicy(batcher, tokenizer, model.config.contextLength, {
+                maxNewTokens: settings.maxNewTokens,
+                temperature: settings.temperature,
+                top_p: settings.top_p ?? 1,
+                seed: settings.seed + index * 1_009 + sample * 7_919,
+              }),
+            Infinity,
+          ),
+      agentic.length === 0
+        ? []
+        : playAgenticTasks(
+            batcher,
+            tokenizer,
+            model.config.contextLength,
+            settings,
+            agentic.map(agenticOf),
+            progress,
+          ),
+    ])
+    // One row and the instances per task, in the order of `settings.tasks`.
+    const out: Evaluation = { rows: [], instances: [] }
+    for (const t of settings.tasks) {
+      const a = agentic.indexOf(t)
+      const part =
+        a >= 0
+          ? taskSummary(t.name, agenticOf(t).difficulty, settings.k, theirs[a]!)
+          : {
+              rows: ours.rows.filter((r) => r.task === t.name),
+              instances: ours.instances.filter((r) => r.task === t.name),
+            }
+      out.rows.push(...part.rows)
+      out.instances.push(...part.instances)
+    }
+    return out
   } finally {
     await batcher.close?.()
   }
 }
+
+/** An agent or MCP task of the settings as `playAgenticTasks` takes it. */
+const agenticOf = (t: EvaluationTask) => ({
+  name: t.name,
+  difficulty: t.difficulty ?? 1,
+  maxTurns: t.maxTurns ?? AGENTIC_MAX_TURNS,
+  ...(t.agent ? { agent: t.agent } : {}),
+  ...(t.mcp ? { mcp: t.mcp } : {}),
+})
 
 /**
  * avg@k and pass@k of any policy on the held-out split (`evaluatePolicy` for a model; `triad eval
  * --policy openai:URL` for a served one): k episodes of each of `settings.instances` eval
  * instances (indices 0..n-1) per task, at most `concurrency` at once. Only `tasks`, `k`,
  * `instances` and `onProgress` of `settings` are read here; sampling is the policy's.
+ * @throws RangeError for an agent or MCP task (they need a checkpoint: `evaluatePolicy`).
  * @throws the first error of an episode (`PolicyEndpointError` of an endpoint that failed mid-way).
  */
 export async function evaluateEpisodes(
@@ -118,6 +196,11 @@ export async function evaluateEpisodes(
   policyFor: EvalPolicyFor,
   concurrency: number,
 ): Promise<Evaluation> {
+  const agentic = settings.tasks.find(isAgenticTask)
+  if (agentic)
+    throw new RangeError(
+      `task '${agentic.name}' is an agent or MCP task: it is evaluated against a checkpoint (evaluatePolicy serves it through a gateway of its own), not with a policy`,
+    )
   const total = settings.tasks.length * settings.instances * settings.k
   let done = 0
   const jobs = settings.tasks.flatMap((entry) => {
@@ -143,8 +226,7 @@ export async function evaluateEpisodes(
       turns: t.stepGood.length,
     }
   })
-  const rows: EvaluationRow[] = []
-  const instances: EvaluationInstance[] = []
+  const out: Evaluation = { rows: [], instances: [] }
   let at = 0
   for (const entry of settings.tasks) {
     const difficulty = entry.difficulty ?? getTask(entry.name).difficulty.default
@@ -153,33 +235,53 @@ export async function evaluateEpisodes(
       at += settings.k
       return samples
     })
-    const avg = avgAtK(episodes.map((samples) => samples.map((s) => s.success)))
-    const pass = passAtKOver(
-      episodes.map((samples) => ({ n: samples.length, c: samples.filter((s) => s.success).length })),
-      settings.k,
-    )
-    instances.push(
-      ...episodes.map((samples, index) => ({
-        task: entry.name,
-        difficulty,
-        index,
-        k: samples.length,
-        successes: samples.filter((s) => s.success).length,
-      })),
-    )
-    const flat = episodes.flat()
-    rows.push({
-      task: entry.name,
-      difficulty,
-      n: settings.instances,
-      k: settings.k,
-      avg_at_k: avg.mean,
-      avg_at_k_se: avg.stderr,
-      pass_at_k: pass.mean,
-      pass_at_k_se: pass.stderr,
-      reward: flat.reduce((a, s) => a + s.reward, 0) / flat.length,
-      turns: flat.reduce((a, s) => a + s.turns, 0) / flat.length,
-    })
+    const part = taskSummary(entry.name, difficulty, settings.k, episodes)
+    out.rows.push(...part.rows)
+    out.instances.push(...part.instances)
   }
-  return { rows, instances }
+  return out
+}
+
+/**
+ * One task's row (avg@k, pass@k with standard errors, mean reward and turns) and its instances
+ * from its episodes' outcomes, per instance (by index) its k samples. `failed` is in the row when
+ * an episode failed.
+ */
+function taskSummary(
+  task: string,
+  difficulty: number,
+  k: number,
+  episodes: readonly (readonly (Omit<EvalOutcome, 'failed'> & { failed?: boolean })[])[],
+): Evaluation {
+  const avg = avgAtK(episodes.map((samples) => samples.map((s) => s.success)))
+  const pass = passAtKOver(
+    episodes.map((samples) => ({ n: samples.length, c: samples.filter((s) => s.success).length })),
+    k,
+  )
+  const flat = episodes.flat()
+  const failed = flat.filter((s) => s.failed).length
+  return {
+    instances: episodes.map((samples, index) => ({
+      task,
+      difficulty,
+      index,
+      k: samples.length,
+      successes: samples.filter((s) => s.success).length,
+    })),
+    rows: [
+      {
+        task,
+        difficulty,
+        n: episodes.length,
+        k,
+        ...(failed > 0 ? { failed } : {}),
+        avg_at_k: avg.mean,
+        avg_at_k_se: avg.stderr,
+        pass_at_k: pass.mean,
+        pass_at_k_se: pass.stderr,
+        reward: flat.reduce((a, s) => a + s.reward, 0) / flat.length,
+        turns: flat.reduce((a, s) => a + s.turns, 0) / flat.length,
+      },
+    ],
+  }
 }

@@ -1,3 +1,11 @@
+export {
+  type AgenticEvalSettings,
+  type AgenticEvalTask,
+  agenticInstanceCount,
+  type EvalOutcome,
+  playAgenticTasks,
+} from './agent-evaluation.ts'
+export { BatcherTurns } from './batcher-turns.ts'
 export { playBounded } from './bounded-play.ts'
 export { type CrossedEstimate, crossedMean } from './crossed-mean.ts'
 export { EvaluationStatsError } from './errors.ts'
@@ -7,8 +15,10 @@ export {
   type EvaluationInstance,
   type EvaluationRow,
   type EvaluationSettings,
+  type EvaluationTask,
   evaluateEpisodes,
   evaluatePolicy,
+  isAgenticTask,
 } from './evaluate.ts'
 export { ModelPolicy, type ModelPolicySettings } from './model-policy.ts'
 export {

@@ -349,6 +349,13 @@ async function startLearnerLoop(
           ...(tokenizer ? { tokenizer } : {}),
           metadata: { version: '0', phase: 'sft', backend: backend.name },
         })
+      } else {
+        // No cold start: the starting weights are kept in its place, so the end-of-run evaluation
+        // compares the final checkpoint with where RL began (the paired difference).
+        await saveCheckpoint(sftDir, model, {
+          ...(tokenizer ? { tokenizer } : {}),
+          metadata: { version: '0', phase: 'initial', backend: backend.name },
+        })
       }
     }
     learner = await newLearner(model)

@@ -7,10 +7,12 @@ import {
   checkSandboxesOf,
   type EvalResult,
   type Evaluation,
+  type EvaluationTask,
   evalResultFile,
   evaluateEpisodes,
   evaluatePolicy,
   getTask,
+  isAgenticTask,
   OpenAIPolicy,
   type OpenAIPolicyOptions,
   openRunDir,
@@ -155,9 +157,9 @@ async function runEvalSettings(
   const said: string[] = []
   if (given.tasks === undefined) {
     out.tasks = settings.tasks.map((t) => ({
-      name: t.name,
+      ...t,
       difficulty:
-        difficulty === undefined
+        difficulty === undefined || isAgenticTask(t)
           ? t.difficulty
           : checkLevel(getTask(t.name), difficulty, `--difficulty ${difficulty}`),
     }))
@@ -186,6 +188,56 @@ async function runEvalSettings(
 }
 
 /**
+ * The agent and MCP tasks of the run in directory `dir` that have held-out instances, by name, as
+ * its evaluations play them (`heldOutSettings`); none when `dir` is no run directory (no
+ * `recipe.json`) or its recipe has none.
+ * @throws CliError when `recipe.json` is not JSON or not a valid recipe.
+ */
+async function runAgenticTasks(dir: string): Promise<Map<string, EvaluationTask>> {
+  const file = runDirPaths(dir).recipeFile
+  if (!existsSync(file)) return new Map()
+  let stored: unknown
+  try {
+    stored = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new CliError(`cannot read the run's recipe: ${file}: not JSON`, { cause: err })
+  }
+  const { builtinTaskCatalog, heldOutSettings, RecipeError, resolveRecipe } = await import(
+    '../../recipes/index.ts'
+  )
+  try {
+    const tasks = heldOutSettings(resolveRecipe(stored, builtinTaskCatalog(), file)).tasks
+    return new Map(tasks.filter(isAgenticTask).map((t) => [t.name, t]))
+  } catch (err) {
+    if (err instanceof RecipeError) throw new CliError(err.message, { cause: err })
+    throw err
+  }
+}
+
+/**
+ * `--tasks` where a name may also be one of the run's agent or MCP tasks (`agentic`, taken as the
+ * run evaluates it; a level after its name must be its one level, 1); the other entries are
+ * built-in tasks (`parseTasks`).
+ * @throws UsageError as `parseTasks`, and for an agent or MCP task at a level other than 1.
+ */
+function parseRunTasks(
+  list: string,
+  difficulty: number | undefined,
+  agentic: ReadonlyMap<string, EvaluationTask>,
+): (TaskLevel | EvaluationTask)[] {
+  return list.split(',').map((entry) => {
+    const [name = '', level] = entry.trim().split(':')
+    const task = agentic.get(name)
+    if (!task) return parseTasks(entry, difficulty)[0]!
+    if (level !== undefined && level !== String(task.difficulty ?? 1))
+      throw new UsageError(
+        `--tasks ${entry.trim()}: '${name}' is an agent or MCP task of the run: it has the one level ${task.difficulty ?? 1}`,
+      )
+    return task
+  })
+}
+
+/**
  * `triad eval CHECKPOINT`: avg@k and pass@k (with standard errors) per task on the held-out
  * split, k samples of each of `--instances` eval instances. `CHECKPOINT` may be a run directory,
  * which stands for its latest checkpoint and evaluates as the run does: the tasks, k, instances
@@ -210,7 +262,9 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
   ] as const)
     if (given !== undefined)
       throw new UsageError(`${option} is a setting of --policy openai:URL: give --policy too`)
-  const explicitTasks = o.tasks === undefined ? undefined : parseTasks(o.tasks, o.difficulty)
+  // The run's agent and MCP tasks with held-out instances, by name (docs/gateway.md#held-out-evaluation).
+  const agentic = await runAgenticTasks(o.run ? runDirOf(o.run, o.runsDir) : path)
+  const explicitTasks = o.tasks === undefined ? undefined : parseRunTasks(o.tasks, o.difficulty, agentic)
   if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
     throw new UsageError('--name, --step and --title describe the file written with --run: give --run too')
   if (o.name !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.name))

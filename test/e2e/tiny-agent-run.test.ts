@@ -48,6 +48,65 @@ async function tinyAgentRun(recipe: string, task: string) {
     assert.match(e.messages.find((m) => m.role === 'user')!.content, /How many/)
   }
   assert.ok(readdirSync(join(dir, 'checkpoints')).length > 0)
+  checkHeldOut(dir, task, run.stdout)
+}
+
+/**
+ * The final evaluation of an agent run (docs/gateway.md#held-out-evaluation): `eval/final-*.json`
+ * holds the agent task's held-out instances 0..1 (k=2) for the initial checkpoint (no cold start:
+ * `checkpoints/sft` holds the starting weights) and the final one, their rows, and their paired
+ * difference, in the built-in tasks' vocabulary.
+ */
+function checkHeldOut(dir: string, task: string, stdout: string) {
+  const finals = readdirSync(join(dir, 'eval')).filter((f) => /^final-\d+\.json$/.test(f))
+  assert.equal(finals.length, 1, `one final eval file: ${readdirSync(join(dir, 'eval'))}`)
+  const result = JSON.parse(readFileSync(join(dir, 'eval', finals[0]!), 'utf8')) as {
+    k: number
+    step: number
+    instances: {
+      checkpoint: string
+      task: string
+      difficulty: number
+      index: number
+      k: number
+      successes: number
+    }[]
+    rows: { checkpoint: string; task: string; n: number; k: number; avg_at_k: number }[]
+    paired: {
+      a: string
+      b: string
+      task: string
+      n: number
+      avg_at_k_diff: number
+      avg_at_k_diff_se: number
+    }[]
+  }
+  assert.equal(result.k, 2)
+  assert.deepEqual(
+    result.instances.map((i) => [i.checkpoint, i.task, i.difficulty, i.index, i.k]),
+    ['sft', `step-${result.step}`].flatMap((c) => [0, 1].map((i) => [c, task, 1, i, 2])),
+  )
+  assert.deepEqual(
+    result.rows.map((r) => [r.checkpoint, r.task, r.n, r.k]),
+    [
+      ['sft', task, 2, 2],
+      [`step-${result.step}`, task, 2, 2],
+    ],
+  )
+  const avg = (c: string, i: number) => {
+    const r = result.instances.find((x) => x.checkpoint === c && x.index === i)!
+    return r.successes / r.k
+  }
+  const d = [0, 1].map((i) => avg(`step-${result.step}`, i) - avg('sft', i))
+  assert.deepEqual(
+    result.paired.map((p) => [p.a, p.b, p.task, p.n]),
+    [
+      ['sft', `step-${result.step}`, task, 2],
+      ['sft', `step-${result.step}`, 'mean', 2],
+    ],
+  )
+  assert.equal(result.paired[0]!.avg_at_k_diff, (d[0]! + d[1]!) / 2)
+  assert.match(stdout, new RegExp(`step-${result.step} - sft ${task}: avg@2`))
 }
 
 describe('e2e - triad run of the tiny agent recipes', () => {
