@@ -55,9 +55,8 @@ export function connectionName(who: ConnectionIdentity): string {
 
 /**
  * How often a connection pings its server, ms. A server whose host is cut off sends no FIN, so
- * only unanswered pings show it gone: after two, at most about 3 intervals, the client moves to
- * another server of the cluster (at 10 s, the learner waited about 30 s on a dead server; see
- * docs/scaling.md).
+ * only unanswered pings show it gone: after two, within about 3 intervals, the client moves to
+ * another server of the cluster (with nats.js's 10 s pings, about 30 s; docs/scaling.md).
  */
 export const NATS_PING_INTERVAL_MS = 2_000
 

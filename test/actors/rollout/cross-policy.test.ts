@@ -75,7 +75,12 @@ describe('actors/rollout/policy-router - cross-policy sampling', () => {
     }
     // Binomial(200, 0.25): mean 50, sd 6.1; the seeded stream is fixed, the bound is 3 sd.
     assert.ok(Math.abs(staleReplies - rho * turns) <= 19, `stale share ${staleReplies}/${turns}`)
-    assert.deepEqual(router.counts, { fresh: turns - staleReplies, stale: staleReplies, staleFallback: 0 })
+    assert.deepEqual(router.counts, {
+      fresh: turns - staleReplies,
+      stale: staleReplies,
+      staleFallback: 0,
+      resent: 0,
+    })
     const traj = b.build({ reward: 0, status: 'completed', turns, metrics: {}, stale_turns: staleReplies })
     const staleTokens = [...traj.versions].filter((v) => v === 1).length
     const freshTokens = [...traj.versions].filter((v) => v === 3).length
