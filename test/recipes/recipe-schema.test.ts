@@ -241,6 +241,20 @@ const cases: Record<string, Case> = {
     with: withAgent,
     lands: bothSides('agent.instances', 'recipes/agents/calc-instances.jsonl'),
   },
+  // The held-out instances: the task joins the held-out evaluation, played as in training.
+  'tasks[0].evalInstances': {
+    set: 'recipes/agents/calc-eval.jsonl',
+    with: withAgent,
+    lands: {
+      'driver.heldOut.tasks[0].name': 'calc-agent',
+      'driver.heldOut.tasks[0].difficulty': 1,
+      'driver.heldOut.tasks[0].maxTurns': 8,
+      'driver.heldOut.tasks[0].agent.program': 'recipes/agents/calc-agent.ts',
+      'driver.heldOut.tasks[0].agent.instances': 'recipes/agents/calc-eval.jsonl',
+      'driver.heldOut.tasks[0].agent.concurrency': 16,
+      'driver.heldOut.tasks[0].agent.timeoutS': 300,
+    },
+  },
   'tasks[0].concurrency': { set: 3, with: withAgent, lands: bothSides('agent.concurrency', 3) },
   'tasks[0].timeoutS': { set: 60, with: withAgent, lands: bothSides('agent.timeoutS', 60) },
   'tasks[0].reward': {
@@ -586,10 +600,18 @@ describe('recipes/recipe-schema - agent and MCP tasks', () => {
         { name: 'a', agent: 'x.ts', mcp: [{ command: 'node' }], instances: 2, reward: 'r.ts' },
         /tasks\[0\]\.mcp.*not both/s,
       ],
-      [{ name: 'a', mcp: [{ command: 'node' }], instances: 2 }, /tasks\[0\]\.reward.*needs a reward function/s],
+      [
+        { name: 'a', mcp: [{ command: 'node' }], instances: 2 },
+        /tasks\[0\]\.reward.*needs a reward function/s,
+      ],
       [{ name: 'calc', concurrency: 2 }, /tasks\[0\]\.concurrency.*for agent and MCP tasks/s],
+      [{ name: 'calc', evalInstances: 8 }, /tasks\[0\]\.evalInstances.*for agent and MCP tasks/s],
+      [{ name: 'a', agent: 'x.ts', instances: 2, evalInstances: 0 }, /tasks\[0\]\.evalInstances/],
       [{ name: 'a', agent: 'x.ts', instances: 0 }, /tasks\[0\]\.instances/],
-      [{ name: 'a', mcp: [{ command: 'node', lifetime: 'forever' }], instances: 2, reward: 'r.ts' }, /lifetime/],
+      [
+        { name: 'a', mcp: [{ command: 'node', lifetime: 'forever' }], instances: 2, reward: 'r.ts' },
+        /lifetime/,
+      ],
     ]
     for (const [task, message] of bad)
       assert.throws(() => defineRecipe({ tasks: [task] } as RecipeInput), message, JSON.stringify(task))
