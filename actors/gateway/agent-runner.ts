@@ -82,7 +82,7 @@ export class AgentRunner implements AgentEpisodeRunner {
       [AgentEnv.MaxTurns]: String(settings.maxTurns),
     })
     const onAbort = () => {
-      s.drop(AgentFailure.Timeout, 'the rollout stopped')
+      s.drop(AgentFailure.Stopped, 'the rollout stopped')
       agent.kill()
     }
     signal.addEventListener('abort', onAbort, { once: true })

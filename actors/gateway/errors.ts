@@ -48,6 +48,8 @@ export const AgentFailure = {
   RewardFailed: 'agent_reward_failed',
   /** An MCP server of the episode crashed, hung or wrote something that is not MCP. */
   McpFailed: 'mcp_failed',
+  /** The rollout or the gateway stopped while the episode was open (its program killed). */
+  Stopped: 'agent_stopped',
 } as const
 export type AgentFailure = (typeof AgentFailure)[keyof typeof AgentFailure]
 

@@ -46,6 +46,8 @@ export interface GatewayOptions {
 
 /** Counters of the gateway since start. */
 export interface GatewayStats {
+  /** Episodes opened (`openSession`): each ends rewarded or dropped with a reason, or is still open. */
+  opened: number
   calls: number
   /** Refusals by HTTP status. */
   refused: Record<string, number>
@@ -76,7 +78,14 @@ const ENDED_KEPT = 65_536
  * is not a finite number 422; a conversation past the context 400 `context_length_exceeded`.
  */
 export class Gateway {
-  readonly stats: GatewayStats = { calls: 0, refused: {}, segmentBreaks: {}, rewarded: 0, dropped: {} }
+  readonly stats: GatewayStats = {
+    opened: 0,
+    calls: 0,
+    refused: {},
+    segmentBreaks: {},
+    rewarded: 0,
+    dropped: {},
+  }
   readonly apiKey: string
   private readonly sessions = new Map<string, GatewaySession>()
   private readonly endedIds = new Map<string, string>()
@@ -138,12 +147,17 @@ export class Gateway {
     })
     setMaxListeners(0, s.halt.signal)
     this.sessions.set(id, s)
+    this.stats.opened++
     return s
   }
 
-  /** Metric values (`gateway/...`): calls, refusals by status, segment breaks, rewarded and dropped episodes. */
+  /**
+   * Metric values (`gateway/...`): episodes opened, open now, rewarded and dropped by reason
+   * (`opened = open_episodes + rewarded + sum of dropped`), calls, refusals by status, segment breaks.
+   */
   metrics(): Record<string, number> {
     const out: Record<string, number> = {
+      'gateway/opened': this.stats.opened,
       'gateway/calls': this.stats.calls,
       'gateway/open_episodes': this.sessions.size,
       'gateway/rewarded': this.stats.rewarded,
@@ -154,9 +168,9 @@ export class Gateway {
     return out
   }
 
-  /** Stops listening; every open episode is dropped (`reason`), calls in flight give up. */
+  /** Stops listening; every open episode is dropped as `agent_stopped` (`reason`), calls in flight give up. */
   async close(reason = 'the gateway stopped'): Promise<void> {
-    for (const s of [...this.sessions.values()]) s.drop(AgentFailure.Timeout, reason)
+    for (const s of [...this.sessions.values()]) s.drop(AgentFailure.Stopped, reason)
     this.server.closeAllConnections()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }

@@ -343,6 +343,7 @@ describe('actors/gateway - the agent gateway', () => {
         outcomes.map((o) => o.reward),
         Array.from({ length: 128 }, (_, i) => i % 2),
       )
+      assert.equal(wide.stats.opened, 128)
       assert.equal(wide.stats.rewarded, 128)
       assert.equal(wide.stats.calls, 256)
       assert.deepEqual(wide.stats.refused, {})
