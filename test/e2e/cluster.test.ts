@@ -108,6 +108,8 @@ async function healthy(address: string): Promise<boolean> {
  * and then one rollout host are taken away (link down, every process killed) and brought back.
  * The run must finish; every group is used once or dropped with a reason; no engine's weight
  * version goes backwards; `triad status` run on each host lists the services of every host.
+ * With `TRIAD_CLUSTER_TEST_LOGS=DIR` each process's output is written to DIR and the run directory
+ * is kept (docs/scaling.md says what the test showed). Needs root; skipped otherwise.
  */
 describe('e2e - a run across hosts on a NATS cluster, a server and a rollout host taken away', () => {
   const natsBinary = findNatsServer()
