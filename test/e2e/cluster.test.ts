@@ -33,12 +33,12 @@ const defineRecipePath = join(root, 'recipes', 'define-recipe.ts')
 const LOST_REQUEST_MS = 180_000
 
 /** RL steps of the run: enough for two take-aways and their returns midway. */
-const STEPS = 30
+const STEPS = 45
 
 /** recipes/tiny.ts named `cluster-tiny` with `maxSteps` RL steps (room to take hosts away midway), written into `dir`. */
 function clusterRecipe(dir: string, maxSteps: number): string {
   const file = join(dir, 'cluster-tiny.ts')
-  const budget = `budget: { maxSteps: ${maxSteps}, maxMinutes: 4 }`
+  const budget = `budget: { maxSteps: ${maxSteps}, maxMinutes: 6 }`
   const source = readFileSync(tiny, 'utf8')
     .replace("from './define-recipe.ts'", `from ${JSON.stringify(defineRecipePath)}`)
     .replace("name: 'tiny'", "name: 'cluster-tiny'")
