@@ -1,9 +1,11 @@
 /**
  * A calculator agent written against the official `openai` package, with no triad import: the
  * kind of program triad trains through its agent gateway (docs/gateway.md). It owns its loop:
- * it asks the model the instance's question with one tool, `calculator(expression)`, runs the
- * calls the model makes, and when the model answers without a tool call, rewards the episode
- * 1 if the last number of the answer is right, else 0.
+ * it asks the model the instance's question with two tools, `calculator(expression)` and
+ * `submit(answer)`, runs the calculator calls the model makes, and rewards the episode 1 if the
+ * answer is right, else 0: the submitted number, or (an answer without a tool call) the last number
+ * of the text. Its tools and system prompt are those of triad's built-in `calc` task, so a policy
+ * cold-started on calc's expert episodes already speaks them (`recipes/quickstart-agent.ts`).
  *
  * triad starts it with `OPENAI_BASE_URL` (the session's base URL, so no header is needed),
  * `OPENAI_API_KEY`, `TRIAD_INSTANCE` (`{"question", "answer", "index"}`), `TRIAD_MAX_TURNS` and
@@ -26,11 +28,25 @@ const tools: ChatCompletionTool[] = [
     type: 'function',
     function: {
       name: 'calculator',
-      description: 'Evaluate an arithmetic expression with + - * / and parentheses.',
+      description: 'Evaluate + - * / ( )',
       parameters: {
         type: 'object',
         properties: { expression: { type: 'string' } },
         required: ['expression'],
+        additionalProperties: false,
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'submit',
+      description: 'Give the final answer',
+      parameters: {
+        type: 'object',
+        properties: { answer: { type: 'number' } },
+        required: ['answer'],
+        additionalProperties: false,
       },
     },
   },
@@ -72,14 +88,12 @@ function calculate(expression: string): number {
 }
 
 const messages: ChatCompletionMessageParam[] = [
-  {
-    role: 'system',
-    content: 'You are a careful calculator. Use the calculator tool, then state the answer.',
-  },
+  { role: 'system', content: 'Solve it with the tools. Plan briefly before each call.' },
   { role: 'user', content: instance.question },
 ]
-let answer = ''
-for (let turn = 0; turn < maxTurns; turn++) {
+/** The answer: the submitted number, or the text of a turn without a tool call. */
+let answer: string | undefined
+for (let turn = 0; turn < maxTurns && answer === undefined; turn++) {
   const reply = await client.chat.completions.create({ model: 'policy', messages, tools })
   const message = reply.choices[0]!.message
   // The message goes back as it came: the gateway then reuses the ids it sampled.
@@ -92,15 +106,21 @@ for (let turn = 0; turn < maxTurns; turn++) {
     let content: string
     try {
       if (call.type !== 'function') throw new Error('not a function call')
-      const { expression } = JSON.parse(call.function.arguments) as { expression?: unknown }
-      content = String(calculate(String(expression)))
+      const args = JSON.parse(call.function.arguments) as { expression?: unknown; answer?: unknown }
+      if (call.function.name === 'submit') {
+        answer = String(args.answer)
+        break
+      }
+      if (call.function.name !== 'calculator')
+        throw new Error(`no tool '${call.function.name}'; the tools are calculator and submit`)
+      content = String(calculate(String(args.expression)))
     } catch (err) {
       content = `error: ${(err as Error).message}`
     }
     messages.push({ role: 'tool', tool_call_id: call.id, content })
   }
 }
-const last = answer.match(/-?\d+(\.\d+)?/g)?.at(-1)
+const last = answer?.match(/-?\d+(\.\d+)?/g)?.at(-1)
 const reward = last !== undefined && Number(last) === instance.answer ? 1 : 0
 const res = await fetch(process.env.TRIAD_REWARD_URL!, {
   method: 'POST',

@@ -49,6 +49,34 @@ async function tinyAgentRun(recipe: string, task: string) {
   }
   assert.ok(readdirSync(join(dir, 'checkpoints')).length > 0)
   checkHeldOut(dir, task, run.stdout)
+  return dir
+}
+
+/**
+ * `triad eval` of an agent run: the run's agent task by name (its program against the latest
+ * checkpoint, `--json` in the eval files' vocabulary); at a level it does not have, a usage error.
+ */
+async function evalAgentRun(dir: string, task: string) {
+  const out = await runTriad(['eval', dir, '--k', '1', '--instances', '2', '--json'])
+  assert.equal(out.code, 0, out.stderr)
+  const result = JSON.parse(out.stdout) as {
+    instances: { task: string; index: number }[]
+    rows: { task: string; n: number }[]
+  }
+  assert.deepEqual(
+    result.rows.map((r) => [r.task, r.n]),
+    [[task, 2]],
+  )
+  assert.deepEqual(
+    result.instances.map((i) => [i.task, i.index]),
+    [
+      [task, 0],
+      [task, 1],
+    ],
+  )
+  const bad = await runTriad(['eval', dir, '--tasks', `${task}:2`])
+  assert.equal(bad.code, 2, bad.stderr)
+  assert.match(bad.stderr, new RegExp(`'${task}' is an agent or MCP task of the run: it has the one level 1`))
 }
 
 /**
@@ -110,8 +138,9 @@ function checkHeldOut(dir: string, task: string, stdout: string) {
 }
 
 describe('e2e - triad run of the tiny agent recipes', () => {
-  it('e2e - recipes/tiny-agent.ts: the TypeScript agent on the openai package, 3 learner steps, its episodes in triad trajectories', async () => {
-    await tinyAgentRun('recipes/tiny-agent.ts', 'calc-agent')
+  it('e2e - recipes/tiny-agent.ts: the TypeScript agent on the openai package, 3 learner steps, its episodes in triad trajectories, its held-out evaluation; triad eval of the run plays the agent task', async () => {
+    const dir = await tinyAgentRun('recipes/tiny-agent.ts', 'calc-agent')
+    await evalAgentRun(dir, 'calc-agent')
   })
 
   it('e2e - recipes/tiny-agent-py.ts: the Python agent on the standard library, rewarded by the task reward function, 3 learner steps', async () => {
