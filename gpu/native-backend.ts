@@ -18,6 +18,21 @@ export const NATIVE_BACKEND = 'native'
 /** Arrays below this many elements are not recycled (allocating them costs less than tracking them). */
 const POOL_MIN_ELEMENTS = 4096
 
+/** Arrays above this many elements (64 MiB of float32) are pooled at their exact length (no rounding up). */
+const POOL_EXACT_ELEMENTS = 1 << 24
+
+/**
+ * The length of the array that serves an output of `size` elements: `size` rounded up to one of 8
+ * classes per power of two (at most 12.5% more), so outputs whose lengths vary a little from step
+ * to step (micro-batches cut to their longest row) reuse each other's arrays; exact above
+ * `POOL_EXACT_ELEMENTS`, where the rounding would cost more memory than the reuse saves.
+ */
+export function poolSizeClass(size: number): number {
+  if (size < POOL_MIN_ELEMENTS || size > POOL_EXACT_ELEMENTS) return size
+  const step = 2 ** Math.max(0, Math.floor(Math.log2(size)) - 3)
+  return Math.ceil(size / step) * step
+}
+
 /**
  * Bytes of freed kernel outputs the backend keeps for reuse (then it drops the whole pool and
  * starts again, so sizes that stopped recurring do not hold memory).
@@ -28,7 +43,7 @@ export const POOL_MAX_BYTES = 1 << 30
  * The storage of the `native` backend: the cpu backend's, values read as typed arrays, and a pool
  * of recycled output arrays (a caching allocator, as PyTorch's): the arrays the native kernels
  * allocate (`allocate`) go back to the pool when the last tensor over them is disposed and serve
- * the next output of the same dtype and length. A training step makes the same shapes every step,
+ * the next output of the same dtype and size class (`poolSizeClass`). A training step makes the same shapes every step,
  * so it reuses its arrays instead of leaving them to the garbage collector and paying fresh pages
  * (measured: the toy SFT step of `triad bench rl-step` went from 117 to 48 ms; docs/native-engine.md).
  * Arrays that reach user code are copies (`readSync`), so a recycled array is never one a caller
@@ -61,22 +76,26 @@ export class NativeBackend extends MathBackendCPU {
   }
 
   /**
-   * A zero-filled float32 or int32 array of `size` elements for a kernel's output: a recycled one
-   * of that length where the pool has one, else a new one.
+   * A zero-filled float32 or int32 array of `size` elements for a kernel's output: a view of the
+   * first `size` elements of a recycled array of its size class (`poolSizeClass`) where the pool has
+   * one, else of a new one.
    */
   allocate(dtype: 'float32' | 'int32', size: number): Float32Array | Int32Array {
-    if (size >= POOL_MIN_ELEMENTS) {
-      const free = this.pool.get(`${dtype}:${size}`)
-      const reused = free?.pop()
-      if (reused) {
-        this.pooledBytes -= reused.byteLength
-        reused.fill(0)
-        return reused
-      }
+    if (size < POOL_MIN_ELEMENTS) return dtype === 'int32' ? new Int32Array(size) : new Float32Array(size)
+    const length = poolSizeClass(size)
+    const reused = this.pool.get(`${dtype}:${length}`)?.pop()
+    let array: Float32Array | Int32Array
+    if (reused) {
+      this.pooledBytes -= reused.byteLength
+      array = reused
+    } else {
+      array = dtype === 'int32' ? new Int32Array(length) : new Float32Array(length)
+      this.owned.set(array.buffer, { array, owners: 0 })
     }
-    const array = dtype === 'int32' ? new Int32Array(size) : new Float32Array(size)
-    if (size >= POOL_MIN_ELEMENTS) this.owned.set(array.buffer, { array, owners: 0 })
-    return array
+    // the output is the first `size` elements (a view when the class is longer)
+    const out = length === size ? array : array.subarray(0, size)
+    if (reused) out.fill(0)
+    return out
   }
 
   /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { tokenLogprob } from '../../gpu/fused-ops.ts'
-import type { NativeBackend } from '../../gpu/native-backend.ts'
+import { type NativeBackend, poolSizeClass } from '../../gpu/native-backend.ts'
 import { tapeGradients } from '../../gpu/tape-gradients.ts'
 import { nativeAvailable } from '../support/native-compare.ts'
 
@@ -28,6 +28,29 @@ describe('native backend - the pool of recycled outputs', { skip }, () => {
     assert.deepEqual(Array.from(y2.dataSync().slice(0, 4)), [0, 3, 6, 9])
     assert.equal(y2.dataSync()[N - 1], 3 * (N - 1))
     tf.dispose([a, y2])
+  })
+
+  it('native pool - size classes: 8 a power of two, exact below 4096 and above 2^24 elements', () => {
+    assert.deepEqual(
+      [4095, 4096, 4097, 4608, 4609, 5000, 8192, 8193, 100_000, 1 << 24, (1 << 24) + 1].map(poolSizeClass),
+      [4095, 4096, 4608, 4608, 5120, 5120, 8192, 9216, 106_496, 1 << 24, (1 << 24) + 1],
+    )
+  })
+
+  it('native pool - an output of a nearby length (same size class) takes a freed array, as a view of its length', () => {
+    const a = tf.tensor1d(Float32Array.from({ length: 8000 }, (_, i) => i))
+    const y1 = tf.mul(a, 2)
+    const buffer = backend.values(y1).buffer
+    y1.dispose()
+    const b = tf.tensor1d(Float32Array.from({ length: 7800 }, (_, i) => i))
+    const y2 = tf.mul(b, 3) // 7800 and 8000 are both in the class of 8192
+    const values = backend.values(y2)
+    assert.equal(values.buffer, buffer)
+    assert.equal(values.length, 7800)
+    assert.equal(y2.dataSync().length, 7800)
+    assert.deepEqual(Array.from(y2.dataSync().slice(-2)), [3 * 7798, 3 * 7799])
+    assert.equal(tf.max(y2).dataSync()[0], 3 * 7799)
+    tf.dispose([a, b, y2])
   })
 
   it('native pool - what dataSync and data return is a copy: recycling the storage does not change it', async () => {
