@@ -89,6 +89,12 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
     for (int64_t t = 0; t < tasks; t++) body(t);
     return;
   }
+  // another thread's loop holds the pool: this one runs on its own thread (not interleaved with it)
+  std::unique_lock<std::mutex> loop(loop_mu_, std::try_to_lock);
+  if (!loop.owns_lock()) {
+    for (int64_t t = 0; t < tasks; t++) body(t);
+    return;
+  }
   {
     // the previous loop's workers must have left run_tasks before its state is replaced
     std::unique_lock<std::mutex> lock(mu_);

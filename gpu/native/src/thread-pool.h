@@ -23,7 +23,10 @@ class ThreadPool {
 
   /**
    * Runs `body(task)` for every task in [0, tasks), spread over the pool; returns when all are
-   * done. A loop started from inside a loop runs serially on the calling thread.
+   * done. A loop started from inside a loop runs serially on the calling thread, and so does a
+   * loop started by a second thread while another thread's loop holds the pool (two JavaScript
+   * threads, as the data-parallel SFT workers): the tasks are the same either way, so are the
+   * results.
    */
   void parallel_for(int64_t tasks, const std::function<void(int64_t)>& body);
 
@@ -37,6 +40,8 @@ class ThreadPool {
   int threads_ = 1;
   std::vector<std::thread> workers_;
   std::mutex mu_;
+  // held by the thread whose loop runs on the pool, from setting it up to its last task
+  std::mutex loop_mu_;
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
