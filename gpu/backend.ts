@@ -69,6 +69,25 @@ export function resolveThreads(
   return n
 }
 
+/**
+ * Checks, before anything starts, the compute settings a run's processes on this machine will read:
+ * `TRIAD_BACKEND` of `env` (a backend name), `TRIAD_THREADS` and each of `threads` (a setting's
+ * name to its value: 1 to this machine's cores, or `auto`). Loads nothing: a run that would fail
+ * on them is refused before its run directory is made, not after its roles restart.
+ * @throws UnknownBackendError for a `TRIAD_BACKEND` that is not a backend's name.
+ * @throws ThreadCountError for a thread count that is not 1 to the cores.
+ */
+export function checkBackendSettings(
+  threads: Readonly<Record<string, number | string | undefined>> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): void {
+  const forced = env[BACKEND_ENV] || undefined
+  if (forced !== undefined && !isBackendName(forced))
+    throw new UnknownBackendError(forced, [...BACKEND_ORDER, BackendName.Cuda])
+  resolveThreads(env[THREADS_ENV], machineCores(), THREADS_ENV)
+  for (const [setting, value] of Object.entries(threads)) resolveThreads(value, machineCores(), setting)
+}
+
 /** What `chooseBackend` chose. Record it with every run. */
 export interface BackendChoice {
   /** Our name of the backend. */

@@ -55,6 +55,7 @@ export {
 export {
   type BackendChoice,
   BackendName,
+  checkBackendSettings,
   chooseBackend,
   machineCores,
   resolveThreads,

@@ -29,6 +29,7 @@ import {
   SftDatasetError,
   systemClock,
 } from '../../actors/index.ts'
+import { checkBackendSettings } from '../../gpu/index.ts'
 import type { ResolvedRecipe, TaskCatalog } from '../../recipes/index.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { LiveView } from '../monitor/live-view.ts'
@@ -150,7 +151,10 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`))
   const catalog = options.catalog ?? builtinTaskCatalog()
   const recipe = await loadRecipe(recipeFile, { catalog })
-  // Before the run directory is made or touched: a task's code sandbox that fails its check
+  // Before the run directory is made or touched: a backend or thread count this machine cannot
+  // give (TRIAD_BACKEND, TRIAD_THREADS, model.threads) is one line, not roles that restart on it.
+  checkBackendSettings(recipeThreads(recipe))
+  // A task's code sandbox that fails its check
   // (unreachable, an HTTP error, garbage) ends the run here with one line naming its URL.
   await checkSandboxesOf(recipe.tasks.map((t) => t.name))
   if (options.resume) {
@@ -189,6 +193,14 @@ export async function prepareRun(recipeFile: string, options: PrepareRunOptions 
   const lock = await lockRunDir(dir.path, { log, clock })
   await appendRunLog(dir, 'run', { event: 'start', time: clock.now(), recipe: recipeFile, ...made() })
   return { status: 'ready', recipe, dir, resumed: false, lock }
+}
+
+/** The recipe's per-role thread counts by their field names, for `checkBackendSettings`. */
+function recipeThreads(recipe: ResolvedRecipe): Record<string, number | string> {
+  return {
+    'model.threads.learner': recipe.model.threads.learner,
+    'model.threads.rollout': recipe.model.threads.rollout,
+  }
 }
 
 /**
@@ -268,6 +280,7 @@ export function registerRun(program: Command): void {
         try {
           if (options.check) {
             const recipe = await loadRecipe(recipeFile, { catalog: builtinTaskCatalog() })
+            checkBackendSettings(recipeThreads(recipe))
             // The cold start it will run: the experts' trajectories only with sft.experts, and the
             // rows of sft.datasets, read through here (a bad row is refused as the run would).
             const rows = recipe.sft.epochs > 0 ? (await readSftDatasets(recipe.sft.datasets)).length : 0
