@@ -2,7 +2,8 @@
  * Tiny Python agent run: the calc agent in Python with only the standard library
  * (`recipes/agents/calc_agent.py`) trained through the run's agent gateway at the tiny setting. It
  * posts no reward: the task's reward function (`recipes/agents/calc-reward.ts`) rewards each
- * episode over its messages. No cold start and no dynamic triad; it does not learn.
+ * episode over its messages. No cold start and no dynamic triad; it does not learn. Its held-out
+ * questions are evaluated at step 2 (in a `triad eval` process) and at the end.
  *
  *   triad run recipes/tiny-agent-py.ts
  */
@@ -29,7 +30,7 @@ export const tinyAgentPyInput = {
   rl: { groupSize: 2 },
   pipeline: { freshEngines: 1, staleEngines: 1, rho: 0.5, concurrency: 4, maxTurns: 2, maxNewTokens: 24 },
   triad: { adaptiveTasks: false, stepReward: { enabled: false }, trainRewardModel: false },
-  evaluation: { every: 0, k: 2, instancesPerTask: 2 },
+  evaluation: { every: 2, k: 2, instancesPerTask: 2 },
   checkpoints: { every: 2, keep: 1 },
   budget: { maxSteps: 3, maxMinutes: 1.5 },
 } satisfies RecipeInput

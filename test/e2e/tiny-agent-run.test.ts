@@ -143,7 +143,20 @@ describe('e2e - triad run of the tiny agent recipes', () => {
     await evalAgentRun(dir, 'calc-agent')
   })
 
-  it('e2e - recipes/tiny-agent-py.ts: the Python agent on the standard library, rewarded by the task reward function, 3 learner steps', async () => {
-    await tinyAgentRun('recipes/tiny-agent-py.ts', 'calc-agent-py')
+  it('e2e - recipes/tiny-agent-py.ts: the Python agent on the standard library, rewarded by the task reward function, 3 learner steps, its periodic evaluation of step 2 in a triad eval process', async () => {
+    const dir = await tinyAgentRun('recipes/tiny-agent-py.ts', 'calc-agent-py')
+    // evaluation.every 2: the checkpoint of step 2 evaluated in the background, the agent's own program against it.
+    const periodic = JSON.parse(readFileSync(join(dir, 'eval', 'step-000002.json'), 'utf8')) as {
+      step: number
+      instances: { task: string; index: number; k: number }[]
+    }
+    assert.equal(periodic.step, 2)
+    assert.deepEqual(
+      periodic.instances.map((i) => [i.task, i.index, i.k]),
+      [
+        ['calc-agent-py', 0, 2],
+        ['calc-agent-py', 1, 2],
+      ],
+    )
   })
 })
