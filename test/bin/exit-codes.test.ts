@@ -24,7 +24,8 @@ const CASES: { args: string[]; message: RegExp }[] = [
   { args: ['run', missing], message: /^triad: cannot load recipe .*no-such-recipe\.ts: no such file$/ },
   {
     args: ['run', refused],
-    message: /^triad: invalid recipe .*refused\.ts: seed: expected number, got string; budget\.maxSteps: must be >= 1$/,
+    message:
+      /^triad: invalid recipe .*refused\.ts: seed: expected number, got string; budget\.maxSteps: must be >= 1$/,
   },
   { args: ['run', refused, '--check'], message: /^triad: invalid recipe .*refused\.ts: / },
   {
