@@ -215,26 +215,48 @@ async function runAgenticTasks(dir: string): Promise<Map<string, EvaluationTask>
 }
 
 /**
- * `--tasks` where a name may also be one of the run's agent or MCP tasks (`agentic`, taken as the
- * run evaluates it; a level after its name must be its one level, 1); the other entries are
- * built-in tasks (`parseTasks`).
- * @throws UsageError as `parseTasks`, and for an agent or MCP task at a level other than 1.
+ * `--tasks` where a name the registry lacks may be one of the run's agent or MCP tasks (`agentic`,
+ * read at the first such name; taken as the run evaluates it; a level after its name must be its one
+ * level, 1); the other entries are built-in tasks (`parseTasks`).
+ * @throws UsageError as `parseTasks` (an unknown name that is no agent or MCP task of the run
+ *   either), and for an agent or MCP task at a level other than its own; CliError as `runAgenticTasks`.
  */
-function parseRunTasks(
+async function parseRunTasks(
   list: string,
   difficulty: number | undefined,
-  agentic: ReadonlyMap<string, EvaluationTask>,
-): (TaskLevel | EvaluationTask)[] {
-  return list.split(',').map((entry) => {
+  agentic: () => Promise<ReadonlyMap<string, EvaluationTask>>,
+): Promise<(TaskLevel | EvaluationTask)[]> {
+  let runTasks: ReadonlyMap<string, EvaluationTask> | undefined
+  const out: (TaskLevel | EvaluationTask)[] = []
+  for (const entry of list.split(',')) {
     const [name = '', level] = entry.trim().split(':')
-    const task = agentic.get(name)
-    if (!task) return parseTasks(entry, difficulty)[0]!
+    if (isBuiltinTask(name)) {
+      out.push(parseTasks(entry, difficulty)[0]!)
+      continue
+    }
+    runTasks ??= await agentic()
+    const task = runTasks.get(name)
+    if (!task) {
+      out.push(parseTasks(entry, difficulty)[0]!) // throws the unknown task's usage error
+      continue
+    }
     if (level !== undefined && level !== String(task.difficulty ?? 1))
       throw new UsageError(
         `--tasks ${entry.trim()}: '${name}' is an agent or MCP task of the run: it has the one level ${task.difficulty ?? 1}`,
       )
-    return task
-  })
+    out.push(task)
+  }
+  return out
+}
+
+/** True when the environment registry has a task of this name. */
+function isBuiltinTask(name: string): boolean {
+  try {
+    getTask(name)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -262,9 +284,14 @@ export async function runEval(path: string | undefined, o: EvalOptions): Promise
   ] as const)
     if (given !== undefined)
       throw new UsageError(`${option} is a setting of --policy openai:URL: give --policy too`)
-  // The run's agent and MCP tasks with held-out instances, by name (docs/gateway.md#held-out-evaluation).
-  const agentic = await runAgenticTasks(o.run ? runDirOf(o.run, o.runsDir) : path)
-  const explicitTasks = o.tasks === undefined ? undefined : parseRunTasks(o.tasks, o.difficulty, agentic)
+  // A name of `--tasks` the registry lacks may be one of the run's agent or MCP tasks
+  // (docs/gateway.md#held-out-evaluation): its recipe is read only then.
+  const explicitTasks =
+    o.tasks === undefined
+      ? undefined
+      : await parseRunTasks(o.tasks, o.difficulty, () =>
+          runAgenticTasks(o.run ? runDirOf(o.run, o.runsDir) : path),
+        )
   if ((o.name !== undefined || o.step !== undefined || o.title !== undefined) && !o.run)
     throw new UsageError('--name, --step and --title describe the file written with --run: give --run too')
   if (o.name !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.name))

@@ -11,7 +11,7 @@
  *
  * (split, count, level).
  */
-import { getTask, resolveInstance } from '../../actors/index.ts'
+import { getTask, resolveInstance, TaskRng } from '../../actors/index.ts'
 
 const [split, countArg, levelArg] = process.argv.slice(2)
 const count = Number(countArg)
@@ -30,9 +30,11 @@ if (
   )
   process.exit(2)
 }
+// Each instance comes from its index; the random source is never drawn from.
+const unused = new TaskRng('calc-questions')
 const lines: string[] = []
 for (let index = 0; index < count; index++) {
-  const { instance } = resolveInstance(calc, { index, difficulty: level, split })
+  const { instance } = resolveInstance(calc, { index, difficulty: level, split }, unused)
   const { question, answer } = instance as { question: string; answer: number }
   lines.push(JSON.stringify({ question, answer }))
 }
