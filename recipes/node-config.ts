@@ -10,7 +10,8 @@ export const AGENT_TIMEOUT_S = 300
  * The agent and MCP tasks of a recipe that have held-out instances (`tasks[].evalInstances`), as an
  * evaluation plays them (docs/gateway.md#held-out-evaluation): the task's own program (or
  * servers and reward) with `instances` its held-out instances, its concurrency and time bound as
- * in training, `pipeline.maxTurns` calls per episode. Tasks without `evalInstances` are left out.
+ * in training (an MCP task's episodes at once: `pipeline.concurrency`), `pipeline.maxTurns` calls
+ * per episode. Tasks without `evalInstances` are left out.
  */
 export function agenticEvalTasksOf(recipe: ResolvedRecipe): EvaluationTask[] {
   return recipe.tasks.flatMap((t): EvaluationTask[] => {
@@ -30,7 +31,13 @@ export function agenticEvalTasksOf(recipe: ResolvedRecipe): EvaluationTask[] {
         },
       ]
     if (t.mcp !== undefined)
-      return [{ ...common, mcp: { servers: t.mcp, instances: t.evalInstances, reward: t.reward! } }]
+      return [
+        {
+          ...common,
+          concurrency: recipe.pipeline.concurrency,
+          mcp: { servers: t.mcp, instances: t.evalInstances, reward: t.reward! },
+        },
+      ]
     return []
   })
 }

@@ -16,6 +16,8 @@ export interface AgenticEvalTask {
   difficulty: number
   /** Most chat calls (agent) or assistant turns (MCP) of one episode. */
   maxTurns: number
+  /** Most episodes at once (an agent task's `concurrency`; an MCP task's servers are one set per episode unless pooled). */
+  concurrency: number
   agent?: AgentTaskSpec
   mcp?: McpTaskSpec
 }
@@ -57,7 +59,8 @@ export function agenticInstanceCount(task: AgenticEvalTask, instances: number): 
  * checkpoints evaluated alike pair up). An agent task's programs are started as in training
  * (`AgentRunner`), in front of a gateway of this evaluation's own that serves the batcher
  * (`BatcherTurns`), at most the task's `concurrency` at once; an MCP task is played by triad's
- * loop over its servers with the model policy (`ModelPolicy`, as the built-in tasks). An episode
+ * loop over its servers with the model policy (`ModelPolicy`, as the built-in tasks), at most
+ * `concurrency` episodes at once. An episode
  * that fails is played again once with a new session, then counted unsuccessful (`failed`).
  * @param onEpisode called after each finished sample.
  * @returns per task (in order) per instance (`0..n-1`) its k outcomes.
@@ -116,7 +119,7 @@ export async function playAgenticTasks(
         } else {
           const env = new McpTaskEnv(task.name, task.mcp!)
           mcpEnvs.push(env)
-          concurrency = Infinity
+          concurrency = task.concurrency
           play = (index, sample) =>
             playMcpEpisode(
               env,

@@ -27,6 +27,8 @@ export interface EvaluationTask {
   mcp?: McpTaskSpec
   /** Most chat calls or turns of an agent or MCP episode (default 4; a built-in task has its own). */
   maxTurns?: number
+  /** Most episodes of an MCP task at once (default 16; an agent task's is `agent.concurrency`). */
+  concurrency?: number
 }
 
 /** True for an agent or MCP task (played with `playAgenticTasks`, not from the registry). */
@@ -34,6 +36,8 @@ export const isAgenticTask = (t: EvaluationTask) => t.agent !== undefined || t.m
 
 /** Most turns of an agent or MCP episode of an evaluation whose task gives none. */
 const AGENTIC_MAX_TURNS = 4
+/** Most episodes at once of an MCP task of an evaluation whose task gives none (a server each when not pooled). */
+const MCP_CONCURRENCY = 16
 
 /** What to evaluate. */
 export interface EvaluationSettings {
@@ -179,6 +183,7 @@ const agenticOf = (t: EvaluationTask) => ({
   name: t.name,
   difficulty: t.difficulty ?? 1,
   maxTurns: t.maxTurns ?? AGENTIC_MAX_TURNS,
+  concurrency: t.agent?.concurrency ?? t.concurrency ?? MCP_CONCURRENCY,
   ...(t.agent ? { agent: t.agent } : {}),
   ...(t.mcp ? { mcp: t.mcp } : {}),
 })
