@@ -16,15 +16,20 @@ const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts',
 /** Seconds between kills, and the schedule's seed: seed 2 kills the rollout, the learner, then nats-server. */
 const EVERY_S = 8
 const CHAOS_SEED = 2
+const STEPS = 12
 
-/** recipes/tiny.ts renamed `chaos-tiny`, 4 steps, no time budget to run out under chaos. */
+/**
+ * recipes/tiny.ts renamed `chaos-tiny`, `STEPS` steps (enough that the run outlasts the first
+ * interval on a fast machine: 4 steps once finished before the first kill), no time budget to run
+ * out under chaos.
+ */
 function tinyRecipe(dir: string): string {
   const path = join(dir, 'chaos-tiny.ts')
   const source = readFileSync(tiny, 'utf8')
     .replace("from './define-recipe.ts'", `from ${JSON.stringify(defineRecipePath)}`)
     .replace("name: 'tiny'", "name: 'chaos-tiny'")
-    .replace(/budget: \{[^}]*\}/, 'budget: { maxSteps: 4, maxMinutes: 10 }')
-  assert.match(source, /maxSteps: 4, maxMinutes: 10/)
+    .replace(/budget: \{[^}]*\}/, `budget: { maxSteps: ${STEPS}, maxMinutes: 10 }`)
+  assert.match(source, new RegExp(`maxSteps: ${STEPS}, maxMinutes: 10`))
   writeFileSync(path, source)
   return path
 }
@@ -68,7 +73,7 @@ describe('e2e - triad run --chaos: kills through a whole tiny run, which still f
     const exit = await run.exited
     assert.equal(exit.code, 0, shown(run)())
     const out = run.stdout.join('\n')
-    assert.match(out, /^stopping \(4 steps done\)$/m)
+    assert.match(out, new RegExp(`^stopping \\(${STEPS} steps done\\)$`, 'm'))
     assert.match(
       out,
       new RegExp(
