@@ -5,7 +5,8 @@
  * test checks that every key a run reports, and every key literal in the reporters' source, is here.
  *
  * A key may hold one placeholder segment: `<task>` (a task name), `<level>` (a difficulty level),
- * `<name>` (a supervised process), `<cause>` (a failure cause), `<counter>` (an adapter decision).
+ * `<name>` (a supervised process), `<cause>` (a failure cause), `<counter>` (an adapter decision),
+ * `<reward>` (a named reward an agent reported).
  */
 
 /**
@@ -213,6 +214,13 @@ export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
     'reward',
     gauge,
     P.training,
+  ),
+  m(
+    'reward/named/<reward>',
+    'one named reward an agent reported for its episode through the gateway (the named rewards sum to the outcome reward)',
+    'reward',
+    gauge,
+    P.namespace,
   ),
   m('reward/overlong_penalty', 'mean overlong shaping penalty', 'reward', gauge, P.namespace),
   m('adv/mean/<task>', "mean advantage of the task's trajectories", 'reward', gauge, P.namespace),

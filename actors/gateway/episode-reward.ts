@@ -4,7 +4,7 @@ import { GatewayHttpError } from './errors.ts'
 export interface EpisodeReward {
   /** The outcome reward the learner trains on: the number, or the sum of the named rewards. */
   reward: number
-  /** The named rewards (each also a metric `reward/<name>` of the trajectory); empty for a plain number. */
+  /** The named rewards (each also a metric `reward/named/<name>` of the trajectory); empty for a plain number. */
   named: Record<string, number>
 }
 

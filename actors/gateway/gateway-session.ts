@@ -86,7 +86,7 @@ export class GatewaySession {
     if (this.ended) return
     this.end('rewarded')
     const metrics: Record<string, number> = { success: r.reward > 0 ? 1 : 0 }
-    for (const [k, v] of Object.entries(r.named)) metrics[`reward/${k}`] = v
+    for (const [k, v] of Object.entries(r.named)) metrics[`reward/named/${k}`] = v
     this.settle.resolve({
       reward: r.reward,
       named: r.named,

@@ -166,7 +166,7 @@ describe('actors/gateway - the agent gateway', () => {
         t.reward,
         t.metrics.segment,
         t.metrics.segments,
-        t.metrics['reward/format'],
+        t.metrics['reward/named/format'],
       ]),
       [
         [1.25, 0, 2, 0.25],
