@@ -32,8 +32,12 @@ const defineRecipePath = join(root, 'recipes', 'define-recipe.ts')
  */
 const LOST_REQUEST_MS = 180_000
 
-/** RL steps of the run: enough for two take-aways and their returns midway. */
-const STEPS = 45
+/**
+ * RL steps the run may take: more than it reaches before the test stops it. The test stops the run
+ * itself (SIGINT, a clean stop) once `triad status` has answered on every host, so the checks do not
+ * depend on how fast this machine is (a fixed 45 steps ended before the status checks once).
+ */
+const STEPS = 5000
 
 /** recipes/tiny.ts named `cluster-tiny` with `maxSteps` RL steps (room to take hosts away midway), written into `dir`. */
 function clusterRecipe(dir: string, maxSteps: number): string {
@@ -122,7 +126,7 @@ describe('e2e - a run across hosts on a NATS cluster, a server and a rollout hos
     if (!process.env.TRIAD_CLUSTER_TEST_LOGS) rmSync(tmp, { recursive: true, force: true })
   })
 
-  it('e2e - the run finishes with a clean audit, versions never go backwards, status sees every host', {
+  it('e2e - the run goes on through both take-aways and stops cleanly, with a clean audit, versions never going backwards, status seeing every host', {
     skip,
     timeout: 600_000,
   }, async (t) => {
@@ -274,17 +278,21 @@ describe('e2e - a run across hosts on a NATS cluster, a server and a rollout hos
     for (const s of statuses) assert.equal(s.code, 0, s.stderr)
     const reports = statuses.map((s) => JSON.parse(s.stdout) as StatusReport)
     note(`triad status on a, b and c done at step ${learnerStep(dir)}`)
-    assert.ok(
-      learnerStep(dir) < STEPS,
-      'the run ended before triad status answered on every host: give it more steps',
-    )
 
+    // Two steps more with every host back, then the run is stopped (Ctrl-C): a clean stop.
+    await stepAtLeast(learnerStep(dir) + 2, LOST_REQUEST_MS)
+    run.child.kill('SIGINT')
     const { code } = await runExit
-    note(`run exited ${code} at step ${learnerStep(dir)}`)
+    const steps = learnerStep(dir)
+    note(`run exited ${code} at step ${steps}`)
     const shown = () =>
       `${log.join('\n')}\nrun stdout:\n${run.stdout.join('\n')}\nrun stderr:\n${run.stderr()}`
-    assert.equal(code, 0, shown())
-    assert.equal(learnerStep(dir), STEPS, shown())
+    // 130: stopped by the test; 0 only where the run's 6-minute budget ran out first
+    assert.ok(code === 130 || code === 0, `exit ${code}\n${shown()}`)
+    assert.ok(
+      readFileSync(join(dir, 'logs', 'run.jsonl'), 'utf8').includes('"event":"stop"'),
+      `no stop event in logs/run.jsonl\n${shown()}`,
+    )
 
     // Every group published is used once, dropped with a reason, or still in the stream.
     const audit = await auditGroups(join(dir, 'checkpoints'), jsm, stream)
@@ -292,7 +300,7 @@ describe('e2e - a run across hosts on a NATS cluster, a server and a rollout hos
     note(
       `audit: ${audit.published} published, ${audit.used.length} used, ${audit.dropped.length} dropped, ${audit.duplicates.length} duplicates skipped, ${audit.remaining.length} remaining`,
     )
-    assert.ok(audit.used.length >= STEPS, JSON.stringify(audit))
+    assert.ok(audit.used.length >= steps, JSON.stringify(audit))
 
     // No engine's weight version goes backwards: its `engine/version` reports in time order.
     const versions = new Map<string, number[]>()

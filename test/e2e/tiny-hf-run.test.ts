@@ -155,11 +155,15 @@ describe('e2e - triad run recipes/tiny-hf.ts (pretrained policy, LoRA)', () => {
     const out = JSON.parse(ev.stdout.join('\n')) as {
       checkpoint: string
       k: number
-      instances: number
-      rows: { task: string }[]
+      instances: { task: string; index: number }[]
+      rows: { task: string; n: number }[]
     }
     assert.equal(out.checkpoint, join(finished, 'checkpoints', 'step-2'))
-    assert.deepEqual([out.k, out.instances], [1, 1])
+    // as the run's eval files: instances is every instance's result, each row's n their count
+    assert.deepEqual(
+      [out.k, out.instances.map((i) => `${i.task} ${i.index}`), out.rows.map((r) => r.n)],
+      [1, ['calc 0'], [1]],
+    )
     assert.deepEqual(
       out.rows.map((r) => r.task),
       ['calc'],
