@@ -35,6 +35,10 @@ export const quickstartAgentInput = {
     },
     { name: 'calc', weight: 1 },
   ],
+  // The cold start's only data is calc's expert episodes: three times the quickstart's per task
+  // gives it as much SFT as the quickstart's three tasks (228 steps at 512 left calc-agent at 0.10
+  // held-out avg@8, docs/results/2026-12-06-quickstart-agent-cddc36d.md).
+  sft: { ...quickstartInput.sft, expertTrajectoriesPerTask: 1536 },
   triad: { adaptiveTasks: false, stepReward: { enabled: false }, trainRewardModel: false },
 } satisfies RecipeInput
 
