@@ -34,15 +34,19 @@ export class UnknownBackendError extends Error {
   }
 }
 
-/** A model, sampler, optimizer or trainer setting that is out of range or inconsistent. */
+/**
+ * A setting that is out of range or inconsistent: of the model, sampler, optimizer or trainer, and
+ * of the actors built on them (policy engines, the weight store, the env adapter, the reward
+ * model). The one config error of the project: its message reads `field=value: why`.
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError'
   /** The offending field, for example `width` or `top_p`. */
   readonly field: string
   /** The value that was given. */
   readonly value: unknown
-  constructor(field: string, value: unknown, message: string) {
-    super(`${field}=${JSON.stringify(value)}: ${message}`)
+  constructor(field: string, value: unknown, message: string, options?: { cause?: unknown }) {
+    super(`${field}=${JSON.stringify(value)}: ${message}`, options)
     this.field = field
     this.value = value
   }

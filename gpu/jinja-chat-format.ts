@@ -5,7 +5,7 @@ import type { ChatMessage, ToolSchema } from '../protocols/index.ts'
 import { type ChatFormat, ChatFormatKind, type ParsedTurn } from './chat-format.ts'
 import { parseAssistant, type RenderedChat } from './chat-template.ts'
 import { CheckpointError, TemplateError } from './errors.ts'
-import { loadPretrainedTokenizer, type PretrainedTokenizer } from './pretrained-tokenizer.ts'
+import { loadPretrainedTokenizer, type PretrainedTokenizer, tokenContent } from './pretrained-tokenizer.ts'
 import { splitThink } from './think-block.ts'
 
 /**
@@ -74,7 +74,7 @@ export class JinjaChatFormat implements ChatFormat {
     } catch (err) {
       throw new TemplateError(`chat_template of ${tokenizer.dir}: ${(err as Error).message}`, { cause: err })
     }
-    const eos = options.endOfTurn ?? stringOf(tokenizer.config.eos_token)
+    const eos = options.endOfTurn ?? tokenContent(tokenizer.config.eos_token)
     if (eos === undefined)
       throw new TemplateError(
         `${join(tokenizer.dir, 'tokenizer_config.json')}: no eos_token to end a turn; give endOfTurn`,
@@ -116,8 +116,8 @@ export class JinjaChatFormat implements ChatFormat {
         messages: messages.map(templateMessage),
         ...(tools.length > 0 ? { tools } : {}),
         add_generation_prompt: addGenerationPrompt,
-        bos_token: stringOf(this.tokenizer.config.bos_token) ?? '',
-        eos_token: stringOf(this.tokenizer.config.eos_token) ?? '',
+        bos_token: tokenContent(this.tokenizer.config.bos_token) ?? '',
+        eos_token: tokenContent(this.tokenizer.config.eos_token) ?? '',
       })
     } catch (err) {
       throw new TemplateError(`chat_template of ${this.tokenizer.dir}: ${(err as Error).message}`, {
@@ -257,17 +257,6 @@ function argumentsOf(json: string): unknown {
   } catch {
     return json
   }
-}
-
-function stringOf(value: unknown): string | undefined {
-  if (typeof value === 'string') return value
-  if (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { content?: unknown }).content === 'string'
-  )
-    return (value as { content: string }).content
-  return undefined
 }
 
 function countOf(text: string, needle: string): number {

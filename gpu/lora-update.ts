@@ -58,6 +58,6 @@ export function loraUpdate(
         ]
       },
     }
-  }) as LoraGrad as unknown as Parameters<typeof tf.customGrad>[0])
+  }) as LoraGrad as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
   return op(y, x, a, b) as tf.Tensor2D
 }

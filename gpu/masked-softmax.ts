@@ -40,6 +40,6 @@ export function maskedSoftmax(
         return [ds, tf.zerosLike(m)]
       },
     }
-  }) as SoftmaxGrad as unknown as Parameters<typeof tf.customGrad>[0])
+  }) as SoftmaxGrad as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
   return op(scores, mask) as tf.Tensor3D
 }

@@ -44,7 +44,7 @@ const matmulGrad: GradFn = (a, b, save) => {
   }
 }
 
-const matmulOp = tf.customGrad(matmulGrad as unknown as Parameters<typeof tf.customGrad>[0])
+const matmulOp = tf.customGrad(matmulGrad as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
 
 /** `a @ b^T` for 2-D operands, as `matmul(a, transpose(b))` (see `matmul` for why). */
 export function matmulT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
@@ -63,7 +63,7 @@ const matmulTGrad: GradFn = (a, b, save) => {
   }
 }
 
-const matmulTOp = tf.customGrad(matmulTGrad as unknown as Parameters<typeof tf.customGrad>[0])
+const matmulTOp = tf.customGrad(matmulTGrad as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
 
 /**
  * `a @ b` (`[m, k] x [k, n] -> [m, n]`) with a gradient for `a` alone, `dA = dY @ B^T`: for a frozen
@@ -80,7 +80,7 @@ export function matmulFrozen(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
           ? tf.matMul(dy as tf.Tensor2D, b, false, true) // dA = dY B^T
           : tf.matMul(dy as tf.Tensor2D, tf.transpose(b) as tf.Tensor2D),
     }
-  }) as unknown as Parameters<typeof tf.customGrad>[0])
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
   return op(a) as tf.Tensor2D
 }
 
@@ -98,6 +98,6 @@ export function matmulTFrozen(h: tf.Tensor2D, w: tf.Tensor2D, flagRows: number):
         ? tf.matMul(x as tf.Tensor2D, w, false, true)
         : tf.matMul(x as tf.Tensor2D, tf.transpose(w) as tf.Tensor2D)
     return { value, gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, w) } // dH = dY w
-  }) as unknown as Parameters<typeof tf.customGrad>[0])
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
   return op(h) as tf.Tensor2D
 }

@@ -193,7 +193,7 @@ export function registerNativeBackend(addon: NativeAddon): void {
     tf.registerKernel({
       kernelName: k.kernelName,
       backendName: NATIVE_BACKEND,
-      kernelFunc: k.kernelFunc as unknown as tf.KernelFunc,
+      kernelFunc: k.kernelFunc as unknown as tf.KernelFunc, // cast: a kernel typed for its backend registered through tfjs' untyped KernelFunc
     })
   }
 }

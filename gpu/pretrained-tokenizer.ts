@@ -122,8 +122,11 @@ export class PretrainedTokenizer {
   }
 }
 
-/** The string of a special-token field of `tokenizer_config.json` (a string or `{content}`). */
-function tokenContent(value: unknown): string | undefined {
+/**
+ * The string of a special-token field of `tokenizer_config.json` (`bos_token`, `eos_token`...:
+ * a string or an added-token object `{content}`); undefined for anything else.
+ */
+export function tokenContent(value: unknown): string | undefined {
   if (typeof value === 'string') return value
   if (
     typeof value === 'object' &&

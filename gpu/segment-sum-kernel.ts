@@ -66,8 +66,8 @@ function cpuKernel(args: SegmentSumArgs & { backend: CpuBackend }): tf.TensorInf
 }
 
 const kernels: [string, tf.KernelFunc][] = [
-  ['wasm', wasmKernel as unknown as tf.KernelFunc],
-  ['cpu', cpuKernel as unknown as tf.KernelFunc],
+  ['wasm', wasmKernel as unknown as tf.KernelFunc], // cast: a kernel typed for its backend registered through tfjs' untyped KernelFunc
+  ['cpu', cpuKernel as unknown as tf.KernelFunc], // cast: a kernel typed for its backend registered through tfjs' untyped KernelFunc
 ]
 for (const [backendName, kernelFunc] of kernels) {
   if (tf.getKernel(tf.UnsortedSegmentSum, backendName))

@@ -240,8 +240,14 @@ export interface SftConfig {
   batchTokens?: number
   /** Most sequences per batch; default unlimited. */
   maxBatchSize?: number
-  /** Learning rate per step (see `warmupCosine`). */
-  schedule: LrSchedule
+  /** Learning rate per step (see `warmupCosine`); or `scheduleFor`. */
+  schedule?: LrSchedule
+  /**
+   * Makes the schedule from the number of optimizer steps the training takes (`(total) =>
+   * warmupCosine({..., totalSteps: total})`), so that its length is the count `trainSft` itself
+   * trains, never a second computation of it; takes the place of `schedule`.
+   */
+  scheduleFor?: (totalSteps: number) => LrSchedule
   /** Seed of the batch order; default 0. */
   seed?: number
   /** Stop after this many steps; default all. */
@@ -266,7 +272,7 @@ export interface SftConfig {
 export function sftStepCount(
   examples: readonly RenderedChat[],
   model: Transformer,
-  config: Omit<SftConfig, 'schedule'>,
+  config: Omit<SftConfig, 'schedule' | 'scheduleFor'>,
 ): number {
   const batches = makeBatches(examples, {
     batchTokens: config.batchTokens ?? 4096,
@@ -306,6 +312,8 @@ export async function trainSft(
     Math.ceil(batches.length / perStep) * epochs,
     config.maxSteps ?? Number.POSITIVE_INFINITY,
   )
+  const schedule = config.scheduleFor?.(total) ?? config.schedule
+  if (!schedule) throw new ConfigError('schedule', undefined, 'give schedule or scheduleFor')
   const rng = createRng(config.seed ?? 0)
   const records: SftLogRecord[] = []
   for (let epoch = 0; epoch < epochs && records.length < total; epoch++) {
@@ -316,7 +324,7 @@ export async function trainSft(
         model,
         optimizer,
         order.slice(i, i + perStep),
-        config.schedule(optimizer.stepCount),
+        schedule(optimizer.stepCount),
         config.now,
         config.workers,
       )

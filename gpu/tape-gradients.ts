@@ -46,7 +46,7 @@ export class TapeUnavailableError extends Error {
 }
 
 function engineTape(): EngineTape {
-  const engine = tf.engine() as unknown as Partial<EngineTape>
+  const engine = tf.engine() as unknown as Partial<EngineTape> // cast: tfjs' engine keeps its tape private; only the fields read here are named
   for (const member of ['startTape', 'endTape', 'scopedRun', 'tidy'] as const)
     if (typeof engine[member] !== 'function') throw new TapeUnavailableError(`${member}()`)
   if (typeof engine.state?.gradientDepth !== 'number') throw new TapeUnavailableError('state.gradientDepth')

@@ -500,7 +500,7 @@ function embedLookup(embed: tf.Variable, ids: tf.Tensor1D): tf.Tensor2D {
       ],
     }
   }
-  const f = tf.customGrad(lookup as unknown as Parameters<typeof tf.customGrad>[0])
+  const f = tf.customGrad(lookup as unknown as Parameters<typeof tf.customGrad>[0]) // cast: tf.customGrad's type admits only Tensor arguments; the gradient function's own signature is exact
   return f(embed, ids) as tf.Tensor2D
 }
 

@@ -101,6 +101,7 @@ function fieldsAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   for (const p of path) {
     if (!s) return []
     const def = unwrap(s).def as unknown as {
+      // cast: zod 4 types `def` per schema kind; only the fields read here are named
       type: string
       shape?: Record<string, z.ZodType>
       element?: z.ZodType
@@ -110,7 +111,7 @@ function fieldsAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
     else return []
   }
   if (!s) return []
-  const def = unwrap(s).def as unknown as { type: string; shape?: Record<string, z.ZodType> }
+  const def = unwrap(s).def as unknown as { type: string; shape?: Record<string, z.ZodType> } // cast: zod 4 types `def` per schema kind; only the fields read here are named
   return def.type === 'object' && def.shape ? Object.keys(def.shape) : []
 }
 
@@ -119,7 +120,7 @@ export function issuesFromZod(error: z.ZodError, schema: z.ZodType = RecipeSchem
   const out: RecipeIssue[] = []
   for (const issue of error.issues) {
     const path = formatPath(issue.path)
-    const i = issue as unknown as Record<string, unknown>
+    const i = issue as unknown as Record<string, unknown> // cast: zod's issue union: the fields of every kind read by name
     switch (issue.code) {
       case 'unrecognized_keys': {
         const valid = fieldsAt(schema, issue.path)

@@ -9,7 +9,7 @@ export type FieldKey = string | number
 export function unwrapSchema(t: z.ZodType): z.ZodType {
   let cur = t
   for (;;) {
-    const def = cur.def as unknown as { type: string; innerType?: z.ZodType; in?: z.ZodType }
+    const def = cur.def as unknown as { type: string; innerType?: z.ZodType; in?: z.ZodType } // cast: zod 4 types `def` per schema kind; only the fields read here are named
     if (def.innerType) cur = def.innerType
     else if (def.type === 'pipe' && def.in) cur = def.in
     else return cur
@@ -25,6 +25,7 @@ export function recipeFieldPaths(schema: z.ZodType = RecipeSchema): string[] {
   const out: string[] = []
   const walk = (s: z.ZodType, prefix: string) => {
     const def = unwrapSchema(s).def as unknown as {
+      // cast: zod 4 types `def` per schema kind; only the fields read here are named
       type: string
       shape?: Record<string, z.ZodType>
       element?: z.ZodType

@@ -261,7 +261,7 @@ export class DockerBackend implements SandboxBackend {
         finish()
       })
       stream.write(JSON.stringify(job))
-      ;(stream as unknown as { end(): void }).end()
+      ;(stream as unknown as { end(): void }).end() // cast: dockerode types the hijacked attach stream as readable only; it is a duplex socket
     })
   }
 

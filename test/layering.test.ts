@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url'
 
 /**
  * The layer table of docs/design.md#layers, checked on the source: an import never points up the
- * table, a cross-folder import goes through the folder's `index.ts`, tensors live only in `gpu/`,
- * and progress bars only in `bin/`.
+ * table, a cross-folder import goes through the folder's `index.ts` (between the top-level folders,
+ * and between the rooms of `actors/`), no import circle inside `actors/`, tensors live only in
+ * `gpu/`, progress bars only in `bin/`, and every `as unknown as` outside the tests says why.
  */
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -47,7 +48,99 @@ function imports(): { folder: string; file: string; spec: string }[] {
   )
 }
 
+/** Every `.ts` file of the layered folders, relative to the root. */
+const layered = () => Object.keys(mayImport).flatMap((folder) => sources(join(root, folder)))
+
+/** The files of `actors/` each file of `actors/` imports (type imports and re-exports included). */
+function actorsGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>()
+  for (const file of sources(join(root, 'actors'))) {
+    const from = relative(root, file)
+    const to = specifiers(file)
+      .filter((spec) => spec.startsWith('.'))
+      .map((spec) => relative(root, resolve(dirname(file), spec)))
+      .filter((target) => target.startsWith('actors/'))
+    graph.set(from, to)
+  }
+  return graph
+}
+
+/** The strongly connected components of more than one file (Tarjan's algorithm): the import circles. */
+function circles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const out: string[][] = []
+  let next = 0
+  const visit = (v: string) => {
+    index.set(v, next)
+    low.set(v, next++)
+    stack.push(v)
+    onStack.add(v)
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = []
+      let w: string
+      do {
+        w = stack.pop()!
+        onStack.delete(w)
+        component.push(w)
+      } while (w !== v)
+      if (component.length > 1) out.push(component.sort())
+    }
+  }
+  for (const v of graph.keys()) if (!index.has(v)) visit(v)
+  return out
+}
+
+/** The room of an `actors/` file: its first folder below `actors/` (`actors/index.ts` is its own). */
+const room = (path: string) => path.split('/').slice(0, 2).join('/')
+
 describe('layering', () => {
+  it('layering - no import circle inside actors/', () => {
+    assert.deepEqual(circles(actorsGraph()), [])
+  })
+
+  it('layering - the circle check finds a circle: a graph a -> b -> c -> a, d -> a', () => {
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a']],
+      ['d', ['a']],
+    ])
+    assert.deepEqual(circles(graph), [['a', 'b', 'c']])
+    assert.ok(actorsGraph().get('actors/index.ts')!.includes('actors/node/index.ts'))
+  })
+
+  it('layering - a room of actors/ reaches another room through its index.ts', () => {
+    const bad: string[] = []
+    for (const [from, targets] of actorsGraph())
+      for (const target of targets)
+        if (room(target) !== room(from) && from !== 'actors/index.ts' && !target.endsWith('/index.ts'))
+          bad.push(`${from} imports ${target}`)
+    assert.deepEqual(bad, [])
+  })
+
+  it('layering - every `as unknown as` outside the tests has a comment saying why, on its line or the line next to it', () => {
+    const bad: string[] = []
+    for (const file of layered()) {
+      const lines = readFileSync(file, 'utf8').split('\n')
+      lines.forEach((line, i) => {
+        if (!line.includes('as unknown as')) return
+        if (line.includes('//') || [lines[i - 1], lines[i + 1]].some((l) => l?.trim().startsWith('//')))
+          return
+        bad.push(`${relative(root, file)}:${i + 1}`)
+      })
+    }
+    assert.deepEqual(bad, [])
+  })
+
   it('layering - no import points up the layer table, and another folder is reached through its index.ts', () => {
     const bad: string[] = []
     for (const { folder, file, spec } of imports()) {

@@ -1,7 +1,6 @@
 import { EchoPing, EchoPong, MessageRegistry, QueueGroups, Subjects } from '../../protocols/index.ts'
-import type { ActorSystem, Behaviour } from '../runtime/actor-system.ts'
-import { type Exposed, exposeActor } from '../runtime/bridge.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { ActorSystem, Behaviour, Transport } from '../runtime/index.ts'
+import { type Exposed, exposeActor } from '../runtime/index.ts'
 
 /** The echo actor: answers `echo.ping` with `echo.pong` carrying the same fields and its name. */
 export function echoBehaviour(by: string): Behaviour<{ by: string }> {

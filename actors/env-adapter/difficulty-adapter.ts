@@ -1,5 +1,5 @@
+import { ConfigError } from '../../gpu/index.ts'
 import type { EnvDifficulty, PayloadOf, TaskDifficulty, Trajectory } from '../../protocols/index.ts'
-import { AdapterConfigError } from './errors.ts'
 
 /**
  * Task adaptation (RLAnything, arXiv 2602.02488; docs/design.md#algorithms, dynamic triad): the
@@ -127,7 +127,7 @@ export class DifficultyAdapter {
   private readonly counts: AdaptCounts = { raised: 0, lowered: 0, accepted: 0, dropped: 0 }
   private revisionCounter = 0
 
-  /** @throws AdapterConfigError on a bad window, thresholds or levels. */
+  /** @throws ConfigError on a bad window, thresholds or levels. */
   constructor(config: DifficultyAdapterConfig) {
     this.window = config.window ?? 8
     this.raiseAt = config.raiseAt ?? 0.8
@@ -135,22 +135,18 @@ export class DifficultyAdapter {
     this.granularity = config.granularity ?? AdaptGranularity.Instance
     this.enabled = config.enabled ?? true
     if (!Number.isInteger(this.window) || this.window < 1)
-      throw new AdapterConfigError('window', this.window, 'must be an integer >= 1')
+      throw new ConfigError('window', this.window, 'must be an integer >= 1')
     if (!(this.lowerAt >= 0 && this.lowerAt < this.raiseAt && this.raiseAt <= 1))
-      throw new AdapterConfigError(
-        'raiseAt',
-        [this.lowerAt, this.raiseAt],
-        'need 0 <= lowerAt < raiseAt <= 1',
-      )
+      throw new ConfigError('raiseAt', [this.lowerAt, this.raiseAt], 'need 0 <= lowerAt < raiseAt <= 1')
     if (!Object.values(AdaptGranularity).includes(this.granularity))
-      throw new AdapterConfigError(
+      throw new ConfigError(
         'granularity',
         this.granularity,
         `one of ${Object.values(AdaptGranularity).join(', ')}`,
       )
     for (const [task, l] of Object.entries(config.tasks)) {
       if (![l.min, l.max, l.default].every(Number.isInteger) || l.min > l.default || l.default > l.max)
-        throw new AdapterConfigError(`tasks.${task}`, l, 'need integers min <= default <= max')
+        throw new ConfigError(`tasks.${task}`, l, 'need integers min <= default <= max')
     }
     this.tasks = { ...config.tasks }
   }

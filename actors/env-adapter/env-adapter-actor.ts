@@ -8,9 +8,8 @@ import {
   Subjects,
   TrajectoryGroup,
 } from '../../protocols/index.ts'
-import type { ActorSystem, Behaviour, SpawnOptions } from '../runtime/actor-system.ts'
-import { type Exposed, exposeActor } from '../runtime/bridge.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { ActorSystem, Behaviour, SpawnOptions, Transport } from '../runtime/index.ts'
+import { type Exposed, exposeActor } from '../runtime/index.ts'
 import { switchMetrics, type TriadSwitches } from '../triad/index.ts'
 import { type AdaptDecision, DifficultyAdapter, type DifficultyAdapterConfig } from './difficulty-adapter.ts'
 

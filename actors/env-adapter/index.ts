@@ -18,4 +18,3 @@ export {
   envAdapterReplies,
   startEnvAdapter,
 } from './env-adapter-actor.ts'
-export { AdapterConfigError } from './errors.ts'

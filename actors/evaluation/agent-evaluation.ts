@@ -3,6 +3,7 @@ import type { ChatMessage } from '../../protocols/index.ts'
 import { AgentInstances, AgentRunner, Gateway } from '../gateway/index.ts'
 import { McpTaskEnv } from '../mcp/index.ts'
 import type { AgentTaskSpec, McpTaskSpec } from '../rollout/index.ts'
+import { episodeSeeds } from '../runtime/index.ts'
 import { BatcherTurns } from './batcher-turns.ts'
 import { playBounded } from './bounded-play.ts'
 import { ModelPolicy } from './model-policy.ts'
@@ -97,7 +98,8 @@ export async function playAgenticTasks(
           index: Math.floor(j / settings.k),
           sample: j % settings.k,
         }))
-        const seedOf = (index: number, sample: number) => settings.seed + index * 1_009 + sample * 7_919
+        const seedOf = (index: number, sample: number) =>
+          episodeSeeds.evaluation(settings.seed, index, sample)
         let play: (index: number, sample: number) => Promise<Omit<EvalOutcome, 'failed'>>
         let concurrency: number
         if (task.agent) {

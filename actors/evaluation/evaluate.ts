@@ -8,6 +8,7 @@ import {
 } from '../../gpu/index.ts'
 import { getTask, type Policy, playEpisode } from '../environment/index.ts'
 import type { AgentTaskSpec, McpTaskSpec } from '../rollout/index.ts'
+import { episodeSeeds } from '../runtime/index.ts'
 import { agenticInstanceCount, type EvalOutcome, playAgenticTasks } from './agent-evaluation.ts'
 import { playBounded } from './bounded-play.ts'
 import { ModelPolicy } from './model-policy.ts'
@@ -143,7 +144,7 @@ export async function evaluatePolicy(
                 maxNewTokens: settings.maxNewTokens,
                 temperature: settings.temperature,
                 top_p: settings.top_p ?? 1,
-                seed: settings.seed + index * 1_009 + sample * 7_919,
+                seed: episodeSeeds.evaluation(settings.seed, index, sample),
               }),
             Infinity,
           ),

@@ -1,6 +1,7 @@
 import { asChatFormat, type ChatFormat, type ContinuousBatcher, type Tokenizer } from '../../gpu/index.ts'
 import type { AssistantMessage, ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import type { Policy } from '../environment/index.ts'
+import { episodeSeeds } from '../runtime/index.ts'
 
 /** Sampling settings of a model policy. */
 export interface ModelPolicySettings {
@@ -44,7 +45,7 @@ export class ModelPolicy implements Policy {
       temperature: this.settings.temperature,
       top_p: this.settings.top_p,
       stopTokens: [...this.chat.stopTokens],
-      seed: (this.settings.seed * 997 + this.turn++) | 0,
+      seed: episodeSeeds.evaluationTurn(this.settings.seed, this.turn++),
     })
     const parsed = this.chat.parseTurn(out.tokens)
     return parsed.ok ? parsed.message : { role: 'assistant', content: parsed.text }

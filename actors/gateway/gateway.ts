@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { type ChatFormat, TemplateError } from '../../gpu/index.ts'
 import type { AssistantMessage, PayloadOf, PolicyGenerate } from '../../protocols/index.ts'
 import type { GeneratedTurn } from '../rollout/index.ts'
+import { episodeSeeds } from '../runtime/index.ts'
 import { parseGatewayRequest, type RunSampling } from './chat-request.ts'
 import { completionChunks, completionObject } from './completion-reply.ts'
 import { parseEpisodeReward } from './episode-reward.ts'
@@ -315,7 +316,7 @@ export class Gateway {
           temperature: this.o.sampling.temperature,
           top_p: this.o.sampling.top_p,
           stop_tokens: [...this.o.chat.stopTokens],
-          seed: (s.options.seed * 1_000 + s.recorder.turns) | 0,
+          seed: episodeSeeds.turn(s.options.seed, s.recorder.turns),
         },
         s.halt.signal,
       )

@@ -1,6 +1,6 @@
 import { createRng } from '../../gpu/index.ts'
 import type { Millis } from '../../protocols/index.ts'
-import type { SupervisionPolicy } from '../runtime/supervision.ts'
+import type { SupervisionPolicy } from '../runtime/index.ts'
 
 /**
  * Chaos mode (`triad run RECIPE --chaos EVERY`): every `EVERY` seconds one process of the run,

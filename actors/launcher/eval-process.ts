@@ -3,10 +3,8 @@ import { hostname } from 'node:os'
 import { basename, dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { dieWithParent, LogLevels, OWN_PROCESS_GROUP } from '../runtime/index.ts'
-import { childLogLine } from '../runtime/role-logger.ts'
+import { childLogLine, dieWithParent, isWriteError, LogLevels, OWN_PROCESS_GROUP } from '../runtime/index.ts'
 import { logStream } from './process-supervisor.ts'
-import { isWriteError } from './write-error.ts'
 
 /**
  * The installed `triad` command: it registers tsx from this package itself, so the process starts

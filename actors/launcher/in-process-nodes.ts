@@ -1,12 +1,16 @@
 import { join } from 'node:path'
 import type { Logger } from 'pino'
 import { chooseBackend } from '../../gpu/index.ts'
-import type { NodeConfig } from '../node/config.ts'
-import { type NodeHandle, startLearnerNode } from '../node/learner-node.ts'
-import { startRolloutNode } from '../node/rollout-node.ts'
-import { type ActorSystem, startActorSystem } from '../runtime/actor-system.ts'
-import type { InProcessTransport } from '../runtime/in-process-transport.ts'
-import { closeRoleLogger, createRoleLogger, infoLines } from '../runtime/role-logger.ts'
+import type { NodeConfig } from '../node/index.ts'
+import { type NodeHandle, startLearnerNode, startRolloutNode } from '../node/index.ts'
+import type { InProcessTransport } from '../runtime/index.ts'
+import {
+  type ActorSystem,
+  closeRoleLogger,
+  createRoleLogger,
+  infoLines,
+  startActorSystem,
+} from '../runtime/index.ts'
 import { RoleFailedError } from './errors.ts'
 import { inProcessThreads } from './role-threads.ts'
 

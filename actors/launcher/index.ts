@@ -1,4 +1,4 @@
-export type { SupervisionPolicy } from '../runtime/supervision.ts'
+export type { SupervisionPolicy } from '../runtime/index.ts'
 export {
   type Chaos,
   type ChaosKill,
@@ -68,10 +68,3 @@ export {
   splitCores,
   type ThreadedRole,
 } from './role-threads.ts'
-export {
-  asWriteError,
-  isWriteError,
-  RunWriteError,
-  WRITE_ERROR_CODES,
-  writeErrorCode,
-} from './write-error.ts'

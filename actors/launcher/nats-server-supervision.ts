@@ -1,5 +1,5 @@
 import type { Millis } from '../../protocols/index.ts'
-import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
+import { RestartTracker, type SupervisionPolicy } from '../runtime/index.ts'
 import { NatsServerError } from './errors.ts'
 import { type NatsServer, portInUse } from './nats-server.ts'
 

@@ -2,10 +2,14 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import type { Millis } from '../../protocols/index.ts'
-import { dieWithParent, OWN_PROCESS_GROUP } from '../runtime/index.ts'
-import { childLogLine } from '../runtime/role-logger.ts'
-import { RestartTracker, type SupervisionPolicy } from '../runtime/supervision.ts'
-import { isWriteError } from './write-error.ts'
+import {
+  childLogLine,
+  dieWithParent,
+  isWriteError,
+  OWN_PROCESS_GROUP,
+  RestartTracker,
+  type SupervisionPolicy,
+} from '../runtime/index.ts'
 
 /**
  * How long `ProcessSupervisor.stop` waits for a child after SIGTERM before it sends SIGKILL, ms.

@@ -1,5 +1,5 @@
 import { machineCores, resolveThreads, THREADS_ENV } from '../../gpu/index.ts'
-import type { NodeConfig } from '../node/config.ts'
+import type { NodeConfig } from '../node/index.ts'
 
 /**
  * How many threads the native engine gets in each role's process (`NodeConfig.threads`, the

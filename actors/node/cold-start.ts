@@ -6,26 +6,17 @@ import {
   type RenderedChat,
   renderChat,
   type SftLogRecord,
-  sftStepCount,
   Tokenizer,
   type Transformer,
   trainSft,
   warmupCosine,
   withSftWorkers,
 } from '../../gpu/index.ts'
-import { type ChatMessage, SessionStatus, type ToolSchema } from '../../protocols/index.ts'
+import { SessionStatus } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { runSeeds } from '../runtime/index.ts'
 import type { NodeConfig } from './config.ts'
-import { readSftDatasets } from './sft-dataset.ts'
-
-/** One expert episode: the conversation, the tools it had and how it ended. */
-export interface ExpertEpisode {
-  messages: ChatMessage[]
-  tools: ToolSchema[]
-  /** How the episode ended; `task_error` episodes are never SFT data (`sftEpisodes`). */
-  status: SessionStatus
-}
+import { type ExpertEpisode, readSftDatasets } from './sft-dataset.ts'
 
 /**
  * Real end-to-end episodes of the scripted experts (DemyAgent, arXiv 2510.11701: mistakes and
@@ -171,20 +162,17 @@ export async function coldStart(
   return withSftWorkers(config.sft.threads ?? 1, model.config, backend, async (workers) => {
     const optimizer = new AdamW(model.params)
     try {
-      const batching = {
+      const records = await trainSft(model, optimizer, examples, {
         epochs: config.sft.epochs,
         batchTokens: config.sft.batchTokens,
         maxSteps: config.sft.maxSteps,
         workers,
-      }
-      const steps = sftStepCount(examples, model, batching)
-      const records = await trainSft(model, optimizer, examples, {
-        ...batching,
-        schedule: warmupCosine({
-          peakLr: config.sft.lr,
-          warmupSteps: Math.max(1, Math.floor(steps / 10)),
-          totalSteps: steps,
-        }),
+        scheduleFor: (steps) =>
+          warmupCosine({
+            peakLr: config.sft.lr,
+            warmupSteps: Math.max(1, Math.floor(steps / 10)),
+            totalSteps: steps,
+          }),
         seed: config.seed,
         onLog,
       })

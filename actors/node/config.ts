@@ -1,8 +1,8 @@
 import type { AdamWConfig, LoraConfig, RlStepConfig, TransformerConfig } from '../../gpu/index.ts'
 import type { TaskLevels } from '../env-adapter/index.ts'
-import type { RolloutSettings, TaskMixEntry } from '../rollout/rollout.ts'
+import type { RolloutSettings, TaskMixEntry } from '../rollout/index.ts'
 import { runSeeds } from '../runtime/index.ts'
-import type { TriadSwitches } from '../triad/index.ts'
+import type { RewardModelSftConfig, TriadSwitches } from '../triad/index.ts'
 import type { SftDataset } from './sft-dataset.ts'
 
 /** The dynamic triad of a run (RLAnything): its switches and the env adapter's settings. */
@@ -25,32 +25,6 @@ export interface NodeTriadConfig extends TriadSwitches {
    * when enabled and step rewards or reward-model training are on); absent: none.
    */
   rewardModelSft?: RewardModelSftConfig
-}
-
-/** The reward model's cold start (`actors/triad/reward-model-cold-start.ts`). */
-export interface RewardModelSftConfig {
-  enabled: boolean
-  /** Most optimizer steps. */
-  steps: number
-  /** Expert episodes per task whose steps are the training data. */
-  expertTrajectoriesPerTask: number
-  /**
-   * Episodes per task the policy samples after its cold start (train instances, the run's
-   * sampling) whose labelled steps are training data too: the policy's own mistakes. 0: none.
-   */
-  policyTrajectoriesPerTask: number
-  /** Expert episodes per task (other seeds) whose steps measure accuracy before and after; as many policy episodes too when it plays. */
-  heldOutTrajectoriesPerTask: number
-  /** Per-step probability of an expert mistake (bad steps to learn from). */
-  errorRate: number
-  /** Share of expert episodes that end solved (the others end with a bad answer step). */
-  successRate: number
-  /** Peak learning rate. */
-  lr: number
-  /** Most padded tokens per batch. */
-  batchTokens: number
-  /** Initial weights: a copy of the policy's (`policy`), or the reward model's seed ones (`seed`). */
-  init: 'policy' | 'seed'
 }
 
 /** The AdamW settings a recipe gives (`rl.weightDecay`, `rl.gradClip`); the moments' betas keep their defaults. */

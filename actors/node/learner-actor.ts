@@ -24,14 +24,16 @@ import {
   type TrajectoryGroupPayload,
 } from '../../protocols/index.ts'
 import { Learner } from '../learner/index.ts'
-import { type LearnerCore, LearnerLoop } from '../pipeline/learner-loop.ts'
-import { ensureTrajectoryStream, openTrajectoryConsumer } from '../pipeline/open-trajectory-stream.ts'
-import { restoreNewestCheckpoint } from '../pipeline/resume-checkpoint.ts'
-import { TRAJECTORY_LOG_FILE } from '../pipeline/trajectory-log.ts'
-import type { Behaviour } from '../runtime/actor-system.ts'
-import { runSeeds } from '../runtime/index.ts'
-import type { Child, ChildContext } from '../runtime/supervision-tree.ts'
-import { envelope, type Transport } from '../runtime/transport.ts'
+import {
+  ensureTrajectoryStream,
+  type LearnerCore,
+  LearnerLoop,
+  openTrajectoryConsumer,
+  restoreNewestCheckpoint,
+  TRAJECTORY_LOG_FILE,
+} from '../pipeline/index.ts'
+import type { Behaviour, Child, ChildContext } from '../runtime/index.ts'
+import { envelope, runSeeds, type Transport } from '../runtime/index.ts'
 import {
   loadRewardModelCheckpoint,
   OnlineStepAccuracy,
@@ -49,7 +51,6 @@ import {
 import { WeightStore } from '../weights/index.ts'
 import {
   coldStart,
-  type ExpertEpisode,
   firstEpisodesPerTask,
   playExperts,
   runTokenizer,
@@ -66,6 +67,7 @@ import {
 } from './pretrained-policy.ts'
 import { reportMetrics } from './report-metrics.ts'
 import { publishRunTokenizer } from './run-tokenizer.ts'
+import type { ExpertEpisode } from './sft-dataset.ts'
 
 /**
  * The ack wait of the learner's durable consumer, ms: how long the stream waits for the

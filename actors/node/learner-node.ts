@@ -1,9 +1,7 @@
 import type { Millis } from '../../protocols/index.ts'
 import { LEARNER_LOCK_FILE, lockRunDir } from '../run/index.ts'
-import type { ActorSystem } from '../runtime/actor-system.ts'
-import { defaultSupervision } from '../runtime/supervision.ts'
-import { Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { ActorSystem, Transport } from '../runtime/index.ts'
+import { defaultSupervision, Restart, Strategy, startTree, type TreeSpec } from '../runtime/index.ts'
 import type { NodeConfig } from './config.ts'
 import { startLearnerActor } from './learner-actor.ts'
 

@@ -5,9 +5,8 @@ import {
   MessageRegistry,
   Subjects,
 } from '../../protocols/index.ts'
-import type { ActorRef } from '../runtime/actor-system.ts'
-import { type Exposed, exposeActor } from '../runtime/bridge.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { ActorRef, Transport } from '../runtime/index.ts'
+import { type Exposed, exposeActor } from '../runtime/index.ts'
 
 /** What the learner actor's status reads at each request. */
 export interface LearnerNodeStatus {

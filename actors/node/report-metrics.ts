@@ -1,5 +1,5 @@
 import { type MetricsAxis, MetricsReport, Subjects } from '../../protocols/index.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { Transport } from '../runtime/index.ts'
 
 /**
  * Publishes one `metrics.report` for a role; `axis` says what `step` counts when it is not the

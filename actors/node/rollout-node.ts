@@ -10,13 +10,18 @@ import {
 import { DifficultyView, startEnvAdapter } from '../env-adapter/index.ts'
 import { startEnvController, startEnvWorker, tasks } from '../environment/index.ts'
 import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
-import { unlessAborted } from '../runtime/abort.ts'
-import type { ActorSystem } from '../runtime/actor-system.ts'
-import { remoteActor } from '../runtime/bridge.ts'
-import { runSeeds } from '../runtime/index.ts'
-import { defaultSupervision } from '../runtime/supervision.ts'
-import { type ChildSpec, Restart, Strategy, startTree, type TreeSpec } from '../runtime/supervision-tree.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { ActorSystem, Transport } from '../runtime/index.ts'
+import {
+  type ChildSpec,
+  defaultSupervision,
+  Restart,
+  remoteActor,
+  runSeeds,
+  Strategy,
+  startTree,
+  type TreeSpec,
+  unlessAborted,
+} from '../runtime/index.ts'
 import {
   type RewardActorOptions,
   type RewardModelOptions,

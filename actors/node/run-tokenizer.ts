@@ -1,7 +1,7 @@
 import { Tokenizer, type TokenizerSettings, tokenizerJson } from '../../gpu/index.ts'
 import { type Millis, weightsBucket } from '../../protocols/index.ts'
-import type { Transport } from '../runtime/transport.ts'
-import { openBlobStore } from '../weights/open-blob-store.ts'
+import type { Transport } from '../runtime/index.ts'
+import { openBlobStore } from '../weights/index.ts'
 
 /** Object name of a run's tokenizer in its weights bucket. */
 export const TOKENIZER_OBJECT = 'tokenizer.json'

@@ -6,10 +6,21 @@ import {
   type ChatMessage,
   ChatMessageSchema,
   SessionStatus,
+  type ToolSchema,
   ToolSchemaSchema,
 } from '../../protocols/index.ts'
-import type { ExpertEpisode } from './cold-start.ts'
 import { SftDatasetError } from './errors.ts'
+
+/**
+ * One episode of SFT data (a scripted expert's, or a dataset row): the conversation, the tools it
+ * had and how it ended.
+ */
+export interface ExpertEpisode {
+  messages: ChatMessage[]
+  tools: ToolSchema[]
+  /** How the episode ended; `task_error` episodes are never SFT data (`sftEpisodes`). */
+  status: SessionStatus
+}
 
 /** File formats of an SFT dataset. Closed set. */
 export const SftDatasetFormat = { Jsonl: 'jsonl', Parquet: 'parquet' } as const

@@ -1,6 +1,6 @@
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
-import { type Clock, systemClock } from '../runtime/clock.ts'
-import type { InProcessTransport } from '../runtime/in-process-transport.ts'
+import type { InProcessTransport } from '../runtime/index.ts'
+import { type Clock, systemClock } from '../runtime/index.ts'
 import { BufferFullError, PublisherClosedError, TrajectoryStreamNotFoundError } from './errors.ts'
 import {
   addDelivered,

@@ -11,8 +11,7 @@ import {
 } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
-import { type Clock, systemClock } from '../runtime/clock.ts'
-import { streamReplicas } from '../runtime/nats-transport.ts'
+import { type Clock, streamReplicas, systemClock } from '../runtime/index.ts'
 import { BufferFullError, PublisherClosedError } from './errors.ts'
 import {
   addDelivered,

@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
-import { sleep, systemClock } from '../runtime/clock.ts'
+import { sleep, systemClock } from '../runtime/index.ts'
 import { pruneCheckpoints } from './checkpoint-pruning.ts'
 import { type AckRecord, type PipelineCheckpoint, readAckRecords } from './checkpoint-records.ts'
 import { CheckpointPruneError } from './errors.ts'

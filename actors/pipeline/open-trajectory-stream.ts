@@ -1,7 +1,5 @@
-import type { Clock } from '../runtime/clock.ts'
-import { InProcessTransport } from '../runtime/in-process-transport.ts'
-import { NatsTransport } from '../runtime/nats-transport.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { Clock, Transport } from '../runtime/index.ts'
+import { InProcessTransport, NatsTransport } from '../runtime/index.ts'
 import {
   ensureInProcessTrajectoryStream,
   InProcessTrajectoryConsumer,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { decode, encode, type TrajectoryGroupPayload } from '../../protocols/index.ts'
-import { asWriteError } from '../launcher/write-error.ts'
+import { asWriteError } from '../runtime/index.ts'
 import { TrajectoryLogError } from './errors.ts'
 import { decodeGroup, encodeGroup, type TakenGroup } from './trajectory-stream.ts'
 

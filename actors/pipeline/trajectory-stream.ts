@@ -7,7 +7,7 @@ import {
   TrajectoryGroup,
   type TrajectoryGroupPayload,
 } from '../../protocols/index.ts'
-import type { Clock } from '../runtime/clock.ts'
+import type { Clock } from '../runtime/index.ts'
 
 /**
  * The trajectory stream of a run: the bounded buffer between the rollout side (publishers) and the

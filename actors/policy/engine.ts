@@ -44,7 +44,6 @@ import {
   TransportClosedError,
 } from '../runtime/index.ts'
 import { type WeightMap, WeightStore, type WeightsAnnouncement } from '../weights/index.ts'
-import { PolicyEngineConfigError } from './errors.ts'
 import { acceptsVersion } from './version-policy.ts'
 
 /** Where an engine reads announced weights from (a `WeightStore`, or a stand-in in tests). */
@@ -176,7 +175,7 @@ interface EngineState {
  * `policy-stale`), and once more when it stops (over the time since the previous report, unless
  * that was under 1 s ago).
  *
- * @throws PolicyEngineConfigError on bad options (bad `staleEvery`); ConfigError/ShapeError from
+ * @throws ConfigError on bad options (bad `staleEvery`); ConfigError/ShapeError from
  *   gpu/ for a bad model config or initial weights.
  */
 export async function startPolicyEngine(
@@ -187,7 +186,7 @@ export async function startPolicyEngine(
   const stale = options.stale ?? false
   const staleEvery = options.staleEvery ?? 25
   if (!Number.isInteger(staleEvery) || staleEvery < 1)
-    throw new PolicyEngineConfigError('staleEvery', staleEvery, 'must be a positive integer')
+    throw new ConfigError('staleEvery', staleEvery, 'must be a positive integer')
   fullConfig(options.modelConfig) // throws ConfigError on a bad size, before anything starts
   const modelName = options.model ?? 'policy'
   const role = stale ? 'policy-stale' : 'policy'

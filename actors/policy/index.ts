@@ -9,5 +9,4 @@ export {
   startPolicyEngine,
   type WeightSource,
 } from './engine.ts'
-export { PolicyEngineConfigError } from './errors.ts'
 export { acceptsVersion, type VersionPolicyInput } from './version-policy.ts'

@@ -8,6 +8,7 @@ import {
   SessionStatus,
   type Trajectory,
 } from '../../protocols/index.ts'
+import { episodeSeeds } from '../runtime/index.ts'
 import type { EnvClient, EnvSession } from './env-client.ts'
 import { EpisodeError, EpisodeFailure } from './errors.ts'
 import type { PolicyRouter } from './policy-router.ts'
@@ -122,7 +123,7 @@ export async function runEpisode(
             temperature: settings.temperature,
             top_p: settings.top_p,
             stop_tokens: [...chat.stopTokens],
-            seed: (seed * 1_000 + turns) | 0,
+            seed: episodeSeeds.turn(seed, turns),
           },
           signal,
         )

@@ -13,7 +13,7 @@ import {
   Subjects,
   type ToolSchema,
 } from '../../protocols/index.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { Transport } from '../runtime/index.ts'
 
 const startReplies = new MessageRegistry([EnvStarted])
 const interactReplies = new MessageRegistry([EnvInteracted])

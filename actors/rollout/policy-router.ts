@@ -6,8 +6,8 @@ import {
   PolicyGenerated,
   Subjects,
 } from '../../protocols/index.ts'
-import { NoRespondersError, RequestTimeoutError } from '../runtime/errors.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { Transport } from '../runtime/index.ts'
+import { NoRespondersError, RequestTimeoutError } from '../runtime/index.ts'
 
 const generatedReplies = new MessageRegistry([PolicyGenerated])
 

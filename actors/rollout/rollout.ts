@@ -1,8 +1,7 @@
 import { setMaxListeners } from 'node:events'
 import { createRng } from '../../gpu/index.ts'
 import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
-import { sleep, systemClock } from '../runtime/clock.ts'
-import { annotateSeedOf } from '../runtime/index.ts'
+import { annotateSeedOf, episodeSeeds, sleep, systemClock } from '../runtime/index.ts'
 import { type EpisodeDeps, type EpisodeEnv, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import type { AgentEpisodeRunner, AgentTaskSpec, McpTaskSpec } from './agent-task.ts'
 import { EpisodeError } from './errors.ts'
@@ -163,7 +162,7 @@ export class RolloutDriver {
   async runGroup(): Promise<TrajectoryGroupPayload | undefined> {
     const task = this.pickTask()
     const n = this.counter++
-    const seed = (this.settings.seed * 1_000_003 + n) | 0
+    const seed = episodeSeeds.group(this.settings.seed, n)
     const difficulty = this.difficulty.get(task.name)
     const startedVersion = this.version()
     const share = this.settings.annotateShare ?? 1
@@ -212,7 +211,7 @@ export class RolloutDriver {
       if (signal.aborted) return undefined
       if (attempt > 0) this.stats.retried++
       try {
-        const seedOfAttempt = samplingSeed + attempt * 7919
+        const seedOfAttempt = episodeSeeds.attempt(samplingSeed, attempt)
         const ep = entry.agent
           ? await this.deps.agents!.run(
               task,

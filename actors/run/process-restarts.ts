@@ -1,5 +1,4 @@
 import { MetricsReport, Subjects } from '../../protocols/index.ts'
-import type { ProcessEvent } from '../launcher/index.ts'
 import { type Clock, systemClock, type Transport } from '../runtime/index.ts'
 
 /** The metric key of the restarts of one supervised process: `process/<name>/restarts`. */
@@ -65,8 +64,12 @@ export class ProcessRestartReport {
     return Object.fromEntries(this.counts)
   }
 
-  /** Feeds one supervisor event: an exit followed by a restart counts one and is reported at once. */
-  onEvent(e: ProcessEvent): void {
+  /**
+   * Feeds one process supervisor event (`ProcessEvent` of `actors/launcher/`, which sits above
+   * this folder: only the fields read here): an exit followed by a restart counts one and is
+   * reported at once.
+   */
+  onEvent<E extends { type: string; name: string; next?: string }>(e: E): void {
     if (e.type !== 'exited' || e.next !== 'restart') return
     this.counts.set(e.name, (this.counts.get(e.name) ?? 0) + 1)
     this.publish()

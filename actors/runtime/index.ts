@@ -1,3 +1,4 @@
+export { unlessAborted } from './abort.ts'
 export {
   type ActorContext,
   type ActorRef,
@@ -41,7 +42,7 @@ export {
   type OutputStream,
   type RoleLogBindings,
 } from './role-logger.ts'
-export { annotateSeedOf, judgedStepsSeedOf, type RunSeeds, runSeeds } from './run-seeds.ts'
+export { annotateSeedOf, episodeSeeds, judgedStepsSeedOf, type RunSeeds, runSeeds } from './run-seeds.ts'
 export { subjectMatches } from './subject-match.ts'
 export {
   type CrashDecision,
@@ -78,3 +79,10 @@ export {
   type Transport,
   toErrorPayload,
 } from './transport.ts'
+export {
+  asWriteError,
+  isWriteError,
+  RunWriteError,
+  WRITE_ERROR_CODES,
+  writeErrorCode,
+} from './write-error.ts'

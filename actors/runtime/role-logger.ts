@@ -48,7 +48,7 @@ export function createRoleLogger(
  */
 export function closeRoleLogger(logger: Logger): void {
   logger.flush()
-  const stream = (logger as unknown as Record<symbol, { end?: () => void; fd?: number }>)[
+  const stream = (logger as unknown as Record<symbol, { end?: () => void; fd?: number }>)[ // cast: pino keeps its destination stream behind a symbol it does not type
     pino.symbols.streamSym
   ]
   if (stream && typeof stream.fd === 'number' && stream.fd > 2) stream.end?.()

@@ -47,3 +47,23 @@ export const annotateSeedOf = (rolloutSeed: number) => rolloutSeed ^ 0x5bd1e995
  * run's seed (two runs draw alike from the same judgements).
  */
 export const judgedStepsSeedOf = (update: number) => 7 + update
+
+/**
+ * The per-episode seeds, each a function of a stream's seed above (the formulas the run has always
+ * used, so a seed gives the same run as before they were gathered here).
+ */
+export const episodeSeeds = Object.freeze({
+  /** The n-th group of the rollout driver (its instance; `runSeeds().rollout` is the driver's seed). */
+  group: (driverSeed: number, n: number) => (driverSeed * 1_000_003 + n) | 0,
+  /** The `attempt`-th try (0 the first) of an episode whose environment session failed. */
+  attempt: (samplingSeed: number, attempt: number) => samplingSeed + attempt * 7919,
+  /** Turn `turn` (0-based) of an agent loop or a gateway episode: its sampling seed. */
+  turn: (episodeSeed: number, turn: number) => (episodeSeed * 1_000 + turn) | 0,
+  /** Turn `turn` of an evaluation episode played through `ModelPolicy`: its sampling seed. */
+  evaluationTurn: (episodeSeed: number, turn: number) => (episodeSeed * 997 + turn) | 0,
+  /**
+   * Sample j of held-out instance i of an evaluation (the instance and its sampling), whatever the
+   * model, so two checkpoints evaluated with one seed play the same episodes (`pairedDifference`).
+   */
+  evaluation: (seed: number, index: number, sample: number) => seed + index * 1_009 + sample * 7_919,
+})

@@ -15,18 +15,6 @@ export class TriadConfigError extends Error {
   }
 }
 
-/** A reward-model setting that is out of range (model size, sampling, training). */
-export class RewardModelConfigError extends Error {
-  override name = 'RewardModelConfigError'
-  readonly field: string
-  readonly value: unknown
-  constructor(field: string, value: unknown, message: string, options?: { cause?: unknown }) {
-    super(`${field}=${JSON.stringify(value)}: ${message}`, options)
-    this.field = field
-    this.value = value
-  }
-}
-
 /**
  * A judge prompt that does not fit the reward model's context even with the oldest history turns
  * left out. A validation problem: the actor answers it with an `invalid_message` error reply.

@@ -1,4 +1,4 @@
-export { JudgePromptTooLongError, RewardModelConfigError, TriadConfigError } from './errors.ts'
+export { JudgePromptTooLongError, TriadConfigError } from './errors.ts'
 export {
   BAD_VERDICT_TOKEN,
   episodeJudgeSteps,
@@ -45,6 +45,7 @@ export {
   playPolicyLabelledSteps,
   REWARD_MODEL_SFT_DIR,
   REWARD_MODEL_SFT_FILE,
+  type RewardModelSftConfig,
   type RewardModelSftReport,
   rewardModelColdStart,
   rewardModelColdStartOnce,

@@ -1,6 +1,6 @@
-import { type ChatFormat, renderPrompt, Tokenizer, type VerdictTokens } from '../../gpu/index.ts'
+import { type ChatFormat, ConfigError, renderPrompt, Tokenizer, type VerdictTokens } from '../../gpu/index.ts'
 import type { ChatMessage, JudgeStep } from '../../protocols/index.ts'
-import { JudgePromptTooLongError, RewardModelConfigError } from './errors.ts'
+import { JudgePromptTooLongError } from './errors.ts'
 
 /**
  * The reward model's judge prompt, rendered with the judge's chat format (`JudgeFormat`): triad's
@@ -45,13 +45,13 @@ export const TRIAD_VERDICT_TOKENS: Readonly<VerdictTokens> = Object.freeze({
  * The ids of the verdicts `+` and `-` in a judge's vocabulary: each text encoded alone must be one
  * id (Qwen's byte-level BPE: `+` 10, `-` 12; triad's tokenizer: its bytes 0x2b, 0x2d). Reads the
  * format's `encode` alone.
- * @throws RewardModelConfigError when a verdict is not a single token of the vocabulary.
+ * @throws ConfigError when a verdict is not a single token of the vocabulary.
  */
 export function verdictTokensOf(format: Pick<JudgeFormat, 'encode'>): VerdictTokens {
   const one = (text: string): number => {
     const ids = format.encode(text)
     if (ids.length !== 1)
-      throw new RewardModelConfigError(
+      throw new ConfigError(
         'verdict',
         text,
         `must encode to one token of the judge's vocabulary (it encodes to ${ids.length}: [${Array.from(ids).join(', ')}])`,

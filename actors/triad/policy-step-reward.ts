@@ -1,6 +1,10 @@
-import { computeGroupStepAdvantages, type OverlongConfig, overlongPenalty } from '../../gpu/index.ts'
+import {
+  ConfigError,
+  computeGroupStepAdvantages,
+  type OverlongConfig,
+  overlongPenalty,
+} from '../../gpu/index.ts'
 import type { Trajectory } from '../../protocols/index.ts'
-import { RewardModelConfigError } from './errors.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 
 /**
@@ -33,7 +37,7 @@ export function stepLabels(t: Pick<Trajectory, 'metrics' | 'turns'>): Int8Array 
  * @param judgements `[steps * m]` step-major.
  * @param labels `[steps]`: +1, -1, or 0 for unlabelled.
  * @returns the accuracy in [0, 1], or undefined when no step is labelled.
- * @throws RewardModelConfigError when the lengths disagree.
+ * @throws ConfigError when the lengths disagree.
  */
 export function judgementAccuracy(
   judgements: ArrayLike<number>,
@@ -41,11 +45,7 @@ export function judgementAccuracy(
   labels: ArrayLike<number>,
 ): number | undefined {
   if (judgements.length !== labels.length * m)
-    throw new RewardModelConfigError(
-      'judgements',
-      judgements.length,
-      `expected ${labels.length} steps x m = ${m}`,
-    )
+    throw new ConfigError('judgements', judgements.length, `expected ${labels.length} steps x m = ${m}`)
   let right = 0
   let total = 0
   for (let j = 0; j < labels.length; j++) {
@@ -109,7 +109,7 @@ export interface PolicyStepAdvantages {
  *   when it was not judged (its steps then get `R_j = O`). Ignored when the switch is off.
  * @param overlong overlong shaping (`L_max`, `L_buf` in tokens) on `|y|` = the sample's loss-masked
  *   tokens; off when absent.
- * @throws RewardModelConfigError when a sample's judgements do not cover its turns; ShapeError on
+ * @throws ConfigError when a sample's judgements do not cover its turns; ShapeError on
  *   bad turn starts; ConfigError on a bad overlong config.
  */
 export function policyStepAdvantages(
@@ -133,7 +133,7 @@ export function policyStepAdvantages(
     const turns = t.turn_starts.length
     const flat = enabled ? judgements[i] : undefined
     if (flat && flat.length !== turns * m)
-      throw new RewardModelConfigError(`judgements[${i}]`, flat.length, `expected ${turns} turns x m = ${m}`)
+      throw new ConfigError(`judgements[${i}]`, flat.length, `expected ${turns} turns x m = ${m}`)
     const perStep: ArrayLike<number>[] = []
     for (let j = 0; j < turns; j++) {
       if (!flat) {

@@ -11,9 +11,8 @@ import {
   RewardWeightsLoaded,
   Subjects,
 } from '../../protocols/index.ts'
-import type { ActorSystem, Behaviour, SpawnOptions } from '../runtime/actor-system.ts'
-import { type Exposed, exposeActor } from '../runtime/bridge.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { ActorSystem, Behaviour, SpawnOptions, Transport } from '../runtime/index.ts'
+import { type Exposed, exposeActor } from '../runtime/index.ts'
 import { RewardModel, type RewardModelOptions } from './reward-model.ts'
 
 /**

@@ -22,7 +22,7 @@ import {
 } from '../environment/index.ts'
 import { ModelPolicy, playBounded } from '../evaluation/index.ts'
 import { LearnerCheckpointError } from '../learner/index.ts'
-import type { NodeConfig, RewardModelSftConfig } from '../node/index.ts'
+import type { TaskMixEntry } from '../rollout/index.ts'
 import { runSeeds } from '../runtime/index.ts'
 import { episodeJudgeSteps } from './judge-prompt.ts'
 import type { RewardModel } from './reward-model.ts'
@@ -52,7 +52,7 @@ export const REWARD_MODEL_SFT_FILE = 'reward-sft.json'
  * `expert.seedOf(i)` (instance and expert mistakes; `runSeeds`).
  */
 export function playLabelledSteps(
-  config: Pick<NodeConfig, 'seed' | 'tasks'>,
+  config: Pick<ColdStartNodeConfig, 'seed' | 'tasks'>,
   count: number,
   expert: { errorRate: number; successRate: number; seedOf: (i: number) => number },
 ): Promise<LabelledStep[]> {
@@ -80,7 +80,7 @@ export interface ColdStartPolicy {
  * with that seed; episodes that ended in `task_error` give none.
  */
 export async function playPolicyLabelledSteps(
-  config: Pick<NodeConfig, 'seed' | 'tasks'>,
+  config: Pick<ColdStartNodeConfig, 'seed' | 'tasks'>,
   count: number,
   policy: ColdStartPolicy,
   seedOf: (i: number) => number,
@@ -107,7 +107,7 @@ export async function playPolicyLabelledSteps(
  * once) and labels their assistant steps; the steps come task by task, episode by episode.
  */
 async function labelledStepsOf(
-  config: Pick<NodeConfig, 'tasks'>,
+  config: Pick<ColdStartNodeConfig, 'tasks'>,
   count: number,
   seedOf: (i: number) => number,
   concurrency: number,
@@ -193,8 +193,39 @@ export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, n
  * What the reward model's cold start reads of the node's config: the seed, the task mix, and the
  * SFT threads (`sft.threads`: its steps are data-parallel over that many threads, as the policy's).
  */
-export type ColdStartNodeConfig = Pick<NodeConfig, 'seed' | 'tasks'> & {
-  sft?: Pick<NodeConfig['sft'], 'threads'>
+export interface ColdStartNodeConfig {
+  /** The run's seed: the episodes' seeds come from it (`runSeeds`). */
+  seed: number
+  /** The run's task mix: whose episodes are played. */
+  tasks: readonly TaskMixEntry[]
+  /** Threads computing gradients at once (absent: 1). */
+  sft?: { threads?: number }
+}
+
+/** The reward model's cold start (`rewardModelColdStart`): a recipe's `triad.rewardModelSft`. */
+export interface RewardModelSftConfig {
+  enabled: boolean
+  /** Most optimizer steps. */
+  steps: number
+  /** Expert episodes per task whose steps are the training data. */
+  expertTrajectoriesPerTask: number
+  /**
+   * Episodes per task the policy samples after its cold start (train instances, the run's
+   * sampling) whose labelled steps are training data too: the policy's own mistakes. 0: none.
+   */
+  policyTrajectoriesPerTask: number
+  /** Expert episodes per task (other seeds) whose steps measure accuracy before and after; as many policy episodes too when it plays. */
+  heldOutTrajectoriesPerTask: number
+  /** Per-step probability of an expert mistake (bad steps to learn from). */
+  errorRate: number
+  /** Share of expert episodes that end solved (the others end with a bad answer step). */
+  successRate: number
+  /** Peak learning rate. */
+  lr: number
+  /** Most padded tokens per batch. */
+  batchTokens: number
+  /** Initial weights: a copy of the policy's (`policy`), or the reward model's seed ones (`seed`). */
+  init: 'policy' | 'seed'
 }
 
 /**
@@ -204,7 +235,7 @@ export type ColdStartNodeConfig = Pick<NodeConfig, 'seed' | 'tasks'> & {
  * to the training data, and `sft.heldOutTrajectoriesPerTask` more of them per task (other seeds) to
  * the held-out steps (measured alone too: `policyAfter`).
  * @param onLog every step's record and the step total (`reward_model/sft/loss` for progress views).
- * @throws RewardModelConfigError when the episodes hold no bad (or no good) step.
+ * @throws ConfigError when the episodes hold no bad (or no good) step.
  */
 export async function rewardModelColdStart(
   rm: RewardModel,

@@ -1,5 +1,6 @@
 import {
   type ChatFormat,
+  ConfigError,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -17,7 +18,6 @@ import {
   withAdapters,
 } from '../../gpu/index.ts'
 import type { JudgeStep } from '../../protocols/index.ts'
-import { RewardModelConfigError } from './errors.ts'
 import {
   type JudgeFormat,
   type JudgePromptOptions,
@@ -110,7 +110,7 @@ export class RewardModel {
   version: number
 
   /**
-   * @throws RewardModelConfigError when neither `config` nor `pretrained` is given, the vocabulary
+   * @throws ConfigError when neither `config` nor `pretrained` is given, the vocabulary
    *   differs from the tokenizer's, a verdict is not one token of the vocabulary, or the temperature
    *   is not > 0; ShapeError on given weights of the wrong shape.
    */
@@ -122,9 +122,9 @@ export class RewardModel {
     this.promptOptions = options.prompt ?? {}
     this.maxPassTokens = options.maxPassTokens ?? 4096
     if (!(Number.isInteger(this.maxPassTokens) && this.maxPassTokens > 0))
-      throw new RewardModelConfigError('maxPassTokens', this.maxPassTokens, 'must be a positive integer')
+      throw new ConfigError('maxPassTokens', this.maxPassTokens, 'must be a positive integer')
     if (!(this.temperature > 0 && Number.isFinite(this.temperature)))
-      throw new RewardModelConfigError('temperature', this.temperature, 'must be > 0')
+      throw new ConfigError('temperature', this.temperature, 'must be > 0')
     const seed = options.seed ?? 0
     if (p) {
       const lora = fullLoraConfig(p.lora)
@@ -132,9 +132,9 @@ export class RewardModel {
       this.model = withAdapters(p.base, adapters, p.lora, { seed, base: p.dir })
     } else {
       if (!options.config)
-        throw new RewardModelConfigError('config', undefined, "give triad's model size or a pretrained base")
+        throw new ConfigError('config', undefined, "give triad's model size or a pretrained base")
       if (options.config.vocabSize !== this.format.vocabSize)
-        throw new RewardModelConfigError(
+        throw new ConfigError(
           'vocabSize',
           options.config.vocabSize,
           `must be the tokenizer's ${this.format.vocabSize}`,
@@ -171,10 +171,10 @@ export class RewardModel {
   /**
    * Judges every step m times: one forward pass, then m seeded draws of the verdict token per step
    * at `temperature` (each with its log-probability under that distribution).
-   * @throws JudgePromptTooLongError when a prompt cannot fit; RewardModelConfigError on a bad m.
+   * @throws JudgePromptTooLongError when a prompt cannot fit; ConfigError on a bad m.
    */
   async judge(steps: readonly JudgeStep[], m: number, seed: number): Promise<Judgements> {
-    if (!Number.isInteger(m) || m < 1) throw new RewardModelConfigError('m', m, 'must be an integer >= 1')
+    if (!Number.isInteger(m) || m < 1) throw new ConfigError('m', m, 'must be an integer >= 1')
     const prompts = this.renderPrompts(steps)
     const rows = await this.lastLogits(prompts)
     const rng = createRng(seed)

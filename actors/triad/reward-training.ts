@@ -1,4 +1,5 @@
 import {
+  ConfigError,
   computeConsistencyRewards,
   REWARD_MODEL_STEP_DEFAULTS,
   type RewardModelBatch,
@@ -9,7 +10,6 @@ import {
   UNPARSEABLE_PENALTY,
   type VerdictTokens,
 } from '../../gpu/index.ts'
-import { RewardModelConfigError } from './errors.ts'
 import { TRIAD_VERDICT_TOKENS } from './judge-prompt.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 
@@ -44,14 +44,14 @@ export interface JudgedStep {
  * @returns the batch and its metrics: `reward_model/unparseable_frac` (share of judgements that did
  *   not parse), `reward_model/consistency_mean` (mean reward before the z-score, penalties included),
  *   `reward_model/judgements`.
- * @throws RewardModelConfigError on no steps, an empty prompt, or rows of different m; ConfigError
+ * @throws ConfigError on no steps, an empty prompt, or rows of different m; ConfigError
  *   on a task reward outside [0, 1].
  */
 export function buildRewardModelBatch(
   steps: readonly JudgedStep[],
   penalty: number = UNPARSEABLE_PENALTY,
 ): { batch: RewardModelBatch; metrics: Record<string, number> } {
-  if (steps.length === 0) throw new RewardModelConfigError('steps', 0, 'need at least one judged step')
+  if (steps.length === 0) throw new ConfigError('steps', 0, 'need at least one judged step')
   const m = steps[0]!.tokens.length
   const n = steps.length * m
   const batch: RewardModelBatch = {
@@ -67,12 +67,12 @@ export function buildRewardModelBatch(
   let rawSum = 0
   steps.forEach((s, j) => {
     if (m === 0 || s.tokens.length !== m || s.logprobs.length !== m || s.judgements.length !== m)
-      throw new RewardModelConfigError(
+      throw new ConfigError(
         `steps[${j}]`,
         s.tokens.length,
         `needs m = ${m} > 0 tokens, logprobs and judgements`,
       )
-    if (s.prompt.length === 0) throw new RewardModelConfigError(`steps[${j}].prompt`, 0, 'empty prompt')
+    if (s.prompt.length === 0) throw new ConfigError(`steps[${j}].prompt`, 0, 'empty prompt')
     batch.prompts.push(s.prompt)
     const { raw, advantages } = computeConsistencyRewards({
       outcome: signedOutcome(s.outcome), // O = 2r - 1 in [-1, +1]
@@ -106,7 +106,7 @@ export function buildRewardModelBatch(
  *   triad's own tokenizer's.
  * @returns `rewardModelStep`'s metrics (`reward_model/*`; `reward_model/updates` 0 when switched
  *   off or skipped) and `triad/switch/train_reward_model`.
- * @throws RewardModelConfigError on a temperature that is not > 0.
+ * @throws ConfigError on a temperature that is not > 0.
  */
 export async function trainRewardModelStep(
   state: RewardModelTrainState,
@@ -120,8 +120,7 @@ export async function trainRewardModelStep(
     'reward_model/updates': 0,
   }
   if (!switches.trainRewardModel) return out
-  if (!(config.temperature > 0))
-    throw new RewardModelConfigError('temperature', config.temperature, 'must be > 0')
+  if (!(config.temperature > 0)) throw new ConfigError('temperature', config.temperature, 'must be > 0')
   const metrics = await rewardModelStep(state, batch, verdicts, config)
   return { ...out, ...metrics }
 }

@@ -1,6 +1,6 @@
 import type { ChatMessage, Millis, PayloadOf, RewardJudged } from '../../protocols/index.ts'
 import { RewardJudge } from '../../protocols/index.ts'
-import type { RemoteRef } from '../runtime/bridge.ts'
+import type { RemoteRef } from '../runtime/index.ts'
 import { episodeJudgeSteps } from './judge-prompt.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 

@@ -1,5 +1,5 @@
 import type { ChatMessage, Trajectory } from '../../protocols/index.ts'
-import type { EpisodeAnnotator } from '../rollout/rollout.ts'
+import type { EpisodeAnnotator } from '../rollout/index.ts'
 import { episodeJudgeSteps, type JudgeFormat, renderJudgePrompt } from './judge-prompt.ts'
 import type { StepJudge } from './step-judge.ts'
 

@@ -223,7 +223,7 @@ export class RewardModelLearner {
   /**
    * @param model what the reward model is: triad's own (`config`, `tokenizer`) or the adapters on a
    *   pretrained base (`pretrained`), as `RewardModelOptions` (its seed is `runSeeds(seed).rewardModel`).
-   * @throws RewardModelConfigError as `new RewardModel`.
+   * @throws ConfigError as `new RewardModel`.
    */
   constructor(
     model: Pick<RewardModelOptions, 'config' | 'tokenizer' | 'pretrained'>,

@@ -1,5 +1,6 @@
 import {
   AdamW,
+  ConfigError,
   createRng,
   type RenderedChat,
   type SftLogRecord,
@@ -11,7 +12,6 @@ import {
   warmupCosine,
 } from '../../gpu/index.ts'
 import type { JudgeStep } from '../../protocols/index.ts'
-import { RewardModelConfigError } from './errors.ts'
 import {
   type JudgeFormat,
   type JudgePromptOptions,
@@ -44,7 +44,7 @@ export interface LabelledStep {
  * @param maxPromptTokens the reward model's context length minus one (`RewardModel.maxPromptTokens`).
  * @param verdicts the verdict ids (`RewardModel.verdicts`); default `verdictTokensOf(format)`.
  * @returns ids and loss mask, both `[promptLen + 1]`.
- * @throws JudgePromptTooLongError when the prompt cannot fit; RewardModelConfigError when a verdict
+ * @throws JudgePromptTooLongError when the prompt cannot fit; ConfigError when a verdict
  *   is not one token of the format's vocabulary.
  */
 export function verdictSftExample(
@@ -105,12 +105,12 @@ export interface VerdictAccuracy {
  * (0) counts as wrong; a class with no step counts as accuracy 0 in the mean.
  * @param verdicts `[steps]`: +1, -1 or 0.
  * @param good `[steps]`: the labels.
- * @throws RewardModelConfigError when the lengths differ or there is no step.
+ * @throws ConfigError when the lengths differ or there is no step.
  */
 export function verdictAccuracy(verdicts: ArrayLike<number>, good: readonly boolean[]): VerdictAccuracy {
   if (verdicts.length !== good.length)
-    throw new RewardModelConfigError('verdicts', verdicts.length, `expected one per label (${good.length})`)
-  if (good.length === 0) throw new RewardModelConfigError('verdicts', 0, 'no labelled step to measure')
+    throw new ConfigError('verdicts', verdicts.length, `expected one per label (${good.length})`)
+  if (good.length === 0) throw new ConfigError('verdicts', 0, 'no labelled step to measure')
   let pos = 0
   let posRight = 0
   let neg = 0
@@ -173,7 +173,7 @@ export interface VerdictSftResult {
  * `verdictSftExample`, prompts rendered with the model's own prompt options), `trainSft` for at
  * most `steps` steps with its own AdamW, and the greedy verdicts (`RewardModel.greedyVerdicts`) on
  * the held-out steps measured before and after (`verdictAccuracy`).
- * @throws RewardModelConfigError when there is no bad or no good step to train on, no held-out
+ * @throws ConfigError when there is no bad or no good step to train on, no held-out
  *   step, or `steps` is not a positive integer.
  */
 export async function trainVerdictSft(
@@ -183,15 +183,15 @@ export async function trainVerdictSft(
   config: VerdictSftConfig,
 ): Promise<VerdictSftResult> {
   if (!(Number.isInteger(config.steps) && config.steps > 0))
-    throw new RewardModelConfigError('steps', config.steps, 'must be a positive integer')
+    throw new ConfigError('steps', config.steps, 'must be a positive integer')
   const balanced = balanceSteps(train, config.seed)
   if (balanced.length === 0)
-    throw new RewardModelConfigError(
+    throw new ConfigError(
       'train',
       train.length,
       'needs good and bad labelled steps (a higher expert error rate makes bad ones)',
     )
-  if (heldOut.length === 0) throw new RewardModelConfigError('heldOut', 0, 'needs held-out labelled steps')
+  if (heldOut.length === 0) throw new ConfigError('heldOut', 0, 'needs held-out labelled steps')
   const measure = async () =>
     verdictAccuracy(
       await rm.greedyVerdicts(rm.renderPrompts(heldOut.map((s) => s.step))),
@@ -201,28 +201,29 @@ export async function trainVerdictSft(
   const examples = balanced.map((s) =>
     verdictSftExample(rm.format, s, rm.maxPromptTokens, rm.promptOptions, rm.verdicts),
   )
+  // passes over the data: enough for `config.steps` optimizer steps (trainSft stops at maxSteps)
   const perEpoch = sftStepCount(examples, rm.model, {
     batchTokens: config.batchTokens,
     workers: config.workers,
   })
   const epochs = Math.ceil(config.steps / perEpoch)
-  const total = Math.min(config.steps, perEpoch * epochs)
   const optimizer = new AdamW(rm.model.params)
   const start = performance.now()
   let records: SftLogRecord[]
   try {
     records = await trainSft(rm.model, optimizer, examples, {
       epochs,
-      maxSteps: total,
+      maxSteps: config.steps,
       batchTokens: config.batchTokens,
-      schedule: warmupCosine({
-        peakLr: config.lr,
-        warmupSteps: Math.max(1, Math.floor(total / 10)),
-        totalSteps: total,
-      }),
+      scheduleFor: (steps) =>
+        warmupCosine({
+          peakLr: config.lr,
+          warmupSteps: Math.max(1, Math.floor(steps / 10)),
+          totalSteps: steps,
+        }),
       seed: config.seed,
       workers: config.workers,
-      onLog: (record) => config.onLog?.(record, total),
+      onLog: config.onLog,
     })
   } finally {
     optimizer.dispose()

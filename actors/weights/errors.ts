@@ -29,19 +29,6 @@ export class WeightsFormatError extends Error {
   }
 }
 
-/** Bad arguments to the weight store (an invalid model name, version or `keep`). */
-export class WeightStoreConfigError extends Error {
-  override name = 'WeightStoreConfigError'
-  /** The offending field. */
-  readonly field: string
-  readonly value: unknown
-  constructor(field: string, value: unknown, message: string) {
-    super(`${field}=${JSON.stringify(value)}: ${message}`)
-    this.field = field
-    this.value = value
-  }
-}
-
 /** An object of a blob store bucket that could not be read whole (chunks missing, or a digest that does not match). */
 export class BlobReadError extends Error {
   override name = 'BlobReadError'

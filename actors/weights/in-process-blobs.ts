@@ -1,4 +1,4 @@
-import type { InProcessTransport } from '../runtime/in-process-transport.ts'
+import type { InProcessTransport } from '../runtime/index.ts'
 import type { BlobInfo, BlobStore } from './blob-store.ts'
 
 interface Blob {

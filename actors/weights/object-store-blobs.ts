@@ -8,7 +8,7 @@ import {
 } from '@nats-io/jetstream'
 import { type ObjectInfo, type ObjectStore, Objm } from '@nats-io/obj'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { streamReplicas } from '../runtime/nats-transport.ts'
+import { streamReplicas } from '../runtime/index.ts'
 import type { BlobInfo, BlobStore } from './blob-store.ts'
 import { BlobReadError } from './errors.ts'
 

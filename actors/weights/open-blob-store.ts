@@ -1,6 +1,5 @@
-import { InProcessTransport } from '../runtime/in-process-transport.ts'
-import { NatsTransport } from '../runtime/nats-transport.ts'
-import type { Transport } from '../runtime/transport.ts'
+import type { Transport } from '../runtime/index.ts'
+import { InProcessTransport, NatsTransport } from '../runtime/index.ts'
 import type { BlobStore } from './blob-store.ts'
 import { InProcessBlobs } from './in-process-blobs.ts'
 import { ObjectStoreBlobs } from './object-store-blobs.ts'

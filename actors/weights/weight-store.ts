@@ -1,4 +1,4 @@
-import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../../gpu/index.ts'
+import { ConfigError, decodeSafetensors, encodeSafetensors, type NamedTensor } from '../../gpu/index.ts'
 import {
   checkToken,
   type PayloadOf,
@@ -8,7 +8,7 @@ import {
 } from '../../protocols/index.ts'
 import type { Transport } from '../runtime/index.ts'
 import type { BlobStore } from './blob-store.ts'
-import { WeightStoreConfigError, WeightsFormatError, WeightsNotFoundError } from './errors.ts'
+import { WeightsFormatError, WeightsNotFoundError } from './errors.ts'
 import { openBlobStore } from './open-blob-store.ts'
 
 /** The payload of a `weights.published` announcement. */
@@ -49,7 +49,7 @@ export class WeightStore {
 
   /**
    * Opens (creating when absent) the run's weights bucket on the transport's medium.
-   * @throws WeightStoreConfigError on a bad `keep`; the JetStream error when JetStream is off.
+   * @throws ConfigError on a bad `keep`; the JetStream error when JetStream is off.
    */
   static async open(
     transport: Transport,
@@ -57,8 +57,7 @@ export class WeightStore {
     options: WeightStoreOptions = {},
   ): Promise<WeightStore> {
     const keep = options.keep ?? 3
-    if (!Number.isInteger(keep) || keep < 1)
-      throw new WeightStoreConfigError('keep', keep, 'must be a positive integer')
+    if (!Number.isInteger(keep) || keep < 1) throw new ConfigError('keep', keep, 'must be a positive integer')
     const bucket = weightsBucket(checkToken(run, 'run id'))
     const os = await openBlobStore(transport, bucket)
     return new WeightStore(os, bucket, run, keep)
@@ -68,7 +67,7 @@ export class WeightStore {
    * Writes version `version` of `model`, prunes old versions, and returns the announcement (not
    * sent; see `publish`).
    * @param shapes optional shape per name (default 1-D `[length]`).
-   * @throws WeightStoreConfigError on a bad model name or version.
+   * @throws ConfigError on a bad model name or version.
    */
   async put(
     model: string,
@@ -77,12 +76,12 @@ export class WeightStore {
     shapes: Readonly<Record<string, number[]>> = {},
   ): Promise<WeightsAnnouncement> {
     if (!Number.isInteger(version) || version < 0)
-      throw new WeightStoreConfigError('version', version, 'must be a non-negative integer')
+      throw new ConfigError('version', version, 'must be a non-negative integer')
     let key: string
     try {
       key = weightsKey(model, version)
     } catch (err) {
-      throw new WeightStoreConfigError('model', model, (err as Error).message)
+      throw new ConfigError('model', model, (err as Error).message)
     }
     const tensors: Record<string, NamedTensor> = {}
     for (const [name, data] of Object.entries(weights))

@@ -19,7 +19,7 @@ type KernelResult = ReturnType<NativeKernel['kernelFunc']>
 function cpuKernel(name: string): (args: KernelArgs) => KernelResult {
   const kernel = tf.getKernel(name, 'cpu')
   if (!kernel) throw new Error(`native elementwise: the cpu backend has no kernel ${name}`)
-  return kernel.kernelFunc as unknown as (args: KernelArgs) => KernelResult
+  return kernel.kernelFunc as unknown as (args: KernelArgs) => KernelResult // cast: the cpu backend's kernel takes these args; tfjs types it for any backend
 }
 
 /** The storage of `t` when it is the typed array its dtype stores in (float32, int32, bool), else undefined. */
@@ -299,7 +299,7 @@ const cpuAddN = cpuKernel(tf.AddN)
 export const addNKernel: NativeKernel = {
   kernelName: tf.AddN,
   kernelFunc: (args) => {
-    const tensors = args.inputs as unknown as tf.TensorInfo[]
+    const tensors = args.inputs as unknown as tf.TensorInfo[] // cast: tfjs types inputs as a name map; this op passes them as an array
     const backend = args.backend
     const first = tensors[0]
     if (!first || (first.dtype !== 'float32' && first.dtype !== 'int32')) return cpuAddN(args)

@@ -13,7 +13,7 @@ export const gatherV2Kernel: NativeKernel = {
   kernelName: tf.GatherV2,
   kernelFunc: (args) => {
     const { x, indices } = args.inputs as { x: tf.TensorInfo; indices: tf.TensorInfo }
-    const { axis, batchDims } = args.attrs as unknown as { axis: number; batchDims?: number }
+    const { axis, batchDims } = args.attrs as unknown as { axis: number; batchDims?: number } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const v = wordValues(backend, x)
     const idx = indices.dtype === 'int32' ? backend.values(indices) : undefined
@@ -53,7 +53,7 @@ export const unsortedSegmentSumKernel: NativeKernel = {
   kernelName: tf.UnsortedSegmentSum,
   kernelFunc: (args) => {
     const { x, segmentIds } = args.inputs as { x: tf.TensorInfo; segmentIds: tf.TensorInfo }
-    const { numSegments } = args.attrs as unknown as { numSegments: number }
+    const { numSegments } = args.attrs as unknown as { numSegments: number } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const xv = x.dtype === 'float32' ? backend.values(x) : undefined
     const ids = segmentIds.dtype === 'int32' ? backend.values(segmentIds) : undefined

@@ -32,7 +32,7 @@ export const batchMatMulKernel: NativeKernel = {
       !(bv instanceof Float32Array) ||
       !(sameBatch || na === 1 || nb === 1)
     )
-      return cpuBatchMatMul(args as unknown as Parameters<typeof cpuBatchMatMul>[0]) as tf.TensorInfo
+      return cpuBatchMatMul(args as unknown as Parameters<typeof cpuBatchMatMul>[0]) as tf.TensorInfo // cast: the cpu kernel takes the same args, typed by tfjs as its own
     const m = transposeA ? a.shape[ra - 1]! : a.shape[ra - 2]!
     const k = transposeA ? a.shape[ra - 2]! : a.shape[ra - 1]!
     const kb = transposeB ? b.shape[rb - 1]! : b.shape[rb - 2]!

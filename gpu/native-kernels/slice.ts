@@ -40,7 +40,7 @@ export const sliceKernel: NativeKernel = {
   kernelName: tf.Slice,
   kernelFunc: (args) => {
     const { x } = args.inputs as { x: tf.TensorInfo }
-    const { begin, size } = args.attrs as unknown as { begin: number | number[]; size: number | number[] }
+    const { begin, size } = args.attrs as unknown as { begin: number | number[]; size: number | number[] } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const v = wordValues(backend, x)
     if (!v) return cpuKernel(tf.Slice, args)
@@ -66,6 +66,7 @@ export const splitVKernel: NativeKernel = {
   kernelFunc: (args) => {
     const { x } = args.inputs as { x: tf.TensorInfo }
     const { numOrSizeSplits, axis } = args.attrs as unknown as {
+      // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
       numOrSizeSplits: number | number[]
       axis: number
     }
@@ -103,8 +104,8 @@ export const splitVKernel: NativeKernel = {
 export const concatKernel: NativeKernel = {
   kernelName: tf.Concat,
   kernelFunc: (args) => {
-    const inputs = args.inputs as unknown as tf.TensorInfo[]
-    const { axis } = args.attrs as unknown as { axis: number | number[] }
+    const inputs = args.inputs as unknown as tf.TensorInfo[] // cast: tfjs types inputs as a name map; this op passes them as an array
+    const { axis } = args.attrs as unknown as { axis: number | number[] } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const dtype = inputs[0]!.dtype
     const values = inputs.map((t) => (t.dtype === dtype ? wordValues(backend, t) : undefined))
@@ -137,6 +138,7 @@ export const stridedSliceKernel: NativeKernel = {
   kernelFunc: (args) => {
     const { x } = args.inputs as { x: tf.TensorInfo }
     const a = args.attrs as unknown as {
+      // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
       begin: number[]
       end: number[]
       strides: number[]
@@ -193,7 +195,7 @@ export const tileKernel: NativeKernel = {
   kernelName: tf.Tile,
   kernelFunc: (args) => {
     const { x } = args.inputs as { x: tf.TensorInfo }
-    const { reps } = args.attrs as unknown as { reps: number[] }
+    const { reps } = args.attrs as unknown as { reps: number[] } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const v = wordValues(backend, x)
     if (!v || x.shape.length > 8 || reps.length !== x.shape.length) return cpuKernel(tf.Tile, args)
@@ -233,6 +235,7 @@ export const padV2Kernel: NativeKernel = {
   kernelFunc: (args) => {
     const { x } = args.inputs as { x: tf.TensorInfo }
     const { paddings, constantValue } = args.attrs as unknown as {
+      // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
       paddings: [number, number][]
       constantValue: number
     }

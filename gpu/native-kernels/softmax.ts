@@ -13,7 +13,7 @@ export const softmaxKernel: NativeKernel = {
   kernelName: tf.Softmax,
   kernelFunc: (args) => {
     const { logits } = args.inputs as { logits: tf.TensorInfo }
-    const { dim } = args.attrs as unknown as { dim: number }
+    const { dim } = args.attrs as unknown as { dim: number } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const rank = logits.shape.length
     const v = logits.dtype === 'float32' ? backend.values(logits) : undefined

@@ -11,7 +11,7 @@ export const transposeKernel: NativeKernel = {
   kernelName: tf.Transpose,
   kernelFunc: (args) => {
     const { x } = args.inputs as { x: tf.TensorInfo }
-    const { perm } = args.attrs as unknown as { perm: number[] }
+    const { perm } = args.attrs as unknown as { perm: number[] } // cast: tfjs types a kernel's attrs as a NamedAttrMap; these are the attrs its op passes
     const { backend } = args
     const v = wordValues(backend, x)
     if (!v || x.shape.length > 16) return cpuKernel(tf.Transpose, args)

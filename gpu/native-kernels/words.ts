@@ -56,7 +56,7 @@ export interface KernelArgs {
 export function cpuKernel(name: string, args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const kernel = tf.getKernel(name, 'cpu')
   if (!kernel) throw new Error(`${name}: no cpu kernel to fall back to`)
-  return kernel.kernelFunc(args as unknown as Parameters<tf.KernelFunc>[0]) as tf.TensorInfo | tf.TensorInfo[]
+  return kernel.kernelFunc(args as unknown as Parameters<tf.KernelFunc>[0]) as tf.TensorInfo | tf.TensorInfo[] // cast: the cpu kernel takes the same args, typed by tfjs as its own KernelFunc's
 }
 
 /** `x` (values `v`, `shape`) with its axes permuted by `perm`, a new array. */

@@ -2,7 +2,7 @@ import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
 import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
-import type { CalcInstance, CalcOp } from './calc.ts'
+import type { CalcInstance, CalcOp } from './calc-instance.ts'
 
 /**
  * The scripted `calc` expert: one calculator call per operation on the value the calculator last

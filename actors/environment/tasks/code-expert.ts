@@ -2,7 +2,7 @@ import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
 import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
-import type { CodeFamily, CodeInstance } from './code.ts'
+import type { CodeFamily, CodeInstance } from './code-instance.ts'
 
 /**
  * The scripted `code` expert: writes a short program, runs it, submits what it printed. A mistake

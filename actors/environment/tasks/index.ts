@@ -1,16 +1,11 @@
 /** The built-in tasks. */
 export { ArithmeticError, evaluate, formatNumber } from './arithmetic.ts'
-export { applyOp, type CalcInstance, type CalcOp, calc, generateCalc } from './calc.ts'
+export { calc } from './calc.ts'
 export { calcExpert } from './calc-expert.ts'
-export {
-  CodeFamily,
-  type CodeInstance,
-  type CodeTaskOptions,
-  code,
-  createCodeTask,
-  generateCode,
-} from './code.ts'
+export { applyOp, type CalcInstance, type CalcOp, generateCalc } from './calc-instance.ts'
+export { type CodeTaskOptions, code, createCodeTask } from './code.ts'
 export { codeExpert } from './code-expert.ts'
+export { CodeFamily, type CodeInstance, generateCode } from './code-instance.ts'
 export {
   backendCodeRunner,
   type CodeRunner,
@@ -25,15 +20,17 @@ export {
   buildDatabase,
   createSqlTask,
   formatResult,
-  generateSql,
   normalizeAnswer,
+  type SqlTaskOptions,
+  sql,
+} from './sql.ts'
+export { sqlExpert } from './sql-expert.ts'
+export {
+  generateSql,
   SQL_SCHEMA,
   type SqlDepartment,
   type SqlInstance,
   type SqlPerson,
   SqlQuestionKind,
-  type SqlTaskOptions,
-  sql,
-} from './sql.ts'
-export { sqlExpert } from './sql-expert.ts'
+} from './sql-instance.ts'
 export { SqlPool, type SqlPoolOptions, type SqlResult } from './sql-pool.ts'

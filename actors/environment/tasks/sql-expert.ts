@@ -2,7 +2,7 @@ import type { AssistantMessage, ChatMessage } from '../../../protocols/index.ts'
 import { assistantTurns, deliberateTurn, lastToolResult } from '../deliberate-turn.ts'
 import { TaskRng } from '../rng.ts'
 import type { ExpertOptions, Policy } from '../task.ts'
-import type { SqlInstance, SqlQuestionKind } from './sql.ts'
+import type { SqlInstance, SqlQuestionKind } from './sql-instance.ts'
 
 /**
  * The scripted `sql` expert: one query that returns the answer, then `submit` of the value it read

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   AdaptAction,
-  AdapterConfigError,
   AdaptGranularity,
   DifficultyAdapter,
   DifficultyView,
   trajectorySuccess,
 } from '../../../actors/env-adapter/index.ts'
+import { ConfigError } from '../../../gpu/index.ts'
 
 const levels = { calc: { min: 1, max: 5, default: 1 }, maze: { min: 1, max: 4, default: 3 } }
 
@@ -140,7 +140,7 @@ describe('actors/env-adapter/difficulty-adapter', () => {
     assert.equal(trajectorySuccess({ reward: 1, metrics: { success: 0 } }), false)
     assert.equal(trajectorySuccess({ reward: 0.5, metrics: {} }), true)
     assert.equal(trajectorySuccess({ reward: 0, metrics: {} }), false)
-    assert.throws(() => new DifficultyAdapter({ tasks: levels, window: 0 }), AdapterConfigError)
+    assert.throws(() => new DifficultyAdapter({ tasks: levels, window: 0 }), ConfigError)
     assert.throws(() => new DifficultyAdapter({ tasks: levels, raiseAt: 0.1 }), /lowerAt < raiseAt/)
     assert.throws(
       () => new DifficultyAdapter({ tasks: { t: { min: 2, max: 3, default: 1 } } }),

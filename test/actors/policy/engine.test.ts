@@ -10,7 +10,6 @@ import {
   ManualClock,
   type NatsServer,
   type NatsTransport,
-  PolicyEngineConfigError,
   policyReplies,
   remoteActor,
   startActorSystem,
@@ -21,6 +20,7 @@ import {
   type WeightsAnnouncement,
 } from '../../../actors/index.ts'
 import {
+  ConfigError,
   createRng,
   createTransformer,
   disposeTransformer,
@@ -461,7 +461,7 @@ describe('actors/policy/engine - policy engines over NATS', () => {
         staleEvery: 0,
         modelConfig: config,
       }),
-      PolicyEngineConfigError,
+      ConfigError,
     )
   })
 })

@@ -5,13 +5,12 @@ import {
   judgementAccuracy,
   parseTriadSwitches,
   policyStepAdvantages,
-  RewardModelConfigError,
   stepLabels,
   switchMetrics,
   TRIAD_SWITCHES_DEFAULTS,
   TriadConfigError,
 } from '../../../actors/triad/index.ts'
-import { computeAdvantageGrpo } from '../../../gpu/index.ts'
+import { ConfigError, computeAdvantageGrpo } from '../../../gpu/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
@@ -44,7 +43,7 @@ describe('actors/triad/policy-step-reward', () => {
     // steps: label +1 with [+1, -1], label 0 (skipped), label -1 with [-1, 0 (unparseable)] -> 2 of 4
     assert.equal(judgementAccuracy([1, -1, 1, 1, -1, 0], 2, [1, 0, -1]), 0.5)
     assert.equal(judgementAccuracy([1, 1], 2, [0]), undefined)
-    assert.throws(() => judgementAccuracy([1], 2, [1]), RewardModelConfigError)
+    assert.throws(() => judgementAccuracy([1], 2, [1]), ConfigError)
   })
 
   it('policy step reward - on: R_j = O + lambda mean S_j, z-scored per step index, on each step tokens', () => {
@@ -93,10 +92,7 @@ describe('actors/triad/policy-step-reward', () => {
     close(policyStepAdvantages(samples, [undefined, undefined], on).tokenAdvantages[0]!, [
       ...tokenAdvantages[0]!,
     ])
-    assert.throws(
-      () => policyStepAdvantages(samples, [Int8Array.from([1]), undefined], on),
-      RewardModelConfigError,
-    )
+    assert.throws(() => policyStepAdvantages(samples, [Int8Array.from([1]), undefined], on), ConfigError)
   })
 
   it('switches - defaults, parsing, metrics and a clear error', () => {

@@ -10,7 +10,6 @@ import {
   loadRewardModelSft,
   type PretrainedJudgeBase,
   RewardModel,
-  RewardModelConfigError,
   RewardModelLearner,
   renderJudgePrompt,
   saveRewardModelCheckpoint,
@@ -23,6 +22,7 @@ import {
 } from '../../../actors/index.ts'
 import {
   adapterShapes,
+  ConfigError,
   disposeTransformer,
   fullLoraConfig,
   lastTokenLogits,
@@ -141,7 +141,7 @@ describe('actors/triad/reward-model on a pretrained model', () => {
     assert.throws(
       () => verdictTokensOf(split),
       (err: Error) =>
-        err instanceof RewardModelConfigError &&
+        err instanceof ConfigError &&
         err.message ===
           `verdict="+": must encode to one token of the judge's vocabulary (it encodes to 2: [1, 2])`,
     )

@@ -3,18 +3,18 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { runSeeds } from '../../../actors/runtime/index.ts'
 import {
   loadRewardModelSft,
   playLabelledSteps,
   playPolicyLabelledSteps,
   REWARD_MODEL_SFT_FILE,
+  RewardModel,
   type RewardModelSftConfig,
   rewardModelColdStart,
   rewardModelColdStartOnce,
   rewardModelSftMetrics,
-} from '../../../actors/node/index.ts'
-import { runSeeds } from '../../../actors/runtime/index.ts'
-import { RewardModel } from '../../../actors/triad/index.ts'
+} from '../../../actors/triad/index.ts'
 import { createTransformer, disposeTransformer, getWeights, Tokenizer } from '../../../gpu/index.ts'
 import { defineRecipe, nodeConfigOf, resolveTasks } from '../../../recipes/index.ts'
 import { testBackendName, useTestBackend } from '../../support/test-backend.ts'

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { RewardModel, RewardModelConfigError, verdictOf } from '../../../actors/triad/index.ts'
-import { ShapeError, tokenLogprobs } from '../../../gpu/index.ts'
+import { RewardModel, verdictOf } from '../../../actors/triad/index.ts'
+import { ConfigError, ShapeError, tokenLogprobs } from '../../../gpu/index.ts'
 import type { JudgeStep } from '../../../protocols/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 
@@ -74,7 +74,7 @@ describe('actors/triad/reward-model', () => {
       for (let v = 0; v < config.vocabSize; v++) assert.ok(Math.abs(one[j]![v]! - split[j]![v]!) < 1e-4)
     assert.throws(
       () => new RewardModel({ config, maxPassTokens: 0 }),
-      (e: unknown) => e instanceof RewardModelConfigError && /maxPassTokens/.test(e.message),
+      (e: unknown) => e instanceof ConfigError && /maxPassTokens/.test(e.message),
     )
   })
 
@@ -91,8 +91,8 @@ describe('actors/triad/reward-model', () => {
     assert.throws(() => other.loadWeights({ ...w, embed: new Float32Array(3) }, 8), ShapeError)
     assert.equal(other.version, 7)
     other.dispose()
-    assert.throws(() => new RewardModel({ config: { ...config, vocabSize: 10 } }), RewardModelConfigError)
+    assert.throws(() => new RewardModel({ config: { ...config, vocabSize: 10 } }), ConfigError)
     assert.throws(() => new RewardModel({ config, temperature: 0 }), /temperature=0: must be > 0/)
-    await assert.rejects(rm.judge(steps, 0, 1), RewardModelConfigError)
+    await assert.rejects(rm.judge(steps, 0, 1), ConfigError)
   })
 })

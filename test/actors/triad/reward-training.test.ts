@@ -4,7 +4,6 @@ import {
   buildRewardModelBatch,
   judgementAccuracy,
   RewardModel,
-  RewardModelConfigError,
   TRIAD_SWITCHES_DEFAULTS,
   trainRewardModelStep,
 } from '../../../actors/triad/index.ts'
@@ -64,7 +63,7 @@ describe('actors/triad/reward-training', () => {
     ])
     assert.equal(metrics['reward_model/unparseable_frac'], 3 / 8)
     assert.equal(metrics['reward_model/consistency_mean'], (-1.5 + 0.5 + 2 - 9) / 8)
-    assert.throws(() => buildRewardModelBatch([]), RewardModelConfigError)
+    assert.throws(() => buildRewardModelBatch([]), ConfigError)
     // A task reward outside [0, 1] cannot be signed: named in a ConfigError.
     assert.throws(
       () =>
@@ -78,7 +77,7 @@ describe('actors/triad/reward-training', () => {
         buildRewardModelBatch([
           { prompt: Int32Array.from([1]), outcome: 0, tokens: [1], logprobs: [], judgements: [0] },
         ]),
-      RewardModelConfigError,
+      ConfigError,
     )
   })
 

@@ -6,13 +6,12 @@ import {
   GOOD_VERDICT_TOKEN,
   type LabelledStep,
   RewardModel,
-  RewardModelConfigError,
   renderJudgePrompt,
   trainVerdictSft,
   verdictAccuracy,
   verdictSftExample,
 } from '../../../actors/triad/index.ts'
-import { createRng, getWeights, Tokenizer } from '../../../gpu/index.ts'
+import { ConfigError, createRng, getWeights, Tokenizer } from '../../../gpu/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 
 const MOVES = ['N', 'E', 'S', 'W'] as const
@@ -91,10 +90,10 @@ describe('actors/triad/verdict-sft', () => {
     assert.equal(verdictAccuracy([1, -1, -1], [true, false, false]).balancedAccuracy, 1)
     assert.equal(verdictAccuracy([1, 1], [true, false]).balancedAccuracy, 0.5)
     assert.throws(() => verdictAccuracy([1], [true, false]), {
-      name: 'RewardModelConfigError',
+      name: 'ConfigError',
       message: 'verdicts=1: expected one per label (2)',
     })
-    assert.throws(() => verdictAccuracy([], []), RewardModelConfigError)
+    assert.throws(() => verdictAccuracy([], []), ConfigError)
   })
 
   it('verdict-sft - trainVerdictSft refuses a set without bad steps, no held-out steps, or a bad step count', async () => {
@@ -112,7 +111,7 @@ describe('actors/triad/verdict-sft', () => {
           steps,
           cfg,
         ),
-        { name: 'RewardModelConfigError', message: /needs good and bad labelled steps/ },
+        { name: 'ConfigError', message: /needs good and bad labelled steps/ },
       )
       await assert.rejects(trainVerdictSft(rm, steps, [], cfg), { message: /needs held-out labelled steps/ })
       await assert.rejects(trainVerdictSft(rm, steps, steps, { ...cfg, steps: 0 }), {

@@ -13,11 +13,11 @@ import {
   startNatsServer,
   type Transport,
   WeightStore,
-  WeightStoreConfigError,
   WeightsFormatError,
   WeightsNotFoundError,
   weightsKey,
 } from '../../../actors/index.ts'
+import { ConfigError } from '../../../gpu/index.ts'
 import {
   type Envelope,
   MessageRegistry,
@@ -122,10 +122,10 @@ for (const medium of media)
     })
 
     it('weight-store - bad arguments and a corrupt object are typed errors', async () => {
-      await assert.rejects(WeightStore.open(transport, 'ws', { keep: 0 }), WeightStoreConfigError)
+      await assert.rejects(WeightStore.open(transport, 'ws', { keep: 0 }), ConfigError)
       const store = await WeightStore.open(transport, 'ws')
-      await assert.rejects(store.put('policy', -1, weightsOf(1)), WeightStoreConfigError)
-      await assert.rejects(store.put('pol.icy', 1, weightsOf(1)), WeightStoreConfigError)
+      await assert.rejects(store.put('policy', -1, weightsOf(1)), ConfigError)
+      await assert.rejects(store.put('pol.icy', 1, weightsOf(1)), ConfigError)
       const os = await openBlobStore(transport, weightsBucket('ws'))
       await os.put(weightsKey('policy', 99), new TextEncoder().encode('not safetensors'))
       await assert.rejects(store.load({ key: weightsKey('policy', 99) }), WeightsFormatError)
