@@ -196,7 +196,12 @@ export class NatsTransport implements Transport {
         },
       })
       // Resolve once the server has the subscription: a request sent right after is delivered.
-      await this.nc.flush()
+      // A flush the connection drops under rejects; the service goes too, or it would answer on
+      // the subject after the reconnect with no one left to stop it.
+      await this.nc.flush().catch(async (err: unknown) => {
+        await service.stop().catch(() => undefined)
+        throw err
+      })
       return this.track({
         subject,
         stats: () => ({ ...stats }),
@@ -211,7 +216,10 @@ export class NatsTransport implements Transport {
         if (!err) respond(msg)
       },
     })
-    await this.nc.flush()
+    await this.nc.flush().catch((err: unknown) => {
+      sub.unsubscribe()
+      throw err
+    })
     return this.track(this.servedOf(subject, sub, stats))
   }
 

@@ -99,7 +99,11 @@ export interface Served {
  */
 export interface Transport {
   readonly kind: 'nats' | 'in-process'
-  /** Serves requests on `subject` (see `ServeOptions`); resolves once a request sent after it reaches the handler. */
+  /**
+   * Serves requests on `subject` (see `ServeOptions`); resolves once a request sent after it reaches the handler.
+   * @throws the connection's error (nats.js `RequestError` "connection disconnected") when the
+   *   connection drops before the server has the subscription; nothing is left serving then.
+   */
   serve(subject: string, options: ServeOptions): Promise<Served>
   /**
    * Request/reply with a deadline.

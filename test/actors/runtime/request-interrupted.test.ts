@@ -8,6 +8,7 @@ import {
   connectNats,
   type NatsServer,
   type NatsTransport,
+  NoRespondersError,
   RequestInterruptedError,
   RequestTimeoutError,
   startNatsServer,
@@ -82,4 +83,61 @@ describe('actors/runtime/nats-transport - a request in flight when the server di
     )
     assert.deepEqual(after.payload, { n: 6 })
   })
+})
+
+/** Resolves at the connection's next status event of `type` ('disconnect', 'reconnect'). */
+async function nextStatus(transport: NatsTransport, type: string): Promise<void> {
+  for await (const s of transport.nc.status()) if (s.type === type) return
+}
+
+/**
+ * A subject served while the connection is down: the flush that confirms the subscription rejects,
+ * and nothing is left serving the subject after the reconnect (before, the subscription stayed
+ * with no one to stop it: the env controller's tombstone for a lost worker kept answering
+ * "worker lost" in place of the worker after the controller restarted).
+ */
+describe('actors/runtime/nats-transport - serving while the connection is down', () => {
+  let nats: NatsServer
+  let server: NatsTransport
+  let client: NatsTransport
+  const store = mkdtempSync(join(tmpdir(), 'triad-serve-down-'))
+  before(async () => {
+    nats = await startNatsServer({ monitorPort: false, storeDir: store })
+    server = await connectNats({ servers: nats.url, run: 'serve-down', role: 'server', id: '0' })
+    client = await connectNats({ servers: nats.url, run: 'serve-down', role: 'client', id: '0' })
+  })
+  after(async () => {
+    await client?.close()
+    await server?.close()
+    await nats?.stop()
+    rmSync(store, { recursive: true, force: true })
+  })
+
+  for (const service of [false, true])
+    it(`nats-transport - serve${service ? ' as a NATS service' : ''} rejects with "connection disconnected", and after the reconnect the subject has no responder`, async () => {
+      const subject = `triad.test.serve-down.${service ? 'service' : 'plain'}`
+      const down = nextStatus(server, 'disconnect')
+      await nats.kill()
+      await within(down, 10_000, 'the disconnect')
+      const served = server.serve(subject, {
+        accepts: new MessageRegistry([Ask]),
+        handler: () => Answer.make({ n: 1 }),
+        ...(service
+          ? { service: { name: 'serve-down', description: 'a service made while the connection is down' } }
+          : {}),
+      })
+      await assert.rejects(within(served, 10_000, 'serve to settle'), /connection disconnected/)
+      const up = Promise.all([nextStatus(server, 'reconnect'), nextStatus(client, 'reconnect')])
+      await nats.restart()
+      await within(up, 20_000, 'both connections back')
+      await server.flush()
+      await assert.rejects(
+        client.request(subject, Ask.make({ n: 1 }), {
+          timeoutMs: 1_000,
+          replies: new MessageRegistry([Answer]),
+          retryNoResponders: false,
+        }),
+        NoRespondersError,
+      )
+    })
 })
