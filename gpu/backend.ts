@@ -4,7 +4,12 @@ import os from 'node:os'
 import path from 'node:path'
 import * as tf from '@tensorflow/tfjs'
 import { activateCudaBackend } from './cuda-backend.ts'
-import { BackendUnavailableError, ThreadCountError, UnknownBackendError } from './errors.ts'
+import {
+  BackendActivationError,
+  BackendUnavailableError,
+  ThreadCountError,
+  UnknownBackendError,
+} from './errors.ts'
 import { loadNativeAddon, NATIVE_DIR_ENV } from './native-addon.ts'
 import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.ts'
 
@@ -137,7 +142,11 @@ export function wasmDistDir(): string {
 
 let wasmPathsSet = false
 
-/** Loads and activates one backend; throws with the reason when it cannot. */
+/**
+ * Loads and activates one backend.
+ * @throws BackendActivationError with the reason when it cannot (what `activateCudaBackend` throws
+ *   for cuda).
+ */
 async function activate(
   name: BackendName,
   cudaVisible: () => boolean,
@@ -146,27 +155,31 @@ async function activate(
   switch (name) {
     case BackendName.Native: {
       const { addon, reason } = loadNativeAddon({ dir: native.dir })
-      if (!addon) throw new Error(reason)
+      if (!addon) throw new BackendActivationError(name, reason ?? '')
       registerNativeBackend(addon)
-      if (!(await tf.setBackend(NATIVE_BACKEND))) throw new Error('native backend failed to initialise')
+      if (!(await tf.setBackend(NATIVE_BACKEND)))
+        throw new BackendActivationError(name, 'native backend failed to initialise')
       addon.setThreads(native.threads)
       return NATIVE_BACKEND
     }
     case BackendName.Cuda: {
       const { addon, reason } = loadNativeAddon({ dir: native.dir })
-      if (!addon) throw new Error(`the native engine it runs on is unavailable: ${reason}`)
+      if (!addon)
+        throw new BackendActivationError(name, `the native engine it runs on is unavailable: ${reason}`)
       const { tfBackend } = await activateCudaBackend(addon)
       addon.setThreads(native.threads)
       return tfBackend
     }
     case BackendName.TfjsNodeGpu:
-      if (!cudaVisible()) throw new Error('no CUDA device visible')
+      if (!cudaVisible()) throw new BackendActivationError(name, 'no CUDA device visible')
       await import('@tensorflow/tfjs-node-gpu' as string)
-      if (!(await tf.setBackend('tensorflow'))) throw new Error('tensorflow backend failed to initialise')
+      if (!(await tf.setBackend('tensorflow')))
+        throw new BackendActivationError(name, 'tensorflow backend failed to initialise')
       return 'tensorflow'
     case BackendName.TfjsNode:
       await import('@tensorflow/tfjs-node' as string)
-      if (!(await tf.setBackend('tensorflow'))) throw new Error('tensorflow backend failed to initialise')
+      if (!(await tf.setBackend('tensorflow')))
+        throw new BackendActivationError(name, 'tensorflow backend failed to initialise')
       return 'tensorflow'
     case BackendName.Wasm: {
       const wasm = await import('@tensorflow/tfjs-backend-wasm')
@@ -174,12 +187,13 @@ async function activate(
         wasm.setWasmPaths(wasmDistDir())
         wasmPathsSet = true
       }
-      if (!(await tf.setBackend('wasm'))) throw new Error('wasm backend failed to initialise')
+      if (!(await tf.setBackend('wasm')))
+        throw new BackendActivationError(name, 'wasm backend failed to initialise')
       return 'wasm'
     }
     case BackendName.Cpu:
       if (!(await tf.setBackend('cpu')))
-        throw new Error('cpu backend failed to initialise')
+        throw new BackendActivationError(name, 'cpu backend failed to initialise')
         // Silence its one-time "install tfjs-node" banner: the choice is printed by us.
       ;(tf.backend() as unknown as { firstUse?: boolean }).firstUse = false
       return 'cpu'

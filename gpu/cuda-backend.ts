@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { type CudaAddon, type CudaInit, loadCudaAddon } from './cuda-addon.ts'
+import { BackendActivationError, ConfigError } from './errors.ts'
 import type { NativeAddon } from './native-addon.ts'
 import { NATIVE_BACKEND, NativeBackend, registerNativeBackend } from './native-backend.ts'
 
@@ -48,11 +49,12 @@ export interface CudaDispatchStats {
   cpu: { gemms: number; flops: number }
 }
 
+/** `env[name]` as a number, `fallback` when unset or empty. @throws ConfigError when it is not a number >= 0. */
 function envNumber(env: Record<string, string | undefined>, name: string, fallback: number): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   const v = Number(raw)
-  if (!Number.isFinite(v) || v < 0) throw new Error(`${name}=${JSON.stringify(raw)}: expected a number >= 0`)
+  if (!Number.isFinite(v) || v < 0) throw new ConfigError(name, raw, 'expected a number >= 0')
   return v
 }
 
@@ -120,21 +122,23 @@ let reportOnExit = false
  * Loads the CUDA addon and activates the `cuda` backend over the native engine's addon `native`
  * (for `chooseBackend`), reading the dispatch from `env`. @returns the tfjs backend name and the
  * device found.
- * @throws Error with the reason there is no device (`no CUDA driver: ...`, `no CUDA device:
- * cudaGetDeviceCount returned ...`, `CUDA kernels not built: nvcc not found ...`).
+ * @throws BackendActivationError with the reason there is no device (`no CUDA driver: ...`, `no
+ * CUDA device: cudaGetDeviceCount returned ...`, `CUDA kernels not built: nvcc not found ...`) or
+ * tfjs refused the backend; ConfigError when a dispatch variable of `env` is not a number >= 0.
  */
 export async function activateCudaBackend(
   native: NativeAddon,
   env: Record<string, string | undefined> = process.env,
 ): Promise<{ tfBackend: string; device: CudaInit }> {
   const cuda = loadCudaAddon()
-  if (!cuda.addon || !cuda.init) throw new Error(cuda.reason)
+  if (!cuda.addon || !cuda.init) throw new BackendActivationError('cuda', cuda.reason ?? '')
   setCudaDispatch({
     minFlops: envNumber(env, CUDA_ENV.MinFlops, dispatch.minFlops),
     minFlopsPerByte: envNumber(env, CUDA_ENV.MinFlopsPerByte, dispatch.minFlopsPerByte),
   })
   registerCudaBackend(native, cuda.addon)
-  if (!(await tf.setBackend(CUDA_BACKEND))) throw new Error('cuda backend failed to initialise')
+  if (!(await tf.setBackend(CUDA_BACKEND)))
+    throw new BackendActivationError('cuda', 'cuda backend failed to initialise')
   if (env[CUDA_ENV.Report] && !reportOnExit) {
     reportOnExit = true
     const device = cuda.init

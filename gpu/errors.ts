@@ -252,3 +252,42 @@ export class NonFiniteError extends Error {
     this.value = value
   }
 }
+
+/**
+ * One tensor backend that failed to load or activate: its addon is missing or not built, no CUDA
+ * device is visible, or tfjs refused to initialise it. `chooseBackend` skips it (its message is the
+ * reason printed), or, when it was forced, raises BackendUnavailableError with it as the cause.
+ */
+export class BackendActivationError extends Error {
+  override name = 'BackendActivationError'
+  /** The backend that failed: `native`, `cuda`, `wasm`, ... */
+  readonly backend: string
+  constructor(backend: string, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.backend = backend
+  }
+}
+
+/**
+ * A gradient `tapeGradients` cannot compute: no variables, a value that is not a scalar or that no
+ * recorded op leads to from the variables, or an op on the path without a gradient (or whose
+ * gradient has another dtype or shape than its input).
+ */
+export class GradientError extends Error {
+  override name = 'GradientError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}
+
+/**
+ * A broken invariant of the tensor engine: a bug in triad (or a tfjs it was not written for), never
+ * bad input. A native kernel whose cpu fallback kernel is not registered, or whose operands do not
+ * fit (tfjs checks them before a kernel runs); the SFT worker module loaded outside a worker thread.
+ */
+export class GpuInvariantError extends Error {
+  override name = 'GpuInvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

@@ -94,10 +94,13 @@ export {
 export { maskUniformGroups } from './dynamic-sampling.ts'
 export { computeEntropyFromLogits } from './entropy.ts'
 export {
+  BackendActivationError,
   BackendUnavailableError,
   BatcherClosedError,
   CheckpointError,
   ConfigError,
+  GpuInvariantError,
+  GradientError,
   ModelTooLargeError,
   NonFiniteError,
   NonFiniteWeightsError,

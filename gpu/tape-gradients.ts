@@ -15,6 +15,7 @@
  * there and throws a clear error when a tfjs upgrade moved them.
  */
 import * as tf from '@tensorflow/tfjs'
+import { GradientError } from './errors.ts'
 
 /** A node of tfjs's tape: one kernel or custom-gradient call recorded during the forward pass. */
 interface TapeNode {
@@ -94,14 +95,15 @@ function pathFromXsToY(tape: readonly TapeNode[], xs: readonly tf.Tensor[], y: t
  * @returns `value`, the scalar `f()` returned, and `grads` by variable name for every variable the
  *   value depends on (as `tf.variableGrads`, one it does not depend on has no entry); the caller
  *   disposes both.
- * @throws Error when `f` does not return a scalar or when no recorded op leads from `xs` to it;
- *   `TapeUnavailableError` on a tfjs without the tape members.
+ * @throws GradientError when `xs` is empty, `f` does not return a scalar, no recorded op leads
+ *   from `xs` to it, or an op on the path has no usable gradient; `TapeUnavailableError` on a tfjs
+ *   without the tape members.
  */
 export function tapeGradients(
   f: () => tf.Scalar,
   xs: readonly tf.Variable[],
 ): { value: tf.Scalar; grads: Record<string, tf.Tensor> } {
-  if (xs.length === 0) throw new Error('tapeGradients: no variables to differentiate against')
+  if (xs.length === 0) throw new GradientError('tapeGradients: no variables to differentiate against')
   const engine = engineTape()
   const y = engine.scopedRun(
     () => engine.startTape(),
@@ -126,7 +128,10 @@ export function tapeGradients(
   }
 }
 
-/** The backward pass of `tapeGradients` over the recorded `tape`: gradients by variable name. */
+/**
+ * The backward pass of `tapeGradients` over the recorded `tape`: gradients by variable name.
+ * @throws GradientError when `y` is not a scalar, no op leads to it, or an op has no usable gradient.
+ */
 function backward(
   engine: EngineTape,
   tape: readonly TapeNode[],
@@ -134,12 +139,12 @@ function backward(
   y: tf.TensorContainer,
 ): Record<string, tf.Tensor> {
   if (!(y instanceof tf.Tensor) || y.rank !== 0)
-    throw new Error(
+    throw new GradientError(
       `tapeGradients: f must return a scalar tensor, got ${y instanceof tf.Tensor ? `shape [${y.shape}]` : typeof y}`,
     )
   const path = pathFromXsToY(tape, xs, y)
   if (path.length === 0)
-    throw new Error(
+    throw new GradientError(
       'tapeGradients: no recorded op leads from the variables to the value; build it from them inside f',
     )
   return engine.tidy('backward', () => {
@@ -162,16 +167,19 @@ function backward(
     for (let i = path.length - 1; i >= 0; i--) {
       const node = path[i]!
       if (!node.gradient)
-        throw new Error(`cannot compute a gradient: no gradient function for ${node.kernelName}`)
+        throw new GradientError(`cannot compute a gradient: no gradient function for ${node.kernelName}`)
       const inputGradients = node.gradient(node.outputs.map((o) => gradient.get(o.id) ?? null))
       for (const [name, x] of Object.entries(node.inputs)) {
         const compute = inputGradients[name]
-        if (!compute) throw new Error(`cannot backpropagate through input ${name} of ${node.kernelName}`)
+        if (!compute)
+          throw new GradientError(`cannot backpropagate through input ${name} of ${node.kernelName}`)
         const dx = engine.tidy(name, compute)
         if (dx.dtype !== 'float32')
-          throw new Error(`the gradient of input ${name} of ${node.kernelName} is ${dx.dtype}, not float32`)
+          throw new GradientError(
+            `the gradient of input ${name} of ${node.kernelName} is ${dx.dtype}, not float32`,
+          )
         if (!tf.util.arraysEqual(dx.shape, x.shape))
-          throw new Error(
+          throw new GradientError(
             `the gradient of input ${name} of ${node.kernelName} has shape [${dx.shape}], the input [${x.shape}]`,
           )
         const current = gradient.get(x.id)

@@ -122,3 +122,33 @@ export class RemoteError extends ProtocolError {
     this.subject = subject
   }
 }
+
+/**
+ * A name that must be one NATS subject token (a run id, task, role, model or service name) and
+ * holds something other than letters, digits, `-` and `_`. Raised before any subject is built.
+ */
+export class SubjectTokenError extends Error {
+  override name = 'SubjectTokenError'
+  /** The token as given. */
+  readonly token: string
+  /** What it names: `run id`, `task`, ... */
+  readonly what: string
+  constructor(token: string, what: string) {
+    super(`invalid ${what} '${token}': use letters, digits, '-' and '_' only`)
+    this.token = token
+    this.what = what
+  }
+}
+
+/**
+ * Two message definitions of one `type` given to a `MessageRegistry`: a bug in the definitions an
+ * actor accepts, raised when the registry is built.
+ */
+export class DuplicateMessageTypeError extends Error {
+  override name = 'DuplicateMessageTypeError'
+  readonly messageType: string
+  constructor(messageType: string) {
+    super(`message type '${messageType}' defined twice`)
+    this.messageType = messageType
+  }
+}

@@ -32,9 +32,11 @@ export {
 } from './env-api.ts'
 export {
   DecodeError,
+  DuplicateMessageTypeError,
   ErrorCode,
   ProtocolError,
   RemoteError,
+  SubjectTokenError,
   UnknownTypeError,
   ValidationError,
   VersionMismatchError,

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { decode, encode } from './codec.ts'
-import { type ErrorPayload, UnknownTypeError, ValidationError } from './errors.ts'
+import { DuplicateMessageTypeError, type ErrorPayload, UnknownTypeError, ValidationError } from './errors.ts'
 import { checkVersion, PROTOCOL_VERSION } from './version.ts'
 
 /**
@@ -51,13 +51,14 @@ function issuesOf(error: z.ZodError): { path: string; message: string }[] {
 /**
  * A read-only set of message definitions, keyed by `type`. Built once per process from the
  * definitions an actor accepts; `parse` is the boundary check of every incoming message.
+ * @throws DuplicateMessageTypeError (constructor) when two definitions share a `type`.
  */
 export class MessageRegistry {
   private readonly defs: ReadonlyMap<string, MessageDef>
   constructor(defs: readonly MessageDef[]) {
     const map = new Map<string, MessageDef>()
     for (const d of defs) {
-      if (map.has(d.type)) throw new Error(`message type '${d.type}' defined twice`)
+      if (map.has(d.type)) throw new DuplicateMessageTypeError(d.type)
       map.set(d.type, d)
     }
     this.defs = map

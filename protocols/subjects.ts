@@ -6,14 +6,16 @@
  * wildcards).
  */
 
+import { SubjectTokenError } from './errors.ts'
+
 const TOKEN = /^[A-Za-z0-9_-]+$/
 
 /**
  * Checks that `token` is a valid subject token.
- * @throws Error naming the bad token.
+ * @throws SubjectTokenError naming the bad token.
  */
 export function checkToken(token: string, what = 'subject token'): string {
-  if (!TOKEN.test(token)) throw new Error(`invalid ${what} '${token}': use letters, digits, '-' and '_' only`)
+  if (!TOKEN.test(token)) throw new SubjectTokenError(token, what)
   return token
 }
 

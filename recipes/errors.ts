@@ -93,3 +93,18 @@ export class AblationInputError extends Error {
     super(message, options)
   }
 }
+
+/**
+ * The `triad eval` process of a periodic evaluation exited with a failure (not on a write error,
+ * and not stopped by the run's stop); its log file, named in the message, says why.
+ */
+export class EvalProcessError extends Error {
+  override name = 'EvalProcessError'
+  constructor(
+    message: string,
+    /** The process's log file. */
+    readonly logFile: string,
+  ) {
+    super(message)
+  }
+}

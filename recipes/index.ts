@@ -43,6 +43,7 @@ export {
 } from './define-recipe.ts'
 export {
   AblationInputError,
+  EvalProcessError,
   formatIssues,
   RecipeError,
   RecipeFieldError,

@@ -22,6 +22,7 @@ import {
   startEvalProcess,
 } from '../actors/index.ts'
 import { CheckpointFile } from '../gpu/index.ts'
+import { EvalProcessError } from './errors.ts'
 import { agenticEvalTasksOf } from './node-config.ts'
 import type { ResolvedRecipe } from './task-catalog.ts'
 
@@ -159,7 +160,7 @@ export function interruptedEvaluations(dir: RunDir, log: (line: string) => void)
  * @param signal aborting it kills the process and keeps the copy, for a resume to evaluate it again.
  * @returns the evaluation file's contents, its rows and every instance's result (undefined when
  *   `signal` interrupted it).
- * @throws Error naming the log file when the process fails (RunWriteError when it failed on a write
+ * @throws EvalProcessError naming the log file when the process fails (RunWriteError when it failed on a write
  *   error: a full disk); the file-system error when the checkpoint is gone.
  */
 export async function evaluateInProcess(
@@ -208,7 +209,10 @@ export async function evaluateInProcess(
     // A full disk: the process's own line says what it could not write (its log may not have it).
     if (code !== 0 && writeError) throw asWriteError(new Error(writeError), 'eval', dir.evalDir)
     if (code !== 0)
-      throw new Error(`triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`)
+      throw new EvalProcessError(
+        `triad eval exited (${killed ?? `code ${code}`}); see ${join(dir.logsDir, 'eval.log')}`,
+        join(dir.logsDir, 'eval.log'),
+      )
     const out = read()
     for (const r of out.rows) log(evalRowLine(names.label, r))
     return out

@@ -7,7 +7,7 @@ import {
   type SandboxHealth,
   SandboxHealthSchema,
 } from '../protocols/index.ts'
-import { SandboxHttpError, SandboxUnreachableError } from './errors.ts'
+import { SandboxHealthError, SandboxHttpError, SandboxUnreachableError } from './errors.ts'
 import { SlotQueue } from './slot-queue.ts'
 
 /** Options of the sandbox client. */
@@ -91,14 +91,15 @@ export class SandboxClient {
         const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(o.connectTimeoutMs) })
         if (res.ok) {
           const health = SandboxHealthSchema.safeParse(await res.json())
-          if (!health.success) throw new Error('GET /health did not answer a sandbox health object')
+          if (!health.success)
+            throw new SandboxHealthError('GET /health did not answer a sandbox health object', res.status)
           return new SandboxClient(base, health.data, o)
         }
         if (res.status === 404) {
           const ping = await fetch(`${base}/v1/ping`, { signal: AbortSignal.timeout(o.connectTimeoutMs) })
           if (ping.ok && (await ping.text()).includes('pong')) return new SandboxClient(base, null, o)
         }
-        throw new Error(`GET /health answered HTTP ${res.status}`)
+        throw new SandboxHealthError(`GET /health answered HTTP ${res.status}`, res.status)
       } catch (err) {
         lastError = err
         if (attempt < o.retries) await sleep(Math.min(o.backoffMs * 2 ** attempt, o.maxBackoffMs))

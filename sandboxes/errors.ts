@@ -81,3 +81,29 @@ export class SandboxLostError extends Error {
     super(`a warm sandbox was lost before the job started: ${detail}`, { cause: options?.cause })
   }
 }
+
+/**
+ * An answer of a sandbox's `GET /health` that is not a sandbox's: an HTTP error status, or a body
+ * that is not a health object. `SandboxClient.connect` retries on it, then raises
+ * SandboxUnreachableError with it as the cause.
+ */
+export class SandboxHealthError extends Error {
+  override name = 'SandboxHealthError'
+  /** The HTTP status of the answer. */
+  readonly statusCode: number
+  constructor(message: string, statusCode: number) {
+    super(message)
+    this.statusCode = statusCode
+  }
+}
+
+/**
+ * A broken invariant of the sandbox: a bug in triad, never bad input (the warm pool asked the
+ * local backend for a sandbox when all its slots were taken).
+ */
+export class SandboxInvariantError extends Error {
+  override name = 'SandboxInvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

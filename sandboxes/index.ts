@@ -3,8 +3,10 @@ export { SandboxClient } from './client.ts'
 export { DockerBackend, DockerMode } from './docker-backend.ts'
 export {
   SandboxBusyError,
+  SandboxHealthError,
   SandboxHttpError,
   SandboxImageError,
+  SandboxInvariantError,
   SandboxLostError,
   SandboxRequestError,
   SandboxUnreachableError,

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url'
  * The layer table of docs/design.md#layers, checked on the source: an import never points up the
  * table, a cross-folder import goes through the folder's `index.ts` (between the top-level folders,
  * and between the rooms of `actors/`), no import circle inside `actors/`, tensors live only in
- * `gpu/`, progress bars only in `bin/`, and every `as unknown as` outside the tests says why.
+ * `gpu/`, progress bars only in `bin/`, every `as unknown as` outside the tests says why, and no
+ * throw outside the tests is a bare `new Error` (each names a class of its room's `errors.ts`).
  */
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -135,6 +136,19 @@ describe('layering', () => {
         if (!line.includes('as unknown as')) return
         if (line.includes('//') || [lines[i - 1], lines[i + 1]].some((l) => l?.trim().startsWith('//')))
           return
+        bad.push(`${relative(root, file)}:${i + 1}`)
+      })
+    }
+    assert.deepEqual(bad, [])
+  })
+
+  it('layering - no bare `throw new Error(` outside the tests: each throw names its error class (from the errors.ts of its room), or says why not with `// bare: <why>` on its line or the line above', () => {
+    const bad: string[] = []
+    for (const file of layered()) {
+      const lines = readFileSync(file, 'utf8').split('\n')
+      lines.forEach((line, i) => {
+        if (!/\bthrow\s+new\s+Error\s*\(/.test(line)) return
+        if ([line, lines[i - 1]].some((l) => /\/\/\s*bare: \S/.test(l ?? ''))) return
         bad.push(`${relative(root, file)}:${i + 1}`)
       })
     }

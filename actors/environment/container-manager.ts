@@ -3,7 +3,7 @@ import type Docker from 'dockerode'
 import type { Millis } from '../../protocols/index.ts'
 import type { Clock } from '../runtime/index.ts'
 import { execIn } from './container-exec.ts'
-import { ContainerError } from './errors.ts'
+import { ContainerError, HealthCheckError } from './errors.ts'
 import type { ContainerSpec } from './task.ts'
 
 /**
@@ -175,6 +175,7 @@ export class ContainerManager {
     }
   }
 
+  /** Runs the health check `cmd` until it passes. @throws HealthCheckError when it has not by the deadline. */
   private async waitHealthy(container: Docker.Container, cmd: string[]): Promise<void> {
     const deadline = Date.now() + (this.options.healthTimeoutMs ?? 10_000)
     let last = 'not run'
@@ -183,6 +184,6 @@ export class ContainerManager {
       if (r.exitCode === 0) return
       last = `exit ${r.exitCode}${r.stderr ? `: ${r.stderr.slice(0, 200)}` : ''}`
     }
-    throw new Error(`health check ${JSON.stringify(cmd)} did not pass: ${last}`)
+    throw new HealthCheckError(cmd, last)
   }
 }

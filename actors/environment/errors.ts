@@ -172,3 +172,39 @@ export class PolicyEndpointCheckError extends Error {
     this.model = model
   }
 }
+
+/** Two tasks of one name given to `taskRegistry` (an env worker's `--tasks calc,calc`). */
+export class DuplicateTaskError extends Error {
+  override name = 'DuplicateTaskError'
+  readonly task: string
+  constructor(task: string) {
+    super(`task '${task}' registered twice`)
+    this.task = task
+  }
+}
+
+/**
+ * A session container's health check command that did not pass before its deadline; the container
+ * is removed and its start fails with a ContainerError caused by this one.
+ */
+export class HealthCheckError extends Error {
+  override name = 'HealthCheckError'
+  /** The health check command. */
+  readonly command: readonly string[]
+  constructor(command: readonly string[], last: string) {
+    super(`health check ${JSON.stringify(command)} did not pass: ${last}`)
+    this.command = command
+  }
+}
+
+/**
+ * The backend a built-in task's tools run on refused a request: the sandbox backend in this
+ * process refused a `code` run (a 4xx or 503 outcome of `runCode`), or the `sql` task's worker pool
+ * could not open an instance's database.
+ */
+export class TaskBackendError extends Error {
+  override name = 'TaskBackendError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

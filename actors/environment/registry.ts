@@ -1,14 +1,14 @@
-import { UnknownTaskError } from './errors.ts'
+import { DuplicateTaskError, UnknownTaskError } from './errors.ts'
 import type { AnyTask } from './task.ts'
 
 /** A read-only set of tasks keyed by name. */
 export type TaskRegistry = Readonly<Record<string, AnyTask>>
 
-/** Builds a registry from tasks. @throws Error when two tasks share a name. */
+/** Builds a registry from tasks. @throws DuplicateTaskError when two tasks share a name. */
 export function taskRegistry(list: readonly AnyTask[]): TaskRegistry {
   const out: Record<string, AnyTask> = {}
   for (const t of list) {
-    if (out[t.name]) throw new Error(`task '${t.name}' registered twice`)
+    if (out[t.name]) throw new DuplicateTaskError(t.name)
     out[t.name] = t
   }
   return Object.freeze(out)

@@ -6,6 +6,7 @@ import type { AgentTaskSpec, McpTaskSpec } from '../rollout/index.ts'
 import { episodeSeeds } from '../runtime/index.ts'
 import { BatcherTurns } from './batcher-turns.ts'
 import { playBounded } from './bounded-play.ts'
+import { EvaluationInvariantError } from './errors.ts'
 import { ModelPolicy } from './model-policy.ts'
 
 /**
@@ -47,10 +48,13 @@ export interface AgenticEvalSettings {
 /** How many times an episode of an agentic evaluation is played before it counts as failed. */
 const ATTEMPTS = 2
 
-/** The held-out instances an agentic task plays: `min(settings.instances, its number of instances)`. */
+/**
+ * The held-out instances an agentic task plays: `min(settings.instances, its number of instances)`.
+ * @throws EvaluationInvariantError when the task is neither an agent nor an MCP task.
+ */
 export function agenticInstanceCount(task: AgenticEvalTask, instances: number): number {
   const spec = task.agent ?? task.mcp
-  if (!spec) throw new Error(`task ${task.name} is neither an agent nor an MCP task`)
+  if (!spec) throw new EvaluationInvariantError(`task ${task.name} is neither an agent nor an MCP task`)
   return Math.min(instances, AgentInstances.of(spec.instances).size)
 }
 

@@ -77,3 +77,19 @@ export class AgentInstancesError extends Error {
     super(`agent task instances ${instances}: ${why}`)
   }
 }
+
+/**
+ * A task's reward function (`tasks[].reward`, a module whose default export scores an episode's
+ * messages) that cannot be used: its default export is not a function, or it returned something
+ * that is not a finite number.
+ */
+export class RewardFunctionError extends Error {
+  override name = 'RewardFunctionError'
+  constructor(
+    /** The module's path as the task gave it. */
+    readonly module: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}

@@ -11,6 +11,7 @@ export {
   AgentInstancesError,
   ContextFullError,
   GatewayHttpError,
+  RewardFunctionError,
 } from './errors.ts'
 export {
   Gateway,

@@ -10,6 +10,7 @@ import {
   RestartTracker,
   type SupervisionPolicy,
 } from '../runtime/index.ts'
+import { LauncherInvariantError } from './errors.ts'
 
 /**
  * How long `ProcessSupervisor.stop` waits for a child after SIGTERM before it sends SIGKILL, ms.
@@ -229,9 +230,10 @@ export class ProcessSupervisor {
     for (const l of this.listeners) l(e)
   }
 
-  /** Starts a child under supervision. @throws Error on a duplicate name. */
+  /** Starts a child under supervision. @throws LauncherInvariantError on a duplicate name. */
   start(spec: ProcessSpec): SupervisedProcess {
-    if (this.children.has(spec.name)) throw new Error(`a process named '${spec.name}' is already supervised`)
+    if (this.children.has(spec.name))
+      throw new LauncherInvariantError(`a process named '${spec.name}' is already supervised`)
     const entry = {
       spec,
       tracker: new RestartTracker(this.policy),

@@ -15,3 +15,26 @@ export class McpServerError extends Error {
     super(`MCP server ${server} ${what}${stderrTail ? `; its stderr ends: ${stderrTail.slice(-600)}` : ''}`)
   }
 }
+
+/** An instance of an MCP task that cannot start an episode: it has neither `messages` nor `question`. */
+export class McpInstanceError extends Error {
+  override name = 'McpInstanceError'
+  constructor(
+    /** The instance's index among the task's instances. */
+    readonly index: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * A broken invariant of an MCP task environment: a bug in its caller, never bad input (a turn for
+ * a session it does not hold: never started, or already ended).
+ */
+export class McpInvariantError extends Error {
+  override name = 'McpInvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

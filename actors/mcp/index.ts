@@ -1,3 +1,3 @@
-export { McpServerError } from './errors.ts'
+export { McpInstanceError, McpInvariantError, McpServerError } from './errors.ts'
 export { McpConnection } from './mcp-connection.ts'
 export { McpTaskEnv } from './mcp-task-env.ts'

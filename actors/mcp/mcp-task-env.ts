@@ -7,9 +7,14 @@ import {
   SessionStatus,
   type ToolMessage,
 } from '../../protocols/index.ts'
-import { type AgentInstance, AgentInstances, loadRewardFunction } from '../gateway/index.ts'
+import {
+  type AgentInstance,
+  AgentInstances,
+  loadRewardFunction,
+  RewardFunctionError,
+} from '../gateway/index.ts'
 import type { EnvSession, EnvStep, EpisodeEnv, McpTaskSpec } from '../rollout/index.ts'
-import { McpServerError } from './errors.ts'
+import { McpInstanceError, McpInvariantError, McpServerError } from './errors.ts'
 import { McpConnection } from './mcp-connection.ts'
 
 /** One episode's servers and conversation. */
@@ -46,8 +51,8 @@ export class McpTaskEnv implements EpisodeEnv {
 
   /**
    * Starts an episode: its instance, its servers, their tools.
-   * @throws McpServerError when a server does not start; Error for an instance with neither
-   *   `messages` nor `question`.
+   * @throws McpServerError when a server does not start; McpInstanceError for an instance with
+   *   neither `messages` nor `question`.
    */
   async start(request: PayloadOf<typeof EnvStart>): Promise<EnvSession> {
     const instance = this.instances.pick(request.seed ?? 0)
@@ -68,18 +73,23 @@ export class McpTaskEnv implements EpisodeEnv {
 
   /**
    * One assistant turn: its tool calls answered by their servers, or (no tool call) the episode's end.
-   * @throws McpServerError when a server fails; Error for a session this environment does not hold.
+   * @throws McpServerError when a server fails; McpInvariantError for a session this environment
+   *   does not hold; RewardFunctionError when the reward function cannot be loaded or returns a
+   *   value that is not a finite number.
    */
   async interact(session: EnvSession, message: AssistantMessage): Promise<EnvStep> {
     const ep = this.episodes.get(session.session)
-    if (!ep) throw new Error(`no MCP episode ${session.session} of task ${this.task}`)
+    if (!ep) throw new McpInvariantError(`no MCP episode ${session.session} of task ${this.task}`)
     ep.messages.push(message)
     if (!message.tool_calls?.length) {
       await this.end(session.session)
       const fn = await loadRewardFunction(this.spec.reward)
       const reward = await fn(ep.messages, ep.instance)
       if (typeof reward !== 'number' || !Number.isFinite(reward))
-        throw new Error(`reward function ${this.spec.reward} returned ${String(reward)}, not a finite number`)
+        throw new RewardFunctionError(
+          this.spec.reward,
+          `reward function ${this.spec.reward} returned ${String(reward)}, not a finite number`,
+        )
       return {
         done: true,
         reward,
@@ -153,9 +163,15 @@ export class McpTaskEnv implements EpisodeEnv {
   }
 }
 
-/** The first messages of an instance: its `messages`, or its `question` as the user turn. */
+/**
+ * The first messages of an instance: its `messages`, or its `question` as the user turn.
+ * @throws McpInstanceError when it has neither.
+ */
 function firstMessages(instance: AgentInstance): ChatMessage[] {
   if (Array.isArray(instance.messages)) return instance.messages as ChatMessage[]
   if (typeof instance.question === 'string') return [{ role: 'user', content: instance.question }]
-  throw new Error(`MCP task instance ${instance.index} has neither "messages" nor "question"`)
+  throw new McpInstanceError(
+    instance.index,
+    `MCP task instance ${instance.index} has neither "messages" nor "question"`,
+  )
 }

@@ -16,6 +16,7 @@ import { SessionStatus } from '../../protocols/index.ts'
 import { getTask, playExpert } from '../environment/index.ts'
 import { runSeeds } from '../runtime/index.ts'
 import type { NodeConfig } from './config.ts'
+import { NoSftDataError } from './errors.ts'
 import { type ExpertEpisode, readSftDatasets } from './sft-dataset.ts'
 
 /**
@@ -141,7 +142,7 @@ export function runTokenizer(episodes: readonly ExpertEpisode[], merges: number)
  * the number of steps the whole SFT takes (`sftStepCount`), for progress views. With
  * `config.sft.threads` above 1 the steps are data-parallel over that many threads (`SftWorkers`,
  * each on `backend`, the learner's own backend name).
- * @throws SftWorkerError when a gradient thread fails; Error when no episode is left.
+ * @throws SftWorkerError when a gradient thread fails; NoSftDataError when no episode is left.
  */
 export async function coldStart(
   model: Transformer,
@@ -154,7 +155,7 @@ export async function coldStart(
   const { kept, dropped } = sftEpisodes(episodes)
   const { examples, truncated } = expertExamples(kept, tokenizer, model.config.contextLength)
   if (examples.length === 0)
-    throw new Error(
+    throw new NoSftDataError(
       dropped > 0
         ? `no expert trajectories to train on: all ${dropped} ended in task_error (the task failed; see the tool messages of an episode)`
         : 'no SFT data: sft.expertTrajectoriesPerTask is 0 (or sft.experts false) and sft.datasets has no row',

@@ -35,3 +35,42 @@ export class SftDatasetError extends Error {
     super(`sft dataset ${file}${row ? ` row ${row}` : ''}${field ? `: ${field}` : ''}: ${reason}`, { cause })
   }
 }
+
+/**
+ * A cold start (SFT before RL) with nothing to train on: every expert episode ended in
+ * `task_error`, or the recipe asks for no expert episodes (`sft.expertTrajectoriesPerTask` 0 or
+ * `sft.experts` false) and its `sft.datasets` have no row. Nothing is trained.
+ */
+export class NoSftDataError extends Error {
+  override name = 'NoSftDataError'
+  constructor(message: string) {
+    super(message)
+  }
+}
+
+/**
+ * The run's tokenizer, which the learner publishes before its cold start, did not appear within
+ * the wait (the learner is not running, or is slow to start).
+ */
+export class TokenizerTimeoutError extends Error {
+  override name = 'TokenizerTimeoutError'
+  constructor(
+    /** The run id. */
+    readonly run: string,
+    /** How long it waited, ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`run ${run}: no tokenizer published within ${timeoutMs} ms (is the learner running?)`)
+  }
+}
+
+/**
+ * A broken invariant of a node: a bug in its caller, never bad input (a pretrained policy loaded
+ * from a node config that names no pretrained model).
+ */
+export class NodeInvariantError extends Error {
+  override name = 'NodeInvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

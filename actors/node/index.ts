@@ -16,7 +16,13 @@ export {
   ROLLOUT_ATTEMPTS,
   rolloutSettingsOf,
 } from './config.ts'
-export { SftDatasetError, StartAbortedError } from './errors.ts'
+export {
+  NodeInvariantError,
+  NoSftDataError,
+  SftDatasetError,
+  StartAbortedError,
+  TokenizerTimeoutError,
+} from './errors.ts'
 export {
   LEARNER_ACK_WAIT_MS,
   LOGITS_BYTES_PER_PASS,

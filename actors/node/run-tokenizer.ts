@@ -2,6 +2,7 @@ import { Tokenizer, type TokenizerSettings, tokenizerJson } from '../../gpu/inde
 import { type Millis, weightsBucket } from '../../protocols/index.ts'
 import type { Transport } from '../runtime/index.ts'
 import { openBlobStore } from '../weights/index.ts'
+import { TokenizerTimeoutError } from './errors.ts'
 
 /** Object name of a run's tokenizer in its weights bucket. */
 export const TOKENIZER_OBJECT = 'tokenizer.json'
@@ -23,7 +24,7 @@ export async function publishRunTokenizer(
 /**
  * The run's tokenizer as the learner published it, waiting for it up to `timeoutMs` (the learner
  * publishes it before its cold start).
- * @throws Error naming the run when it does not appear in time.
+ * @throws TokenizerTimeoutError naming the run when it does not appear in time.
  */
 export async function fetchRunTokenizer(
   transport: Transport,
@@ -36,8 +37,7 @@ export async function fetchRunTokenizer(
   for (;;) {
     const bytes = await os.get(TOKENIZER_OBJECT).catch(() => null)
     if (bytes) return new Tokenizer(JSON.parse(new TextDecoder().decode(bytes)) as TokenizerSettings)
-    if (Date.now() >= deadline)
-      throw new Error(`run ${run}: no tokenizer published within ${timeoutMs} ms (is the learner running?)`)
+    if (Date.now() >= deadline) throw new TokenizerTimeoutError(run, timeoutMs)
     await new Promise((r) => setTimeout(r, pause))
     pause = Math.min(pause * 2, 2_000)
   }

@@ -10,7 +10,7 @@ import {
 } from '../../protocols/index.ts'
 import { episodeSeeds } from '../runtime/index.ts'
 import type { EnvClient, EnvSession } from './env-client.ts'
-import { EpisodeError, EpisodeFailure } from './errors.ts'
+import { EpisodeError, EpisodeFailure, RolloutSettingsError } from './errors.ts'
 import type { PolicyRouter } from './policy-router.ts'
 import { TrajectoryBuilder } from './trajectory-builder.ts'
 
@@ -74,7 +74,8 @@ export interface Episode {
  * also with templates that render earlier turns differently later (Qwen3).
  * @param signal gives up every request of the episode when aborted (the session's cancel too):
  *   the episode then fails with an EpisodeError whose cause is a RequestAbortedError.
- * @throws EpisodeError (start_failed, session_lost, policy_unavailable).
+ * @throws EpisodeError (start_failed, session_lost, policy_unavailable); RolloutSettingsError when
+ *   `deps` have neither a tokenizer nor a chat format.
  */
 export async function runEpisode(
   deps: EpisodeDeps,
@@ -84,7 +85,8 @@ export async function runEpisode(
   signal?: AbortSignal,
 ): Promise<Episode> {
   const t0 = performance.now()
-  if (!deps.chat && !deps.tokenizer) throw new Error('an episode needs a tokenizer or a chat format')
+  if (!deps.chat && !deps.tokenizer)
+    throw new RolloutSettingsError('an episode needs a tokenizer or a chat format')
   const chat = deps.chat ?? new TriadChatFormat(deps.tokenizer!, { toolFormat: settings.toolFormat })
   let session: EnvSession
   try {

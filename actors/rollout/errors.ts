@@ -22,3 +22,27 @@ export class EpisodeError extends Error {
     })
   }
 }
+
+/**
+ * Settings or dependencies of a rollout that cannot work: an empty task mix, a task weight not
+ * above 0, an MCP or agent task without the MCP environment or agent gateway it needs, a
+ * `groupSize` below 1, an `annotateShare` or a policy router's `rho` outside [0, 1], an episode
+ * with neither a tokenizer nor a chat format. Raised before anything is played.
+ */
+export class RolloutSettingsError extends Error {
+  override name = 'RolloutSettingsError'
+  constructor(message: string) {
+    super(message)
+  }
+}
+
+/**
+ * A broken invariant of the rollout: a bug here or in a policy engine, never bad input (a
+ * generated turn with not as many logprobs as tokens).
+ */
+export class RolloutInvariantError extends Error {
+  override name = 'RolloutInvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

@@ -8,6 +8,7 @@ import {
 } from '../../protocols/index.ts'
 import type { Transport } from '../runtime/index.ts'
 import { NoRespondersError, RequestTimeoutError } from '../runtime/index.ts'
+import { RolloutSettingsError } from './errors.ts'
 
 const generatedReplies = new MessageRegistry([PolicyGenerated])
 
@@ -35,6 +36,7 @@ export const GENERATE_ATTEMPT_FACTOR = 4
  * before the first reply),
  * then the request is sent again, to whichever engine of the queue group takes it, until
  * `timeoutMs` in all (docs/scaling.md). A reply that comes after its attempt is dropped.
+ * @throws RolloutSettingsError (constructor) for a `rho` outside [0, 1].
  */
 export class PolicyRouter {
   /**
@@ -52,7 +54,7 @@ export class PolicyRouter {
     private readonly timeoutMs: Millis = 120_000,
     private readonly attemptFloorMs: Millis = GENERATE_ATTEMPT_FLOOR_MS,
   ) {
-    if (!(rho >= 0 && rho <= 1)) throw new Error(`rho must be in [0, 1], got ${rho}`)
+    if (!(rho >= 0 && rho <= 1)) throw new RolloutSettingsError(`rho must be in [0, 1], got ${rho}`)
   }
 
   /**

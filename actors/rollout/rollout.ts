@@ -4,7 +4,7 @@ import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../prot
 import { annotateSeedOf, episodeSeeds, sleep, systemClock } from '../runtime/index.ts'
 import { type EpisodeDeps, type EpisodeEnv, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import type { AgentEpisodeRunner, AgentTaskSpec, McpTaskSpec } from './agent-task.ts'
-import { EpisodeError } from './errors.ts'
+import { EpisodeError, RolloutSettingsError } from './errors.ts'
 import type { Uniform } from './policy-router.ts'
 
 /** One task of the mix. */
@@ -95,6 +95,9 @@ export interface RolloutStats {
 /**
  * The rollout actor's engine: keeps `concurrency` agent loops busy, one coroutine per
  * trajectory, grouped G per task instance; each finished group goes to the sink.
+ * @throws RolloutSettingsError (constructor) for settings that cannot work (an empty task mix, a
+ *   weight not > 0, an MCP or agent task without its dependency, groupSize < 1, annotateShare
+ *   outside [0, 1]).
  */
 export class RolloutDriver {
   readonly stats: RolloutStats = {
@@ -125,18 +128,23 @@ export class RolloutDriver {
     /** The learner version now (recorded as the group's `started_version`). */
     private readonly version: () => number,
   ) {
-    if (settings.tasks.length === 0) throw new Error('the task mix is empty')
+    if (settings.tasks.length === 0) throw new RolloutSettingsError('the task mix is empty')
     for (const t of settings.tasks) {
-      if (!(t.weight > 0)) throw new Error(`task ${t.name}: weight must be > 0`)
+      if (!(t.weight > 0)) throw new RolloutSettingsError(`task ${t.name}: weight must be > 0`)
       if (t.difficulty !== undefined) this.difficulty.set(t.name, t.difficulty)
       if (t.mcp && !deps.mcp)
-        throw new Error(`task ${t.name} has MCP servers, but the rollout has no MCP environment`)
+        throw new RolloutSettingsError(
+          `task ${t.name} has MCP servers, but the rollout has no MCP environment`,
+        )
       if (t.agent && !deps.agents)
-        throw new Error(`task ${t.name} is played by an agent program, but the rollout has no agent gateway`)
+        throw new RolloutSettingsError(
+          `task ${t.name} is played by an agent program, but the rollout has no agent gateway`,
+        )
     }
-    if (settings.groupSize < 1) throw new Error('groupSize must be >= 1')
+    if (settings.groupSize < 1) throw new RolloutSettingsError('groupSize must be >= 1')
     const share = settings.annotateShare ?? 1
-    if (!(share >= 0 && share <= 1)) throw new Error(`annotateShare must be in [0, 1], got ${share}`)
+    if (!(share >= 0 && share <= 1))
+      throw new RolloutSettingsError(`annotateShare must be in [0, 1], got ${share}`)
     // Every request in flight listens on the stop signal: `concurrency` loops and more.
     setMaxListeners(0, this.halt.signal)
     this.rng = createRng(settings.seed)

@@ -87,3 +87,17 @@ export class RunLockedError extends Error {
     return `${path} is in use by another triad run (pid ${holder.pid}, since ${since}); stop it or wait for it to end before running in this directory again`
   }
 }
+
+/**
+ * A run lock that could not be taken because other processes kept taking and releasing it through
+ * every attempt (the lock itself is free in between, so nobody holds the run for long: try again).
+ */
+export class RunLockContendedError extends Error {
+  override name = 'RunLockContendedError'
+  constructor(
+    /** The lock file. */
+    readonly lockFile: string,
+  ) {
+    super(`could not take ${lockFile}: other processes kept taking and releasing it`)
+  }
+}

@@ -2,6 +2,7 @@ export {
   NotARunDirError,
   RunFileExistsError,
   RunFileFormatError,
+  RunLockContendedError,
   RunLockedError,
   RunsDirError,
 } from './errors.ts'

@@ -4,7 +4,7 @@ import { link, readFile, unlink, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { type Clock, systemClock } from '../runtime/index.ts'
-import { RunLockedError } from './errors.ts'
+import { RunLockContendedError, RunLockedError } from './errors.ts'
 
 /**
  * The lock of a run directory: one `triad run` (a start or a resume) works in a run directory at a
@@ -152,8 +152,9 @@ function refuseLive(path: string, file: string, text: string): RunLockHolder {
  * taken over, with one line to `log` that names it. When the directory is locked by a live
  * process, nothing in it is changed.
  * @throws RunLockedError naming the directory and the holder's pid when a live process (or one on
- *   another host) holds it, or when `run.lock` is not a lock this code wrote; Error when other
- *   processes kept taking and releasing the lock through eight attempts.
+ *   another host) holds it, or when `run.lock` is not a lock this code wrote;
+ *   RunLockContendedError when other processes kept taking and releasing the lock through eight
+ *   attempts.
  */
 export async function lockRunDir(path: string, options: LockRunDirOptions = {}): Promise<RunLock> {
   const name = options.file ?? RUN_LOCK_FILE
@@ -197,7 +198,7 @@ export async function lockRunDir(path: string, options: LockRunDirOptions = {}):
         return heldLock(file, me, text, stale)
       }
     }
-    throw new Error(`could not take ${file}: other processes kept taking and releasing it`)
+    throw new RunLockContendedError(file)
   } finally {
     await unlink(tmp).catch(() => {})
   }

@@ -126,3 +126,25 @@ export class NatsConnectError extends Error {
     })
   }
 }
+
+/**
+ * A supervision policy out of range: `maxRestarts` < 0, `withinMs` <= 0 or `backoff.factor` < 1.
+ * Raised when a restart tracker is made for it (an actor spawned or a process started under it).
+ */
+export class SupervisionPolicyError extends Error {
+  override name = 'SupervisionPolicyError'
+  constructor(message: string) {
+    super(message)
+  }
+}
+
+/**
+ * A broken invariant of the actor runtime: a bug in its caller, never bad input. An actor spawned
+ * under the name of a live actor, or a supervision tree with two children of one id.
+ */
+export class RuntimeInvariantError extends Error {
+  override name = 'RuntimeInvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

@@ -21,6 +21,8 @@ export {
   RequestAbortedError,
   RequestInterruptedError,
   RequestTimeoutError,
+  RuntimeInvariantError,
+  SupervisionPolicyError,
   TransportClosedError,
 } from './errors.ts'
 export { InProcessTransport } from './in-process-transport.ts'

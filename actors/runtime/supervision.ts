@@ -1,4 +1,5 @@
 import type { Millis } from '../../protocols/index.ts'
+import { SupervisionPolicyError } from './errors.ts'
 
 /**
  * Supervision declared as data (after Erlang/OTP and Akka typed): what happens when an actor's
@@ -42,6 +43,7 @@ export type CrashDecision =
 /**
  * Counts the crashes of one actor in a sliding window and decides each one. Pure: time comes in
  * as an argument.
+ * @throws SupervisionPolicyError (constructor) for a policy out of range.
  */
 export class RestartTracker {
   private readonly crashes: Millis[] = []
@@ -49,7 +51,9 @@ export class RestartTracker {
   restarts = 0
   constructor(readonly policy: SupervisionPolicy) {
     if (policy.maxRestarts < 0 || policy.withinMs <= 0 || policy.backoff.factor < 1)
-      throw new Error('invalid supervision policy: maxRestarts >= 0, withinMs > 0, backoff.factor >= 1')
+      throw new SupervisionPolicyError(
+        'invalid supervision policy: maxRestarts >= 0, withinMs > 0, backoff.factor >= 1',
+      )
   }
 
   /** Records a crash at time `now` and decides: restart after a delay, or the policy's `onLimit`. */

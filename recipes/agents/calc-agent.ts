@@ -60,6 +60,7 @@ function calculate(expression: string): number {
     if (s[i] === '(') {
       i++
       const v = sum()
+      // bare: a standalone program that imports nothing of triad
       if (s[i++] !== ')') throw new Error('missing )')
       return v
     }
@@ -68,6 +69,7 @@ function calculate(expression: string): number {
       return -number()
     }
     const m = /^\d+(\.\d+)?/.exec(s.slice(i))
+    // bare: a standalone program that imports nothing of triad
     if (!m) throw new Error(`expected a number at ${i}`)
     i += m[0].length
     return Number(m[0])
@@ -83,6 +85,7 @@ function calculate(expression: string): number {
     return v
   }
   const v = sum()
+  // bare: a standalone program that imports nothing of triad
   if (i !== s.length) throw new Error(`unexpected '${s[i]}' at ${i}`)
   return v
 }
@@ -105,14 +108,17 @@ for (let turn = 0; turn < maxTurns && answer === undefined; turn++) {
   for (const call of message.tool_calls) {
     let content: string
     try {
+      // bare: a standalone program that imports nothing of triad
       if (call.type !== 'function') throw new Error('not a function call')
       const args = JSON.parse(call.function.arguments) as { expression?: unknown; answer?: unknown }
       if (call.function.name === 'submit') {
         answer = String(args.answer)
         break
       }
-      if (call.function.name !== 'calculator')
+      if (call.function.name !== 'calculator') {
+        // bare: a standalone program that imports nothing of triad
         throw new Error(`no tool '${call.function.name}'; the tools are calculator and submit`)
+      }
       content = String(calculate(String(args.expression)))
     } catch (err) {
       content = `error: ${(err as Error).message}`

@@ -20,6 +20,7 @@ export function calculate(expression: string): number {
     if (s[i] === '(') {
       i++
       const v = sum()
+      // bare: a standalone program that imports nothing of triad
       if (s[i++] !== ')') throw new Error('missing )')
       return v
     }
@@ -28,6 +29,7 @@ export function calculate(expression: string): number {
       return -atom()
     }
     const m = /^\d+(\.\d+)?/.exec(s.slice(i))
+    // bare: a standalone program that imports nothing of triad
     if (!m) throw new Error(`expected a number at ${i}`)
     i += m[0].length
     return Number(m[0])
@@ -43,6 +45,7 @@ export function calculate(expression: string): number {
     return v
   }
   const v = sum()
+  // bare: a standalone program that imports nothing of triad
   if (i !== s.length) throw new Error(`unexpected '${s[i]}' at ${i}`)
   return v
 }

@@ -6,6 +6,7 @@ import {
   type SandboxBackend,
   SandboxClient,
 } from '../../../sandboxes/index.ts'
+import { TaskBackendError } from '../errors.ts'
 
 /**
  * Where the `code` task runs Python: a sandbox over HTTP (`SandboxClient`, SandboxFusion's
@@ -30,13 +31,17 @@ export function httpCodeRunner(client: SandboxClient): CodeRunner {
   }
 }
 
-/** A runner over a sandbox backend in this process; `owned` backends are closed with the runner. */
+/**
+ * A runner over a sandbox backend in this process; `owned` backends are closed with the runner. Its
+ * `runPython` throws TaskBackendError when the backend refuses the run (a 4xx or 503 outcome).
+ */
 export function backendCodeRunner(backend: SandboxBackend, owned = false): CodeRunner {
   return {
     where: `the ${backend.kind} sandbox backend in this process (${backend.isolation} isolation)`,
     async runPython(code, timeoutS) {
       const out = await runCode({ code, language: 'python', run_timeout: timeoutS }, backend)
-      if (out.statusCode !== 200) throw new Error(`sandbox refused the run: ${JSON.stringify(out.body)}`)
+      if (out.statusCode !== 200)
+        throw new TaskBackendError(`sandbox refused the run: ${JSON.stringify(out.body)}`)
       return out.body as RunCodeResponse
     },
     close: async () => {

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import type { Millis } from '../../../protocols/index.ts'
 import { dieWithParent, OWN_PROCESS_GROUP } from '../../runtime/index.ts'
+import { TaskBackendError } from '../errors.ts'
 
 /**
  * Read-only SQLite queries with a wall-clock limit. better-sqlite3 runs a statement to its end in
@@ -220,7 +221,7 @@ export class SqlPool {
 
   /**
    * Opens a database from a serialized image (`Database.serialize()`), read-only.
-   * @throws Error when the image cannot be opened.
+   * @throws TaskBackendError when the image cannot be opened.
    */
   async open(db: string, bytes: Uint8Array): Promise<void> {
     const lane = this.lanes.reduce((a, b) => (b.load < a.load ? b : a))
@@ -230,7 +231,7 @@ export class SqlPool {
     if (!r.ok) {
       lane.dbs.delete(db)
       this.laneOf.delete(db)
-      throw new Error(`cannot open database '${db}': ${r.error}`)
+      throw new TaskBackendError(`cannot open database '${db}': ${r.error}`)
     }
   }
 
