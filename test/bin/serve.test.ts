@@ -382,7 +382,11 @@ describe('triad serve: a model that answers with a tool call', () => {
     const none = await client.chat.completions.create({ ...body, tool_choice: 'none' })
     assert.equal(none.choices[0]!.message.tool_calls, undefined)
     assert.equal(typeof none.choices[0]!.message.content, 'string')
-    assert.equal(none.choices[0]!.finish_reason, 'stop')
+    // where the untrained no-tools text ends is the model's: EOS or the 60-token budget
+    assert.ok(
+      ['stop', 'length'].includes(none.choices[0]!.finish_reason),
+      `finish_reason ${none.choices[0]!.finish_reason}`,
+    )
   })
 })
 
