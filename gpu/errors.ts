@@ -279,15 +279,3 @@ export class GradientError extends Error {
     super(message, options)
   }
 }
-
-/**
- * A broken invariant of the tensor engine: a bug in triad (or a tfjs it was not written for), never
- * bad input. A native kernel whose cpu fallback kernel is not registered, or whose operands do not
- * fit (tfjs checks them before a kernel runs); the SFT worker module loaded outside a worker thread.
- */
-export class GpuInvariantError extends Error {
-  override name = 'GpuInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

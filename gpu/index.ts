@@ -99,7 +99,6 @@ export {
   BatcherClosedError,
   CheckpointError,
   ConfigError,
-  GpuInvariantError,
   GradientError,
   ModelTooLargeError,
   NonFiniteError,

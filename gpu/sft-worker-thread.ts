@@ -5,8 +5,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import * as tf from '@tensorflow/tfjs'
+import { InvariantError } from '../protocols/index.ts'
 import { chooseBackend } from './backend.ts'
-import { GpuInvariantError } from './errors.ts'
 import { lossAndGrads } from './gradients.ts'
 import { type SftBatch, sftLoss } from './sft.ts'
 import { createTransformer, type FullTransformerConfig } from './transformer.ts'
@@ -33,7 +33,7 @@ export type SftWorkerReply =
   | { id: number; error: string }
 
 const port = parentPort
-if (!port) throw new GpuInvariantError('sft-worker-thread.ts runs only as a worker thread (see SftWorkers)')
+if (!port) throw new InvariantError('sft-worker-thread.ts runs only as a worker thread (see SftWorkers)')
 const data = workerData as SftWorkerData
 await chooseBackend({ backend: data.backend, log: () => {} })
 const model = createTransformer(data.config)

@@ -152,3 +152,15 @@ export class DuplicateMessageTypeError extends Error {
     this.messageType = messageType
   }
 }
+
+/**
+ * A broken invariant: a bug in triad, never bad input. Thrown where code finds a state its own
+ * callers promised never to make (an actor spawned under a live actor's name, a step called while
+ * another runs, token and logprob counts that differ); the message names the state.
+ */
+export class InvariantError extends Error {
+  override name = 'InvariantError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+  }
+}

@@ -34,6 +34,7 @@ export {
   DecodeError,
   DuplicateMessageTypeError,
   ErrorCode,
+  InvariantError,
   ProtocolError,
   RemoteError,
   SubjectTokenError,

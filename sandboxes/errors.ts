@@ -96,14 +96,3 @@ export class SandboxHealthError extends Error {
     this.statusCode = statusCode
   }
 }
-
-/**
- * A broken invariant of the sandbox: a bug in triad, never bad input (the warm pool asked the
- * local backend for a sandbox when all its slots were taken).
- */
-export class SandboxInvariantError extends Error {
-  override name = 'SandboxInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

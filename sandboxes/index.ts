@@ -6,7 +6,6 @@ export {
   SandboxHealthError,
   SandboxHttpError,
   SandboxImageError,
-  SandboxInvariantError,
   SandboxLostError,
   SandboxRequestError,
   SandboxUnreachableError,

@@ -13,9 +13,9 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { RunCodeRequest } from '../protocols/index.ts'
+import { InvariantError } from '../protocols/index.ts'
 import { BackendKind, type BackendStats, type SandboxBackend } from './backend.ts'
 import { SlotCgroup } from './cgroup.ts'
-import { SandboxInvariantError } from './errors.ts'
 import { hostEtcPaths } from './host-etc.ts'
 import type { SandboxLimits } from './limits.ts'
 import { RunnerChannel } from './runner-channel.ts'
@@ -184,10 +184,10 @@ export class LocalBackend implements SandboxBackend {
     })
   }
 
-  /** Starts the warm runner of a free slot. @throws SandboxInvariantError when no slot is free (the pool's size is the slots'). */
+  /** Starts the warm runner of a free slot. @throws InvariantError when no slot is free (the pool's size is the slots'). */
   private async create(): Promise<LocalSandbox> {
     const index = this.freeSlots.shift()
-    if (index === undefined) throw new SandboxInvariantError('no free local slot')
+    if (index === undefined) throw new InvariantError('no free local slot')
     const uid = this.root ? this.firstUid + index : -1
     const cgroup = this.cgroups.get(index)
     let hostDir: string | undefined

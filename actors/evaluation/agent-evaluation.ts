@@ -1,12 +1,12 @@
 import { asChatFormat, type ChatFormat, type ContinuousBatcher, type Tokenizer } from '../../gpu/index.ts'
 import type { ChatMessage } from '../../protocols/index.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import { AgentInstances, AgentRunner, Gateway } from '../gateway/index.ts'
 import { McpTaskEnv } from '../mcp/index.ts'
 import type { AgentTaskSpec, McpTaskSpec } from '../rollout/index.ts'
 import { episodeSeeds } from '../runtime/index.ts'
 import { BatcherTurns } from './batcher-turns.ts'
 import { playBounded } from './bounded-play.ts'
-import { EvaluationInvariantError } from './errors.ts'
 import { ModelPolicy } from './model-policy.ts'
 
 /**
@@ -50,11 +50,11 @@ const ATTEMPTS = 2
 
 /**
  * The held-out instances an agentic task plays: `min(settings.instances, its number of instances)`.
- * @throws EvaluationInvariantError when the task is neither an agent nor an MCP task.
+ * @throws InvariantError when the task is neither an agent nor an MCP task.
  */
 export function agenticInstanceCount(task: AgenticEvalTask, instances: number): number {
   const spec = task.agent ?? task.mcp
-  if (!spec) throw new EvaluationInvariantError(`task ${task.name} is neither an agent nor an MCP task`)
+  if (!spec) throw new InvariantError(`task ${task.name} is neither an agent nor an MCP task`)
   return Math.min(instances, AgentInstances.of(spec.instances).size)
 }
 

@@ -8,14 +8,3 @@ export class EvaluationStatsError extends Error {
     super(message, options)
   }
 }
-
-/**
- * A broken invariant of an evaluation: a bug in its caller, never bad input (an agentic task that
- * is neither an agent nor an MCP task).
- */
-export class EvaluationInvariantError extends Error {
-  override name = 'EvaluationInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

@@ -8,7 +8,7 @@ export {
 export { BatcherTurns } from './batcher-turns.ts'
 export { playBounded } from './bounded-play.ts'
 export { type CrossedEstimate, crossedMean } from './crossed-mean.ts'
-export { EvaluationInvariantError, EvaluationStatsError } from './errors.ts'
+export { EvaluationStatsError } from './errors.ts'
 export {
   type EvalPolicyFor,
   type Evaluation,

@@ -53,14 +53,3 @@ export class RoleGaveUpError extends Error {
     super(`the ${role} process ${why}: ${lastError}${logFile ? `; see ${logFile}` : ''}`)
   }
 }
-
-/**
- * A broken invariant of the launcher: a bug in its caller, never bad input (a process started
- * under the name of one the process supervisor already supervises).
- */
-export class LauncherInvariantError extends Error {
-  override name = 'LauncherInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

@@ -10,7 +10,7 @@ export {
   chaosSupervision,
   startChaos,
 } from './chaos.ts'
-export { LauncherInvariantError, NatsServerError, RoleFailedError, RoleGaveUpError } from './errors.ts'
+export { NatsServerError, RoleFailedError, RoleGaveUpError } from './errors.ts'
 export {
   type EvalProcess,
   type EvalProcessOptions,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import type { Millis } from '../../protocols/index.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import {
   childLogLine,
   dieWithParent,
@@ -10,7 +11,6 @@ import {
   RestartTracker,
   type SupervisionPolicy,
 } from '../runtime/index.ts'
-import { LauncherInvariantError } from './errors.ts'
 
 /**
  * How long `ProcessSupervisor.stop` waits for a child after SIGTERM before it sends SIGKILL, ms.
@@ -230,10 +230,10 @@ export class ProcessSupervisor {
     for (const l of this.listeners) l(e)
   }
 
-  /** Starts a child under supervision. @throws LauncherInvariantError on a duplicate name. */
+  /** Starts a child under supervision. @throws InvariantError on a duplicate name. */
   start(spec: ProcessSpec): SupervisedProcess {
     if (this.children.has(spec.name))
-      throw new LauncherInvariantError(`a process named '${spec.name}' is already supervised`)
+      throw new InvariantError(`a process named '${spec.name}' is already supervised`)
     const entry = {
       spec,
       tracker: new RestartTracker(this.policy),

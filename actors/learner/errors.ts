@@ -26,14 +26,3 @@ export class LearnerCheckpointError extends Error {
     this.path = path
   }
 }
-
-/**
- * A broken invariant of the learner: a bug in its caller, never bad input (`step` called while
- * another step runs; steps are sequential).
- */
-export class LearnerInvariantError extends Error {
-  override name = 'LearnerInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

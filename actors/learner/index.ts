@@ -1,5 +1,5 @@
 export { type PackOptions, packGroups } from './batch.ts'
-export { BatchError, LearnerCheckpointError, LearnerInvariantError } from './errors.ts'
+export { BatchError, LearnerCheckpointError } from './errors.ts'
 export {
   checkpointName,
   Learner,

@@ -24,8 +24,9 @@ import {
   withAdapters,
 } from '../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../protocols/index.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import { packGroups } from './batch.ts'
-import { LearnerCheckpointError, LearnerInvariantError } from './errors.ts'
+import { LearnerCheckpointError } from './errors.ts'
 
 /** Files a learner checkpoint adds to the model checkpoint of `gpu/checkpoint.ts`. */
 export const LearnerCheckpointFile = {
@@ -145,11 +146,11 @@ export class Learner {
    * checkpoint when `checkpointEvery` divides the new version (see `stepCheckpoint`).
    * @returns `rlStep`'s metrics plus `learner/version` (the version after the step).
    * @throws BatchError for groups that cannot be packed (nothing changes); ShapeError /
-   *   ConfigError from `rlStep` for a bad batch or config; LearnerInvariantError when a step is
+   *   ConfigError from `rlStep` for a bad batch or config; InvariantError when a step is
    *   already running.
    */
   async step(input: RlBatch | readonly TrajectoryGroupPayload[]): Promise<RlStepMetrics> {
-    if (this.busy) throw new LearnerInvariantError('Learner.step called while another step runs')
+    if (this.busy) throw new InvariantError('Learner.step called while another step runs')
     this.busy = true
     this.stepCheckpoint = undefined
     try {

@@ -27,14 +27,3 @@ export class McpInstanceError extends Error {
     super(message)
   }
 }
-
-/**
- * A broken invariant of an MCP task environment: a bug in its caller, never bad input (a turn for
- * a session it does not hold: never started, or already ended).
- */
-export class McpInvariantError extends Error {
-  override name = 'McpInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

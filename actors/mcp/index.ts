@@ -1,3 +1,3 @@
-export { McpInstanceError, McpInvariantError, McpServerError } from './errors.ts'
+export { McpInstanceError, McpServerError } from './errors.ts'
 export { McpConnection } from './mcp-connection.ts'
 export { McpTaskEnv } from './mcp-task-env.ts'

@@ -3,6 +3,7 @@ import {
   type AssistantMessage,
   type ChatMessage,
   type EnvStart,
+  InvariantError,
   type PayloadOf,
   SessionStatus,
   type ToolMessage,
@@ -14,7 +15,7 @@ import {
   RewardFunctionError,
 } from '../gateway/index.ts'
 import type { EnvSession, EnvStep, EpisodeEnv, McpTaskSpec } from '../rollout/index.ts'
-import { McpInstanceError, McpInvariantError, McpServerError } from './errors.ts'
+import { McpInstanceError, McpServerError } from './errors.ts'
 import { McpConnection } from './mcp-connection.ts'
 
 /** One episode's servers and conversation. */
@@ -73,13 +74,13 @@ export class McpTaskEnv implements EpisodeEnv {
 
   /**
    * One assistant turn: its tool calls answered by their servers, or (no tool call) the episode's end.
-   * @throws McpServerError when a server fails; McpInvariantError for a session this environment
+   * @throws McpServerError when a server fails; InvariantError for a session this environment
    *   does not hold; RewardFunctionError when the reward function cannot be loaded or returns a
    *   value that is not a finite number.
    */
   async interact(session: EnvSession, message: AssistantMessage): Promise<EnvStep> {
     const ep = this.episodes.get(session.session)
-    if (!ep) throw new McpInvariantError(`no MCP episode ${session.session} of task ${this.task}`)
+    if (!ep) throw new InvariantError(`no MCP episode ${session.session} of task ${this.task}`)
     ep.messages.push(message)
     if (!message.tool_calls?.length) {
       await this.end(session.session)

@@ -63,14 +63,3 @@ export class TokenizerTimeoutError extends Error {
     super(`run ${run}: no tokenizer published within ${timeoutMs} ms (is the learner running?)`)
   }
 }
-
-/**
- * A broken invariant of a node: a bug in its caller, never bad input (a pretrained policy loaded
- * from a node config that names no pretrained model).
- */
-export class NodeInvariantError extends Error {
-  override name = 'NodeInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

@@ -17,7 +17,6 @@ export {
   rolloutSettingsOf,
 } from './config.ts'
 export {
-  NodeInvariantError,
   NoSftDataError,
   SftDatasetError,
   StartAbortedError,

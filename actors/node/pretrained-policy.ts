@@ -11,8 +11,8 @@ import {
   type Transformer,
   withAdapters,
 } from '../../gpu/index.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import type { NodeConfig } from './config.ts'
-import { NodeInvariantError } from './errors.ts'
 
 /**
  * A run's pretrained policy as one process holds it: the frozen base loaded once from the Hugging
@@ -34,7 +34,7 @@ export interface PretrainedPolicy {
 /**
  * Loads `config.pretrained` (its weights as float32 on the current backend, its context capped at
  * `config.model.contextLength`, its tokenizer and template).
- * @throws NodeInvariantError when the config names no pretrained model (callers check first);
+ * @throws InvariantError when the config names no pretrained model (callers check first);
  *   what `loadHfModel` and `loadJinjaChatFormat` throw (CheckpointError, ModelTooLargeError,
  *   TemplateError...);
  *   CheckpointError when the tokenizer has more ids than the model's embedding rows.
@@ -43,7 +43,7 @@ export async function loadPretrainedPolicy(
   config: Pick<NodeConfig, 'pretrained'> & { model: Pick<NodeConfig['model'], 'contextLength'> },
 ): Promise<PretrainedPolicy> {
   const p = config.pretrained
-  if (!p) throw new NodeInvariantError('the run names no pretrained model (node config without pretrained)')
+  if (!p) throw new InvariantError('the run names no pretrained model (node config without pretrained)')
   const { model: base } = await loadHfModel(p.dir, { contextLength: config.model.contextLength })
   const chat = loadChatFormatOf(p.dir, base)
   return { dir: p.dir, base, modelConfig: base.config, chat, lora: p.lora }

@@ -35,14 +35,3 @@ export class RolloutSettingsError extends Error {
     super(message)
   }
 }
-
-/**
- * A broken invariant of the rollout: a bug here or in a policy engine, never bad input (a
- * generated turn with not as many logprobs as tokens).
- */
-export class RolloutInvariantError extends Error {
-  override name = 'RolloutInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

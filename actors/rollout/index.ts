@@ -14,7 +14,7 @@ export type {
   McpTaskSpec,
 } from './agent-task.ts'
 export { EnvClient, type EnvSession, type EnvStep } from './env-client.ts'
-export { EpisodeError, EpisodeFailure, RolloutInvariantError, RolloutSettingsError } from './errors.ts'
+export { EpisodeError, EpisodeFailure, RolloutSettingsError } from './errors.ts'
 export { type GeneratedTurn, PolicyRouter, type Uniform } from './policy-router.ts'
 export {
   type EpisodeAnnotator,

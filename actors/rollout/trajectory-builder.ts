@@ -1,5 +1,5 @@
 import type { Trajectory } from '../../protocols/index.ts'
-import { RolloutInvariantError } from './errors.ts'
+import { InvariantError } from '../../protocols/index.ts'
 
 /**
  * Accumulates the token sequence of one multi-turn episode: context tokens (prompt, tool
@@ -29,11 +29,11 @@ export class TrajectoryBuilder {
 
   /**
    * Appends one generated turn: `tokens[n]`, `logprobs[n]` from engine weights `version`.
-   * @throws RolloutInvariantError when `ids` and `logprobs` differ in length.
+   * @throws InvariantError when `ids` and `logprobs` differ in length.
    */
   appendGenerated(ids: ArrayLike<number>, logprobs: ArrayLike<number>, version: number): void {
     if (ids.length !== logprobs.length)
-      throw new RolloutInvariantError(`generated ${ids.length} tokens but ${logprobs.length} logprobs`)
+      throw new InvariantError(`generated ${ids.length} tokens but ${logprobs.length} logprobs`)
     this.turnStarts.push(this.tokens.length)
     for (let i = 0; i < ids.length; i++) {
       this.tokens.push(ids[i]!)

@@ -11,8 +11,9 @@
  */
 import nact from 'nact'
 import type { Envelope, Millis } from '../../protocols/index.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import { type Clock, sleep, systemClock } from './clock.ts'
-import { ActorCrashedError, ActorStoppedError, ActorTimeoutError, RuntimeInvariantError } from './errors.ts'
+import { ActorCrashedError, ActorStoppedError, ActorTimeoutError } from './errors.ts'
 import { defaultSupervision, OnLimit, RestartTracker, type SupervisionPolicy } from './supervision.ts'
 
 /** What an actor sees of itself while handling a message. */
@@ -157,13 +158,13 @@ export class ActorSystem {
 
   /**
    * Spawns an actor under the node.
-   * @throws RuntimeInvariantError when an actor of that name is alive; SupervisionPolicyError for
+   * @throws InvariantError when an actor of that name is alive; SupervisionPolicyError for
    *   a `supervision` policy out of range.
    */
   spawn<S>(name: string, behaviour: Behaviour<S>, options: SpawnOptions = {}): ActorRef {
     const existing = this.refs.get(name)
     if (existing && !existing.isStopped())
-      throw new RuntimeInvariantError(`an actor named '${name}' is already running`)
+      throw new InvariantError(`an actor named '${name}' is already running`)
     const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
     const tracker = new RestartTracker(options.supervision ?? defaultSupervision)
     const clock = this.clock

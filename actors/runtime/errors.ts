@@ -137,14 +137,3 @@ export class SupervisionPolicyError extends Error {
     super(message)
   }
 }
-
-/**
- * A broken invariant of the actor runtime: a bug in its caller, never bad input. An actor spawned
- * under the name of a live actor, or a supervision tree with two children of one id.
- */
-export class RuntimeInvariantError extends Error {
-  override name = 'RuntimeInvariantError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}

@@ -21,7 +21,6 @@ export {
   RequestAbortedError,
   RequestInterruptedError,
   RequestTimeoutError,
-  RuntimeInvariantError,
   SupervisionPolicyError,
   TransportClosedError,
 } from './errors.ts'

@@ -1,7 +1,7 @@
 import type { Millis } from '../../protocols/index.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import type { ActorRef, ActorSystem } from './actor-system.ts'
 import { type Clock, sleep } from './clock.ts'
-import { RuntimeInvariantError } from './errors.ts'
 import { OnLimit, RestartTracker, type SupervisionPolicy } from './supervision.ts'
 
 /**
@@ -141,7 +141,7 @@ type Slot = {
 /**
  * Starts `spec`'s children in order. A child whose start fails stops those already started
  * (reverse order) and the start rejects with that child's error.
- * @throws the error of the first child that could not start; RuntimeInvariantError on duplicate
+ * @throws the error of the first child that could not start; InvariantError on duplicate
  *   child ids.
  */
 export async function startTree(
@@ -151,7 +151,7 @@ export async function startTree(
 ): Promise<RunningTree> {
   const ids = new Set<string>()
   for (const c of spec.children) {
-    if (ids.has(c.id)) throw new RuntimeInvariantError(`tree ${spec.name}: two children named '${c.id}'`)
+    if (ids.has(c.id)) throw new InvariantError(`tree ${spec.name}: two children named '${c.id}'`)
     ids.add(c.id)
   }
   const log = options.log ?? (() => {})

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
-import { GpuInvariantError } from '../errors.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import type { NativeArray } from '../native-addon.ts'
 import type { NativeBackend, NativeKernel } from '../native-backend.ts'
 
@@ -16,10 +16,10 @@ import type { NativeBackend, NativeKernel } from '../native-backend.ts'
 type KernelArgs = Parameters<NativeKernel['kernelFunc']>[0]
 type KernelResult = ReturnType<NativeKernel['kernelFunc']>
 
-/** The cpu backend's kernel `name`, the fallback of a native one. @throws GpuInvariantError when it has none. */
+/** The cpu backend's kernel `name`, the fallback of a native one. @throws InvariantError when it has none. */
 function cpuKernel(name: string): (args: KernelArgs) => KernelResult {
   const kernel = tf.getKernel(name, 'cpu')
-  if (!kernel) throw new GpuInvariantError(`native elementwise: the cpu backend has no kernel ${name}`)
+  if (!kernel) throw new InvariantError(`native elementwise: the cpu backend has no kernel ${name}`)
   return kernel.kernelFunc as unknown as (args: KernelArgs) => KernelResult // cast: the cpu backend's kernel takes these args; tfjs types it for any backend
 }
 

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
-import { GpuInvariantError } from '../errors.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import type { NativeBackend, NativeKernel } from '../native-backend.ts'
 
 const cpuBatchMatMul = tf.getKernel(tf.BatchMatMul, 'cpu')!.kernelFunc
@@ -9,7 +9,7 @@ const cpuBatchMatMul = tf.getKernel(tf.BatchMatMul, 'cpu')!.kernelFunc
  * `transposeA`/`transposeB` taken by the GEMM itself (no transposed copy) and the batch dims
  * broadcast when one side has a single matrix. Other broadcasts and non-float32 operands go to the
  * cpu backend's kernel.
- * @throws GpuInvariantError when the inner sizes differ (tfjs's `matMul` checks them first).
+ * @throws InvariantError when the inner sizes differ (tfjs's `matMul` checks them first).
  */
 export const batchMatMulKernel: NativeKernel = {
   kernelName: tf.BatchMatMul,
@@ -39,7 +39,7 @@ export const batchMatMulKernel: NativeKernel = {
     const kb = transposeB ? b.shape[rb - 1]! : b.shape[rb - 2]!
     const n = transposeB ? b.shape[rb - 2]! : b.shape[rb - 1]!
     if (k !== kb)
-      throw new GpuInvariantError(
+      throw new InvariantError(
         `BatchMatMul: inner sizes differ: a [${a.shape}] and b [${b.shape}] (transposeA ${!!transposeA}, transposeB ${!!transposeB})`,
       )
     const batch = Math.max(na, nb)

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
-import { GpuInvariantError } from '../errors.ts'
+import { InvariantError } from '../../protocols/index.ts'
 import type { NativeBackend } from '../native-backend.ts'
 
 /**
@@ -53,11 +53,11 @@ export interface KernelArgs {
 /**
  * Runs the cpu backend's kernel `name` (the one registered when called, so a later replacement,
  * such as `segment-sum-kernel.ts`'s, is the one used) on the native backend's tensors.
- * @throws GpuInvariantError when the cpu backend has no kernel `name`.
+ * @throws InvariantError when the cpu backend has no kernel `name`.
  */
 export function cpuKernel(name: string, args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const kernel = tf.getKernel(name, 'cpu')
-  if (!kernel) throw new GpuInvariantError(`${name}: no cpu kernel to fall back to`)
+  if (!kernel) throw new InvariantError(`${name}: no cpu kernel to fall back to`)
   return kernel.kernelFunc(args as unknown as Parameters<tf.KernelFunc>[0]) as tf.TensorInfo | tf.TensorInfo[] // cast: the cpu kernel takes the same args, typed by tfjs as its own KernelFunc's
 }
 
