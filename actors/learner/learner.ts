@@ -12,7 +12,6 @@ import {
   type LrSchedule,
   type NamedTensor,
   RL_STEP_DEFAULTS,
-  type RlBatch,
   type RlStepConfig,
   type RlStepMetrics,
   readCheckpointWeights,
@@ -142,24 +141,32 @@ export class Learner {
   }
 
   /**
-   * One RL step on a packed batch or on whole trajectory groups. Advances the version; writes a
-   * checkpoint when `checkpointEvery` divides the new version (see `stepCheckpoint`).
+   * One RL step on whole trajectory groups, packed here (`packGroups`: the one place a group is
+   * packed) into an `RlBatch` of at most the model's context + 1 tokens a row. Advances the
+   * version; writes a checkpoint when `checkpointEvery` divides the new version (see
+   * `stepCheckpoint`).
+   * @param groups the groups of the step, in order.
+   * @param options.stepAdvantages token-level advantages, one `[seqLen_i]` float32 row per sample
+   *   in packing order (RLAnything's step rewards, `stepRewardAdvantages`); absent: the step
+   *   computes the GRPO group advantages from the outcome rewards.
    * @returns `rlStep`'s metrics plus `learner/version` (the version after the step).
-   * @throws BatchError for groups that cannot be packed (nothing changes); ShapeError /
-   *   ConfigError from `rlStep` for a bad batch or config; InvariantError when a step is
-   *   already running.
+   * @throws BatchError for groups (or step advantages) that cannot be packed (nothing changes);
+   *   ShapeError / ConfigError from `rlStep` for a bad batch or config; InvariantError when a step
+   *   is already running.
    */
-  async step(input: RlBatch | readonly TrajectoryGroupPayload[]): Promise<RlStepMetrics> {
+  async step(
+    groups: readonly TrajectoryGroupPayload[],
+    options: { stepAdvantages?: readonly Float32Array[] } = {},
+  ): Promise<RlStepMetrics> {
     if (this.busy) throw new InvariantError('Learner.step called while another step runs')
     this.busy = true
     this.stepCheckpoint = undefined
     try {
-      const batch = Array.isArray(input)
-        ? packGroups(input as readonly TrajectoryGroupPayload[], {
-            maxTokens: this.model.config.contextLength + 1,
-            padId: this.options.padId,
-          })
-        : (input as RlBatch)
+      const batch = packGroups(groups, {
+        maxTokens: this.model.config.contextLength + 1,
+        padId: this.options.padId,
+        ...(options.stepAdvantages ? { stepAdvantages: options.stepAdvantages } : {}),
+      })
       const lr = this.schedule(this.optimizer.stepCount)
       const metrics = await rlStep(
         {

@@ -37,7 +37,6 @@ import { envelope, runSeeds, type Transport } from '../runtime/index.ts'
 import {
   loadRewardModelCheckpoint,
   OnlineStepAccuracy,
-  outcomeOnly,
   REWARD_MODEL_CHECKPOINT_DIR,
   REWARD_MODEL_SFT_DIR,
   RewardModel,
@@ -45,7 +44,7 @@ import {
   rewardModelColdStartOnce,
   rewardModelSftMetrics,
   saveRewardModelCheckpoint,
-  stepRewardBatch,
+  stepRewardAdvantages,
   stepRewardsTrusted,
 } from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
@@ -269,7 +268,6 @@ async function startLearnerLoop(
   }
   // The dynamic triad: a reward model trained beside the policy (restored with it on a resume).
   const triad = config.triad
-  const maxTokens = config.model.contextLength + 1
   // The reward model: triad's own model over the run's tokenizer, or its own adapters on the
   // pretrained policy's base (shared, loaded once per process) with the model's chat format.
   const rewardModelKind = pretrained ? { pretrained } : { config: modelConfig, tokenizer: tokenizer! }
@@ -433,18 +431,19 @@ async function startLearnerLoop(
     },
     step: async (groups: readonly TrajectoryGroupPayload[]) => {
       if (!triad) return learner.step(groups)
-      const { batch, metrics } = stepRewardBatch(groups, triad, {
-        maxTokens,
-        ...(config.rl.step.overlong ? { overlong: config.rl.step.overlong } : {}),
-      })
+      const { stepAdvantages, metrics } = stepRewardAdvantages(
+        groups,
+        triad,
+        config.rl.step.overlong ? { overlong: config.rl.step.overlong } : {},
+      )
       online.add(metrics)
       onlineEarlier.add(metrics)
       Object.assign(metrics, online.metrics(), onlineEarlier.metrics())
       const trusted = stepRewardsTrusted(triad, metrics)
       metrics['reward/step_reward_used'] = trusted ? 1 : 0
       const t0 = performance.now()
-      // Packed once: untrusted step rewards leave the outcome rewards to the step's group advantages.
-      const out = { ...metrics, ...(await learner.step(trusted ? batch : outcomeOnly(batch))) }
+      // Untrusted step rewards leave the outcome rewards to the step's group advantages.
+      const out = { ...metrics, ...(await learner.step(groups, trusted ? { stepAdvantages } : {})) }
       out['time/policy_update_s'] = (performance.now() - t0) / 1000
       if (rmLearner) {
         const t1 = performance.now()

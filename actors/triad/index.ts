@@ -58,10 +58,9 @@ export { type JudgementFields, stepJudgeAnnotator } from './step-judging.ts'
 export {
   balancedStepAccuracy,
   judgedSteps,
-  outcomeOnly,
   RewardModelLearner,
   sampleJudgedSteps,
-  stepRewardBatch,
+  stepRewardAdvantages,
   stepRewardsTrusted,
 } from './triad-learner.ts'
 export {

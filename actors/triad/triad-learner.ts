@@ -5,11 +5,9 @@ import {
   type OverlongConfig,
   REWARD_MODEL_STEP_DEFAULTS,
   type RewardModelStepConfig,
-  type RlBatch,
   signedOutcome,
 } from '../../gpu/index.ts'
 import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
-import { packGroups } from '../learner/index.ts'
 import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
 import { policyStepAdvantages } from './policy-step-reward.ts'
 import { RewardModel, type RewardModelOptions } from './reward-model.ts'
@@ -36,22 +34,24 @@ function sampleJudgements(s: Trajectory, m: number): Int8Array | undefined {
 }
 
 /**
- * The RL batch of whole groups with RLAnything's step advantages (`policyStepAdvantages` per
- * group: `R_j = O + lambda * mean_l S_jl`, z-scored per step index), packed as
- * `RlBatch.stepAdvantages`. `options.overlong` (the RL step's overlong shaping) shapes the outcome
- * O the step rewards are built from, as the outcome path shapes the rewards.
- * @returns the batch and metrics: `reward/step_judged` summed over groups,
+ * RLAnything's step advantages of whole groups (`policyStepAdvantages` per group:
+ * `R_j = O + lambda * mean_l S_jl`, z-scored per step index), one row per sample in packing order
+ * (group by group, sample by sample), each `[seqLen_i]` float32: the `stepAdvantages` the learner
+ * packs with the groups (`Learner.step`, `packGroups`), so a group is packed once, by the learner.
+ * `options.overlong` (the RL step's overlong shaping) shapes the outcome O the step rewards are
+ * built from, as the outcome path shapes the rewards.
+ * @returns the rows and metrics: `reward/step_judged` summed over groups,
  *   `reward_model/step_accuracy` over the groups that had labelled judged steps (mean), the other
  *   `reward/*` values averaged over groups, and the switch states.
  *   `reward/malformed_groups` counts groups whose judgements could not be used (their steps got
  *   `R_j = O`).
- * @throws BatchError when the groups cannot be packed; ShapeError on bad turn starts.
+ * @throws ShapeError on bad turn starts.
  */
-export function stepRewardBatch(
+export function stepRewardAdvantages(
   groups: readonly TrajectoryGroupPayload[],
   switches: TriadSwitches,
-  options: { maxTokens: number; padId?: number; overlong?: OverlongConfig },
-): { batch: RlBatch; metrics: Record<string, number> } {
+  options: { overlong?: OverlongConfig } = {},
+): { stepAdvantages: Float32Array[]; metrics: Record<string, number> } {
   const m = switches.stepReward.m
   const rows: Float32Array[] = []
   const sums: Record<string, { total: number; n: number }> = {}
@@ -87,18 +87,7 @@ export function stepRewardBatch(
   for (const [k, { total, n }] of Object.entries(sums)) metrics[k] = COUNTS.has(k) ? total : total / n
   const balanced = balancedStepAccuracy(metrics)
   if (balanced !== undefined) metrics['reward_model/step_balanced_accuracy'] = balanced
-  const { overlong: _, ...pack } = options
-  return { batch: packGroups(groups, { ...pack, stepAdvantages: rows }), metrics }
-}
-
-/**
- * The batch without its step advantages: the RL step then computes the group advantages from the
- * outcome rewards, as for `packGroups` of the same groups without `stepAdvantages` (what a step
- * whose step rewards are not trusted trains on, without packing the groups a second time).
- */
-export function outcomeOnly(batch: RlBatch): RlBatch {
-  const { stepAdvantages: _, ...rest } = batch
-  return rest
+  return { stepAdvantages: rows, metrics }
 }
 
 /** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */

@@ -4,10 +4,9 @@ import {
   balancedStepAccuracy,
   judgedSteps,
   OnlineStepAccuracy,
-  outcomeOnly,
   packGroups,
   sampleJudgedSteps,
-  stepRewardBatch,
+  stepRewardAdvantages,
   stepRewardsTrusted,
   TRIAD_SWITCHES_DEFAULTS,
   TRIAD_SWITCHES_OFF,
@@ -22,6 +21,20 @@ const sample = (reward: number, verdict: number, good: number) =>
     { 'step_good/0': good },
   )
 const group = judgedGroup
+
+/**
+ * `stepRewardAdvantages` of the groups, with their batch packed as the learner packs it
+ * (`packGroups` with the rows as `stepAdvantages`).
+ */
+function stepRewardBatch(
+  groups: Parameters<typeof stepRewardAdvantages>[0],
+  switches: Parameters<typeof stepRewardAdvantages>[1],
+  options: { maxTokens: number } & Parameters<typeof stepRewardAdvantages>[2],
+) {
+  const { maxTokens, ...rest } = options
+  const { stepAdvantages, metrics } = stepRewardAdvantages(groups, switches, rest)
+  return { stepAdvantages, metrics, batch: packGroups(groups, { maxTokens, stepAdvantages }) }
+}
 
 const on = { ...TRIAD_SWITCHES_DEFAULTS, stepReward: { enabled: true, lambda: 0.5, m: 1, minAccuracy: 0 } }
 
@@ -42,15 +55,20 @@ describe('node - triad learner glue', () => {
     assert.equal(metrics['reward/malformed_groups'], 0)
   })
 
-  it('node - a batch whose step rewards are not trusted is the outcome batch of the same groups, not packed again', () => {
-    const groups = [group([sample(1, 1, 1), sample(0, -1, 1)])]
-    const { batch } = stepRewardBatch(groups, on, { maxTokens: 8 })
-    const outcome = outcomeOnly(batch)
-    assert.deepEqual(outcome, packGroups(groups, { maxTokens: 8 }))
-    assert.equal('stepAdvantages' in outcome, false)
-    // the step-reward batch is left as it was, and the arrays are shared, not copied
-    assert.ok(batch.stepAdvantages)
-    assert.equal(outcome.tokens, batch.tokens)
+  it('node - one row of step advantages per sample, as long as its tokens, in packing order', () => {
+    const short = {
+      ...sample(0, -1, 1),
+      tokens: Int32Array.from([1, 2, 3]),
+      loss_mask: Uint8Array.from([0, 0, 1]),
+      logprobs: Float32Array.from([0, 0, -0.5]),
+      versions: Int32Array.from([-1, -1, 0]),
+    }
+    const groups = [group([sample(1, 1, 1), sample(0, -1, 1)]), group([short, sample(1, 1, 1)])]
+    const { stepAdvantages } = stepRewardAdvantages(groups, on)
+    assert.deepEqual(
+      stepAdvantages.map((r) => r.length),
+      [4, 4, 3, 4],
+    )
   })
 
   it('node - overlong shaping enters the outcome the step rewards are built from (a group of 4, one sample past L_max)', () => {
