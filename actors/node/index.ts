@@ -43,13 +43,8 @@ export {
   type PretrainedPolicy,
 } from './pretrained-policy.ts'
 export { reportMetrics } from './report-metrics.ts'
-export {
-  LOOPS_END_MS,
-  type PolicyVersionWatch,
-  type RolloutPeers,
-  rolloutAccepts,
-  startRolloutActor,
-} from './rollout-actor.ts'
+export { LOOPS_END_MS, type RolloutModel, rolloutAccepts, startRolloutActor } from './rollout-actor.ts'
+export { type EnvAdapterHandle, type PolicyVersionWatch, RolloutNames } from './rollout-names.ts'
 export { rewardActorOptionsOf, rolloutTree, startRolloutNode } from './rollout-node.ts'
 export { fetchRunTokenizer, publishRunTokenizer, TOKENIZER_OBJECT } from './run-tokenizer.ts'
 export {

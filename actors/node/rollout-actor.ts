@@ -2,6 +2,7 @@ import { type ChatFormat, createRng, type Tokenizer, TriadChatFormat } from '../
 import {
   EnvDifficulty,
   type Envelope,
+  InvariantError,
   MessageRegistry,
   type PayloadOf,
   RolloutState,
@@ -9,18 +10,23 @@ import {
   Subjects,
   TrajectoryGroup,
 } from '../../protocols/index.ts'
-import type { DifficultyView } from '../env-adapter/index.ts'
 import { AgentRunner, Gateway } from '../gateway/index.ts'
 import { McpTaskEnv } from '../mcp/index.ts'
 import { openTrajectoryPublisher, PublisherClosedError } from '../pipeline/index.ts'
-import type { PolicyEngine } from '../policy/index.ts'
 import { EnvClient, PolicyRouter, RolloutDriver } from '../rollout/index.ts'
-import type { ActorRef, Behaviour, Child, ChildContext } from '../runtime/index.ts'
-import { envelope, exposeActor, runSeeds, type Transport } from '../runtime/index.ts'
-import type { StepJudge } from '../triad/index.ts'
-import { stepJudgeAnnotator, switchMetrics } from '../triad/index.ts'
+import type { Behaviour, Child, ChildContext } from '../runtime/index.ts'
+import {
+  ActorStoppedError,
+  envelope,
+  exposeActor,
+  remoteActor,
+  runSeeds,
+  type Transport,
+} from '../runtime/index.ts'
+import { rewardReplies, StepJudge, stepJudgeAnnotator, switchMetrics } from '../triad/index.ts'
 import { type NodeConfig, rolloutSettingsOf } from './config.ts'
 import { reportMetrics } from './report-metrics.ts'
+import { RolloutNames } from './rollout-names.ts'
 
 /** How often the rollout side publishes its metrics, ms. */
 const METRICS_INTERVAL_MS = 2_000
@@ -31,26 +37,12 @@ const METRICS_INTERVAL_MS = 2_000
  */
 export const LOOPS_END_MS = 3_000
 
-/** The newest policy version the learner announced, and a wait for a later one. */
-export interface PolicyVersionWatch {
-  version(): number
-  /** Resolves once `version() >= at`. */
-  untilVersion(at: number): Promise<void>
-}
-
-/** What the rollout actor uses of the children started before it in the rollout tree. */
-export interface RolloutPeers {
+/** The policy's tokenizer and chat format, as the agent loops render and parse turns with them. */
+export interface RolloutModel {
   /** The run's own tokenizer (triad's model); absent with a pretrained policy, which has `chat`. */
   tokenizer?: Tokenizer
   /** A pretrained policy's tokenizer and chat template (`JinjaChatFormat`). */
   chat?: ChatFormat
-  weights: PolicyVersionWatch
-  /** The engines, fresh ones first (`pipeline.freshEngines` of them). */
-  engines: PolicyEngine[]
-  /** The step judge, when step rewards are on. */
-  judge?: StepJudge
-  /** The env adapter actor and what it last said, when adaptive tasks are on. */
-  adapter?: { ref: ActorRef; view: DifficultyView }
 }
 
 /** Messages the rollout's service accepts: `rollout.status`. */
@@ -76,20 +68,33 @@ interface RolloutActorState {
  * Asynchronous mode: the loops never wait for the learner (the stream's bound is the only
  * brake). Synchronous mode (the baseline): generate `minBatchGroups` groups, then wait for the next
  * weight version before the next batch; the child's `done` resolves at `maxSteps`.
+ *
+ * Its siblings are found by registered name (`RolloutNames`): the policy versions
+ * (`policy-weights`) at start, the fresh engines and the env adapter when they are used. Step
+ * rewards on, it judges through the reward model's service (`Subjects.rewardJudge`).
+ * @throws InvariantError when no `policy-weights` child runs (the tree starts it before the rollout).
  */
 export async function startRolloutActor(
   ctx: ChildContext,
   transport: Transport,
   config: NodeConfig,
   id: string,
-  peers: RolloutPeers,
+  model: RolloutModel,
   log: (line: string) => void,
   /** Told how long the agent loops took to end at a stop, ms (from the stop's start). */
   onLoopsEnded: (ms: number) => void = () => {},
 ): Promise<Child> {
   const p = config.pipeline
   const triad = config.triad
-  const { judge, adapter, weights, tokenizer, chat } = peers
+  const { tokenizer, chat } = model
+  const weights = ctx.system.whereis(RolloutNames.policyWeights)
+  if (!weights) throw new InvariantError('the rollout tree starts policy-weights before the rollout')
+  const judge = triad?.stepReward.enabled
+    ? new StepJudge(
+        remoteActor(transport, Subjects.rewardJudge(config.run), { replies: rewardReplies }),
+        triad,
+      )
+    : undefined
   const router = new PolicyRouter(
     transport,
     config.run,
@@ -135,7 +140,9 @@ export async function startRolloutActor(
     rolloutSettingsOf(config, judge !== undefined),
     async (group) => {
       await publisher.publish(group)
-      if (adapter) {
+      if (triad?.adaptiveTasks) {
+        const adapter = ctx.system.whereis(RolloutNames.envAdapter)
+        if (!adapter) throw new ActorStoppedError(RolloutNames.envAdapter.name, 'not running')
         const reply = await adapter.ref.ask(TrajectoryGroup.make(group), 30_000)
         if (
           reply.type === EnvDifficulty.type &&
@@ -180,7 +187,11 @@ export async function startRolloutActor(
       await Promise.race([weights.untilVersion(at + 1), stopped])
       // The next batch must come from the new weights: wait for the fresh engines to load them.
       await Promise.race([
-        Promise.all(peers.engines.slice(0, p.freshEngines).map((e) => e.whenVersion(at + 1))),
+        Promise.all(
+          Array.from({ length: p.freshEngines }, (_, i) =>
+            ctx.system.whereis(RolloutNames.freshEngine(i))?.whenVersion(at + 1),
+          ),
+        ),
         stopped,
       ])
     }

@@ -12,29 +12,24 @@ import { startEnvController, startEnvWorker, tasks } from '../environment/index.
 import { NODE_ENGINE_DRAIN_MS, type PolicyEngine, startPolicyEngine } from '../policy/index.ts'
 import type { ActorSystem, Transport } from '../runtime/index.ts'
 import {
+  type ChildContext,
   type ChildSpec,
   defaultSupervision,
   Restart,
-  remoteActor,
   runSeeds,
   Strategy,
   startTree,
   type TreeSpec,
   unlessAborted,
 } from '../runtime/index.ts'
-import {
-  type RewardActorOptions,
-  type RewardModelOptions,
-  rewardReplies,
-  StepJudge,
-  startRewardModel,
-} from '../triad/index.ts'
+import { type RewardActorOptions, type RewardModelOptions, startRewardModel } from '../triad/index.ts'
 import { WeightStore } from '../weights/index.ts'
 import type { NodeConfig } from './config.ts'
 import { StartAbortedError } from './errors.ts'
 import type { NodeHandle, NodeOptions } from './learner-node.ts'
 import { loadPretrainedPolicy, type PretrainedPolicy } from './pretrained-policy.ts'
-import { type PolicyVersionWatch, type RolloutPeers, startRolloutActor } from './rollout-actor.ts'
+import { type RolloutModel, startRolloutActor } from './rollout-actor.ts'
+import { type PolicyVersionWatch, RolloutNames } from './rollout-names.ts'
 import { fetchRunTokenizer } from './run-tokenizer.ts'
 
 /** How long a child of the rollout tree may take to stop, ms (the rollout: `LOOPS_END_MS` and a last report). */
@@ -58,6 +53,9 @@ const CHILD_SHUTDOWN_MS: Millis = 5_000
  * - `rollout`: the rollout actor (`triad-rollout`): one agent loop per trajectory, groups to the
  *   trajectory stream. Significant: in synchronous mode its end at `maxSteps` ends the tree.
  *
+ * The children find each other by registered name (`RolloutNames`): `policy-weights`, the engines
+ * and `env-adapter` register their handles while they run, and the rollout looks them up.
+ *
  * One-for-one: a failed child (an actor whose handler threw) is started again alone, after a
  * backoff; more than 5 restarts in 60 s end the tree and the process, and the process supervisor
  * starts a new one. No group is lost either way: a group reaches the stream before it counts.
@@ -67,7 +65,7 @@ export function rolloutTree(
   config: NodeConfig,
   id: string,
   modelConfig: TransformerConfig,
-  peers: RolloutPeers,
+  model: RolloutModel,
   options: {
     log: (line: string) => void
     signal?: AbortSignal
@@ -103,8 +101,17 @@ export function rolloutTree(
         supervision: ctx.supervision,
         log,
       })
-      peers.engines[stale ? p.freshEngines + i : i] = e
-      return { actors: [e.ref], stop: () => e.stop() }
+      const unregister = ctx.system.register(
+        stale ? RolloutNames.staleEngine(i) : RolloutNames.freshEngine(i),
+        e,
+      )
+      return {
+        actors: [e.ref],
+        stop: async () => {
+          unregister()
+          await e.stop()
+        },
+      }
     })
   return {
     name: 'rollout',
@@ -134,7 +141,7 @@ export function rolloutTree(
           return { actors: [w.ref], stop: () => w.stop() }
         }),
       ),
-      child('policy-weights', () => followPolicyWeights(transport, config.run, peers, log, options.signal)),
+      child('policy-weights', (ctx) => followPolicyWeights(ctx, transport, config.run, log, options.signal)),
       ...range(p.freshEngines).map((i) => engine(i, false)),
       ...range(p.staleEngines).map((i) => engine(i, true)),
       ...(triad?.stepReward.enabled
@@ -145,15 +152,11 @@ export function rolloutTree(
                   config,
                   options.pretrained
                     ? { pretrained: options.pretrained }
-                    : { config: modelConfig, tokenizer: peers.tokenizer! },
+                    : { config: modelConfig, tokenizer: model.tokenizer! },
                 ),
                 spawn: { supervision: ctx.supervision },
               })
               const follow = await followRewardWeights(transport, config.run, reward.ref, log)
-              peers.judge = new StepJudge(
-                remoteActor(transport, Subjects.rewardJudge(config.run), { replies: rewardReplies }),
-                triad,
-              )
               return {
                 actors: [reward.ref],
                 stop: async () => {
@@ -181,10 +184,14 @@ export function rolloutTree(
                 },
                 spawn: { supervision: ctx.supervision },
               })
-              peers.adapter = { ref: adapter.ref, view: new DifficultyView() }
+              const unregister = ctx.system.register(RolloutNames.envAdapter, {
+                ref: adapter.ref,
+                view: new DifficultyView(),
+              })
               return {
                 actors: [adapter.ref],
                 stop: async () => {
+                  unregister()
                   await adapter.exposed.stop()
                   await adapter.ref.stop()
                 },
@@ -197,7 +204,7 @@ export function rolloutTree(
         restart: Restart.Transient,
         significant: true,
         shutdownMs: CHILD_SHUTDOWN_MS,
-        start: (ctx) => startRolloutActor(ctx, transport, config, id, peers, log, options.onLoopsEnded),
+        start: (ctx) => startRolloutActor(ctx, transport, config, id, model, log, options.onLoopsEnded),
       },
     ],
   }
@@ -247,14 +254,12 @@ export async function startRolloutNode(
         () => new StartAbortedError('rollout', "the learner's tokenizer"),
       )
   const modelConfig = pretrained?.modelConfig ?? { ...config.model, vocabSize: tokenizer!.vocabSize }
-  const peers: RolloutPeers = {
+  const model: RolloutModel = {
     ...(tokenizer ? { tokenizer } : {}),
     ...(pretrained ? { chat: pretrained.chat } : {}),
-    engines: [],
-    weights: { version: () => 0, untilVersion: async () => {} },
   }
   let loopsMs = 0
-  const spec = rolloutTree(transport, config, id, modelConfig, peers, {
+  const spec = rolloutTree(transport, config, id, modelConfig, model, {
     log,
     ...(pretrained ? { pretrained } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
@@ -275,15 +280,15 @@ export async function startRolloutNode(
 }
 
 /**
- * The `policy-weights` child: follows `weights.published` for the policy into `peers.weights`, and
- * starts once the learner has published its first weights (checked in the weight store, with a
- * backoff of 100 ms doubling to 2 s).
+ * The `policy-weights` child: follows `weights.published` for the policy in a `PolicyVersionWatch`,
+ * registered as `RolloutNames.policyWeights` once the learner has published its first weights
+ * (checked in the weight store, with a backoff of 100 ms doubling to 2 s).
  * @throws StartAbortedError when `signal` aborts first.
  */
 async function followPolicyWeights(
+  ctx: ChildContext,
   transport: Transport,
   run: string,
-  peers: RolloutPeers,
   log: (line: string) => void,
   signal: AbortSignal | undefined,
 ) {
@@ -304,7 +309,9 @@ async function followPolicyWeights(
     untilVersion: (at) =>
       version >= at ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ at, resolve })),
   }
+  let unregister = () => {}
   const stop = async () => {
+    unregister()
     for (const w of waiters.splice(0)) w.resolve()
     await sub.stop()
   }
@@ -323,7 +330,7 @@ async function followPolicyWeights(
     await stop()
     throw err
   }
-  peers.weights = watch
+  unregister = ctx.system.register(RolloutNames.policyWeights, watch)
   return { actors: [], stop }
 }
 

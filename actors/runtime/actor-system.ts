@@ -85,6 +85,23 @@ export interface ActorRef {
   stop(): Promise<void>
 }
 
+/**
+ * A typed registered name, after OTP's registered names: under it a child of a supervision tree
+ * registers the handle its siblings use (`ActorSystem.register`), and a sibling looks the handle up
+ * (`ActorSystem.whereis`), instead of the children sharing a mutable object. `T` is the handle's
+ * type; the name is unique in its actor system.
+ */
+export interface RegisteredName<T> {
+  readonly name: string
+  /** Never set: carries `T` for the compiler only. */
+  readonly handle?: T
+}
+
+/** The registered name `name` of handles of type `T`. */
+export function registeredName<T>(name: string): RegisteredName<T> {
+  return { name }
+}
+
 /** An escalated failure: a child exceeded its restart limit with `onLimit: 'escalate'`. */
 export interface Escalation {
   path: string
@@ -118,6 +135,8 @@ export class ActorSystem {
   private readonly root: NactRef
   private readonly node: NactRef
   private readonly refs = new Map<string, ActorRef>()
+  /** Handles by registered name (`register`); a separate namespace from the actors' names. */
+  private readonly registered = new Map<string, unknown>()
   private readonly escalationListeners: ((e: Escalation) => void)[] = []
 
   constructor(options: { name?: string; clock?: Clock } = {}) {
@@ -154,6 +173,25 @@ export class ActorSystem {
   /** The live actor named `name`, if any. */
   find(name: string): ActorRef | undefined {
     return this.refs.get(name)
+  }
+
+  /**
+   * Registers `handle` under `name` (replacing one registered before: the newest start of a child
+   * wins, as a restarted actor takes its name again).
+   * @returns the unregistration, for the registering child's stop: it removes the name only while
+   *   it still holds this `handle`.
+   */
+  register<T>(name: RegisteredName<T>, handle: T): () => void {
+    this.registered.set(name.name, handle)
+    return () => {
+      if (this.registered.get(name.name) === handle) this.registered.delete(name.name)
+    }
+  }
+
+  /** The handle registered under `name`, if any (undefined while its child is not running). */
+  whereis<T>(name: RegisteredName<T>): T | undefined {
+    // `register` is the only writer, and it stores under a name of the same `T`.
+    return this.registered.get(name.name) as T | undefined
   }
 
   /**

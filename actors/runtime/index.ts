@@ -6,6 +6,8 @@ export {
   ActorSystem,
   type Behaviour,
   type Escalation,
+  type RegisteredName,
+  registeredName,
   type SpawnOptions,
   startActorSystem,
 } from './actor-system.ts'

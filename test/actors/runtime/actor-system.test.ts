@@ -7,6 +7,7 @@ import {
   type Behaviour,
   type Escalation,
   envelope,
+  registeredName,
   startActorSystem,
 } from '../../../actors/index.ts'
 import type { Envelope } from '../../../protocols/index.ts'
@@ -102,5 +103,23 @@ describe('actors/runtime/actor-system', () => {
   it('actor - a duplicate live name is refused', () => {
     system.spawn('dup', counter)
     assert.throws(() => system.spawn('dup', counter), /already running/)
+  })
+
+  it('actor - a child registers a handle under a typed name, a sibling looks it up, the newest start wins', () => {
+    const engine = registeredName<{ version(): number }>('test-engine')
+    assert.equal(system.whereis(engine), undefined)
+    const first = { version: () => 1 }
+    const unregisterFirst = system.register(engine, first)
+    assert.equal(system.whereis(engine)?.version(), 1)
+    // A restart registers the new incarnation before the old one's late stop unregisters: the
+    // late stop leaves the new one in place.
+    const unregisterSecond = system.register(engine, { version: () => 2 })
+    unregisterFirst()
+    assert.equal(system.whereis(engine)?.version(), 2)
+    unregisterSecond()
+    assert.equal(system.whereis(engine), undefined)
+    // Registered names are their own namespace: an actor of the same name is not a handle.
+    system.spawn('test-engine', counter)
+    assert.equal(system.whereis(engine), undefined)
   })
 })
