@@ -91,7 +91,7 @@ export async function latestCheckpoint(root: string): Promise<string | undefined
 /**
  * The RL learner as a plain class: packs trajectory groups, runs one GRPO-TCR step
  * (`gpu/rl-step.ts`) with AdamW, counts weight versions, writes checkpoints at an interval, and
- * hands out its weights. The learner actor of the learner tree (`actors/node/learner-actor.ts`)
+ * hands out its weights. The `learner-loop` child of the learner tree (`actors/node/learner-loop.ts`)
  * runs it through the pipeline's learner loop, as its `LearnerCore` (the loop then does the
  * checkpointing itself).
  */

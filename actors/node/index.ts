@@ -22,13 +22,9 @@ export {
   StartAbortedError,
   TokenizerTimeoutError,
 } from './errors.ts'
-export {
-  LEARNER_ACK_WAIT_MS,
-  LOGITS_BYTES_PER_PASS,
-  microBatchTokensFor,
-  rlStartingPolicy,
-  startLearnerActor,
-} from './learner-actor.ts'
+export { startLearnerActor } from './learner-actor.ts'
+export { LOGITS_BYTES_PER_PASS, microBatchTokensFor, rlStartingPolicy } from './learner-cold-start.ts'
+export { LEARNER_ACK_WAIT_MS } from './learner-names.ts'
 export { learnerTree, type NodeHandle, type NodeOptions, startLearnerNode } from './learner-node.ts'
 export {
   exposeLearner,
@@ -44,7 +40,7 @@ export {
 } from './pretrained-policy.ts'
 export { reportMetrics } from './report-metrics.ts'
 export { LOOPS_END_MS, type RolloutModel, rolloutAccepts, startRolloutActor } from './rollout-actor.ts'
-export { type EnvAdapterHandle, type PolicyVersionWatch, RolloutNames } from './rollout-names.ts'
+export type { PolicyVersionWatch } from './rollout-names.ts'
 export { rewardActorOptionsOf, rolloutTree, startRolloutNode } from './rollout-node.ts'
 export { fetchRunTokenizer, publishRunTokenizer, TOKENIZER_OBJECT } from './run-tokenizer.ts'
 export {

@@ -123,7 +123,15 @@ describe('node - dynamic triad wiring', () => {
   }: Awaited<ReturnType<typeof runTiny>>) {
     assert.ok(groups.length > 0, 'groups went to the stream')
     assert.deepEqual(trees, {
-      learner: ['run-lock', 'learner'],
+      learner: [
+        'run-lock',
+        'learner',
+        'trajectory-stream',
+        'model',
+        'reward-model-learner',
+        'cold-start',
+        'learner-loop',
+      ],
       rollout: [
         'env-controller',
         'env-worker/0',
