@@ -64,21 +64,21 @@ export interface ColdStartedRewardModel {
  * The registered names of the learner tree's children (`learnerTree`, docs/design.md "The trees of
  * a run"): each child registers what it made under its name when it starts and removes it when it
  * stops (`ActorSystem.register`); the children after it look it up (`ActorSystem.whereis`).
- * Prefixed `learner/`: one process may hold the rollout's tree too.
+ * Prefixed `learner:` (a colon, so no name reads as a metric key): one process may hold the rollout's tree too.
  */
 export const LearnerNames = {
   /** The `learner` child's metrics report. */
-  report: registeredName<LearnerReport>('learner/report'),
+  report: registeredName<LearnerReport>('learner:report'),
   /** The `model` child's policy model. */
-  model: registeredName<LearnerModel>('learner/model'),
+  model: registeredName<LearnerModel>('learner:model'),
   /** The `reward-model-learner` child's reward model and its optimizer (reward-model training on). */
-  rewardModelLearner: registeredName<RewardModelLearner>('learner/reward-model-learner'),
+  rewardModelLearner: registeredName<RewardModelLearner>('learner:reward-model-learner'),
   /** The `cold-start` child's policy learner. */
-  policy: registeredName<ColdStartedPolicy>('learner/policy'),
+  policy: registeredName<ColdStartedPolicy>('learner:policy'),
   /** The `reward-model-cold-start` child's reward model (when it ran). */
-  rewardModelColdStart: registeredName<ColdStartedRewardModel>('learner/reward-model-cold-start'),
+  rewardModelColdStart: registeredName<ColdStartedRewardModel>('learner:reward-model-cold-start'),
   /** The `learner-loop` child's loop (its counts feed `learner.status`). */
-  loop: registeredName<LearnerLoop>('learner/loop'),
+  loop: registeredName<LearnerLoop>('learner:loop'),
 } as const
 
 /**

@@ -22,15 +22,15 @@ export interface EnvAdapterHandle {
  * The registered names of the rollout tree's children (`rolloutTree`, docs/design.md "The trees of
  * a run"): a child registers its handle under its name when it starts and removes it when it stops
  * (`ActorSystem.register`); the rollout actor, started last, looks its siblings up by these names
- * (`ActorSystem.whereis`). Prefixed `rollout/`: one process may hold the learner's tree too.
+ * (`ActorSystem.whereis`). Prefixed `rollout:` (a colon, so no name reads as a metric key): one process may hold the learner's tree too.
  */
 export const RolloutNames = {
   /** The `policy-weights` child's watch of the policy versions the learner announced. */
-  policyWeights: registeredName<PolicyVersionWatch>('rollout/policy-weights'),
+  policyWeights: registeredName<PolicyVersionWatch>('rollout:policy-weights'),
   /** The fresh policy engine of child `policy/<i>`. */
-  freshEngine: (i: number) => registeredName<PolicyEngine>(`rollout/policy/${i}`),
+  freshEngine: (i: number) => registeredName<PolicyEngine>(`rollout:policy/${i}`),
   /** The stale policy engine of child `stale-policy/<i>`. */
-  staleEngine: (i: number) => registeredName<PolicyEngine>(`rollout/stale-policy/${i}`),
+  staleEngine: (i: number) => registeredName<PolicyEngine>(`rollout:stale-policy/${i}`),
   /** The env adapter of child `env-adapter` (adaptive tasks on). */
-  envAdapter: registeredName<EnvAdapterHandle>('rollout/env-adapter'),
+  envAdapter: registeredName<EnvAdapterHandle>('rollout:env-adapter'),
 } as const
