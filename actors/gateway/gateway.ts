@@ -56,6 +56,8 @@ export interface GatewayStats {
   segmentBreaks: Record<string, number>
   rewarded: number
   dropped: Record<string, number>
+  /** The most episodes open at once since the gateway started (a high-water mark, episodes). */
+  peakOpen: number
 }
 
 /** How many ended session ids are kept, so that a late call gets 409 rather than 404. */
@@ -86,6 +88,7 @@ export class Gateway {
     segmentBreaks: {},
     rewarded: 0,
     dropped: {},
+    peakOpen: 0,
   }
   readonly apiKey: string
   private readonly sessions = new Map<string, GatewaySession>()
@@ -149,11 +152,12 @@ export class Gateway {
     setMaxListeners(0, s.halt.signal)
     this.sessions.set(id, s)
     this.stats.opened++
+    this.stats.peakOpen = Math.max(this.stats.peakOpen, this.sessions.size)
     return s
   }
 
   /**
-   * Metric values (`gateway/...`): episodes opened, open now, rewarded and dropped by reason
+   * Metric values (`gateway/...`): episodes opened, open now, the most open at once so far, rewarded and dropped by reason
    * (`opened = open_episodes + rewarded + sum of dropped`), calls, refusals by status, segment breaks.
    */
   metrics(): Record<string, number> {
@@ -161,6 +165,7 @@ export class Gateway {
       'gateway/opened': this.stats.opened,
       'gateway/calls': this.stats.calls,
       'gateway/open_episodes': this.sessions.size,
+      'gateway/peak_open_episodes': this.stats.peakOpen,
       'gateway/rewarded': this.stats.rewarded,
     }
     for (const [k, v] of Object.entries(this.stats.refused)) out[`gateway/refused/${k}`] = v

@@ -196,11 +196,9 @@ describe('e2e - the agent gateway under 128 concurrent agents', () => {
       )
       assert.ok(droppedTotal <= AGENTS, `${droppedTotal} episodes dropped at the stop`)
       // 128 programs at once all along: between an episode's reward and its program's exit its
-      // slot is still held, so the gateway's open episodes run just under 128 between the peaks.
-      assert.ok(
-        Math.max(...open) >= AGENTS,
-        `the gateway reached ${AGENTS} open episodes (${Math.max(...open)})`,
-      )
+      // slot is still held, so the gateway's open episodes run just under 128 between the peaks
+      // (a 2 s report can miss a peak; the gateway's high-water mark cannot).
+      assert.equal(last['gateway/peak_open_episodes'], AGENTS, 'the gateway held 128 open episodes at once')
       assert.ok(meanOpen >= 0.9 * AGENTS, `open episodes per report: ${open.join(', ')}`)
       assert.ok(Math.min(...open) >= 0.75 * AGENTS, `open episodes per report: ${open.join(', ')}`)
       assert.equal(last['gateway/refused/500'], undefined, 'no internal error')

@@ -348,6 +348,9 @@ describe('actors/gateway - the agent gateway', () => {
       assert.equal(wide.stats.calls, 256)
       assert.deepEqual(wide.stats.refused, {})
       assert.equal(wide.openSessions, 0)
+      // All 128 were opened before the first call; the high-water mark keeps that after they end.
+      assert.equal(wide.metrics()['gateway/peak_open_episodes'], 128)
+      assert.equal(wide.metrics()['gateway/open_episodes'], 0)
     } finally {
       await wide.close()
     }
