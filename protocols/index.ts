@@ -51,7 +51,17 @@ export {
   MessageRegistry,
   type PayloadOf,
 } from './message.ts'
-export { METRIC_CATALOG, MetricKind, MetricPanel, metricKeyInfo } from './metric-catalog.ts'
+export {
+  METRIC_CATALOG,
+  type MetricCatalogKey,
+  type MetricKey,
+  MetricKind,
+  MetricPanel,
+  type MetricValues,
+  metricEntries,
+  metricKeyInfo,
+  metricRecord,
+} from './metric-catalog.ts'
 export { MetricsAxes, type MetricsAxis, MetricsReport } from './metrics-api.ts'
 export { PolicyGenerate, PolicyGenerated } from './policy-api.ts'
 export {

@@ -44,9 +44,9 @@ export const MetricPanel = {
 export type MetricPanel = (typeof MetricPanel)[keyof typeof MetricPanel]
 
 /** One key of the catalog. */
-export interface MetricKeyInfo {
+export interface MetricKeyInfo<K extends string = string> {
   /** The key, with at most one placeholder segment (`rollout/success/<task>`). */
-  key: string
+  key: K
   meaning: string
   /**
    * Unit of the values: `fraction` (0..1), `reward`, `loss`, `nats`, `tokens`, `tokens/s`, `s`,
@@ -57,13 +57,13 @@ export interface MetricKeyInfo {
   panel: MetricPanel
 }
 
-const m = (
-  key: string,
+const m = <K extends string>(
+  key: K,
   meaning: string,
   unit: string,
   kind: MetricKind,
   panel: MetricPanel,
-): MetricKeyInfo => ({
+): MetricKeyInfo<K> => ({
   key,
   meaning,
   unit,
@@ -74,7 +74,7 @@ const { gauge, rate, counter, delta, flag } = MetricKind
 const P = MetricPanel
 
 /** Every metric key triad reports, by reporter. */
-export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
+export const METRIC_CATALOG = [
   // rollout driver (actors/rollout/rollout.ts, actors/node/rollout-node.ts)
   m(
     'rollout/success/<task>',
@@ -495,13 +495,33 @@ export const METRIC_CATALOG: readonly MetricKeyInfo[] = [
   m('triad/switch/train_reward_model', '1 when the reward model trains', 'flag', flag, P.namespace),
 ]
 
+/** A catalog key as written there, placeholders included (`rollout/success/<task>`). */
+export type MetricCatalogKey = (typeof METRIC_CATALOG)[number]['key']
+
+/** `K` with its placeholder segment filled by any string (`rollout/success/<task>` -> `rollout/success/${string}`). */
+type Filled<K extends string> = K extends `${infer Head}<${string}>${infer Tail}`
+  ? `${Head}${string}${Tail}`
+  : K
+
+/**
+ * A key a reporter may write: a catalog key, its placeholder filled (`rollout/success/calc`). The
+ * reporters type their values as `MetricValues`, so a key the catalog does not hold is a compile
+ * error where it is written.
+ */
+export type MetricKey = Filled<MetricCatalogKey>
+
+/** One report's values by key (units per key in `METRIC_CATALOG`). */
+export type MetricValues = { [K in MetricKey]?: number }
+
 /** A catalog key as a pattern: its placeholder matches one segment (`level_<level>` a suffix). */
 function patternOf(key: string): RegExp {
   const escaped = key.replace(/[.+?^$()[\]\\|{}*]/g, '\\$&').replace(/<[a-z]+>/g, '[^/]+')
   return new RegExp(`^${escaped}$`)
 }
 
-const EXACT = new Map(METRIC_CATALOG.filter((e) => !e.key.includes('<')).map((e) => [e.key, e]))
+const EXACT = new Map<string, MetricKeyInfo>(
+  METRIC_CATALOG.filter((e) => !e.key.includes('<')).map((e) => [e.key, e]),
+)
 const PATTERNS = METRIC_CATALOG.filter((e) => e.key.includes('<')).map((e) => ({ re: patternOf(e.key), e }))
 
 /**
@@ -511,4 +531,20 @@ const PATTERNS = METRIC_CATALOG.filter((e) => e.key.includes('<')).map((e) => ({
  */
 export function metricKeyInfo(key: string): MetricKeyInfo | undefined {
   return EXACT.get(key) ?? PATTERNS.find((p) => p.re.test(key))?.e
+}
+
+/** The keys of `values` that are set, with their values (a typed `Object.entries`). */
+export function metricEntries(values: Readonly<MetricValues>): [MetricKey, number][] {
+  const out: [MetricKey, number][] = []
+  for (const [key, value] of Object.entries(values))
+    if (value !== undefined) out.push([key as MetricKey, value])
+  return out
+}
+
+/**
+ * The values of `values` as the wire carries them (`MetricsReport.values`): a plain record, the
+ * keys left unset dropped.
+ */
+export function metricRecord(values: MetricValues): Record<string, number> {
+  return Object.fromEntries(metricEntries(values))
 }

@@ -1,5 +1,11 @@
 import { ConfigError } from '../../gpu/index.ts'
-import type { EnvDifficulty, PayloadOf, TaskDifficulty, Trajectory } from '../../protocols/index.ts'
+import type {
+  EnvDifficulty,
+  MetricValues,
+  PayloadOf,
+  TaskDifficulty,
+  Trajectory,
+} from '../../protocols/index.ts'
 
 /**
  * Task adaptation (RLAnything, arXiv 2602.02488; docs/design.md#algorithms, dynamic triad): the
@@ -275,8 +281,8 @@ export class DifficultyAdapter {
    * - `env/adapter/{raised,lowered,accepted,dropped}`: decisions since start;
    * - `env/adapter/enabled`: 1 when levels may change, 0 when the switch is off.
    */
-  metrics(): Record<string, number> {
-    const out: Record<string, number> = {}
+  metrics(): MetricValues {
+    const out: MetricValues = {}
     for (const [task, l] of Object.entries(this.tasks)) {
       const states = [...(this.states.get(task)?.values() ?? [])]
       const n = states.length

@@ -4,6 +4,7 @@ import {
   type Envelope,
   MessageRegistry,
   MetricsReport,
+  metricRecord,
   type PayloadOf,
   Subjects,
   TrajectoryGroup,
@@ -62,7 +63,7 @@ export function envAdapterBehaviour(options: EnvAdapterOptions): Behaviour<EnvAd
         id: options.id ?? '0',
         step: state.step,
         time: now(),
-        values: { ...state.adapter.metrics(), ...switchMetrics(options.switches) },
+        values: metricRecord({ ...state.adapter.metrics(), ...switchMetrics(options.switches) }),
       }),
     )
   return {

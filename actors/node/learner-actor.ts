@@ -1,4 +1,10 @@
-import { type Envelope, LearnerStatus, type MetricsAxis } from '../../protocols/index.ts'
+import {
+  type Envelope,
+  LearnerStatus,
+  type MetricsAxis,
+  type MetricValues,
+  metricRecord,
+} from '../../protocols/index.ts'
 import type { Behaviour, Child, ChildContext, Transport } from '../runtime/index.ts'
 import type { NodeConfig } from './config.ts'
 import { LearnerNames } from './learner-names.ts'
@@ -22,8 +28,8 @@ export async function startLearnerActor(
 ): Promise<Child> {
   const publish = reportMetrics(transport, config.run, 'learner', id)
   let lastMetrics: Record<string, number> = {}
-  const report = (values: Record<string, number>, step: number, axis?: MetricsAxis) => {
-    lastMetrics = values
+  const report = (values: MetricValues, step: number, axis?: MetricsAxis) => {
+    lastMetrics = metricRecord(values)
     publish(values, step, axis)
   }
   const system = ctx.system

@@ -1,5 +1,5 @@
 import type { BackendChoice, ChatFormat, Tokenizer, TransformerConfig } from '../../gpu/index.ts'
-import { InvariantError, type MetricsAxis, type Millis } from '../../protocols/index.ts'
+import { InvariantError, type MetricsAxis, type MetricValues, type Millis } from '../../protocols/index.ts'
 import type { Learner } from '../learner/index.ts'
 import type { LearnerLoop, PipelineCheckpoint } from '../pipeline/index.ts'
 import { type ActorSystem, type RegisteredName, registeredName } from '../runtime/index.ts'
@@ -24,7 +24,7 @@ export const LEARNER_ACK_WAIT_MS: Millis = 5_000
  * `learner.status`; `axis` says what `step` counts when it is not the learner step (the cold
  * starts' SFT steps).
  */
-export type LearnerReport = (values: Record<string, number>, step: number, axis?: MetricsAxis) => void
+export type LearnerReport = (values: MetricValues, step: number, axis?: MetricsAxis) => void
 
 /** The policy's model as the `model` child settles it, before any weights. */
 export interface LearnerModel {

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import type { MetricValues, Millis, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { sleep, systemClock } from '../runtime/index.ts'
 import { pruneCheckpoints } from './checkpoint-pruning.ts'
 import { type AckRecord, type PipelineCheckpoint, readAckRecords } from './checkpoint-records.ts'
@@ -23,7 +23,7 @@ export interface LearnerCore {
   /** Learner steps taken so far (the version of the current weights). */
   readonly version: number
   /** One RL update on these groups; returns its metrics. Increments `version`. */
-  step(groups: readonly TrajectoryGroupPayload[]): Promise<Record<string, number>>
+  step(groups: readonly TrajectoryGroupPayload[]): Promise<MetricValues>
   /** The current weights by parameter name. */
   weights(): Promise<Record<string, Float32Array>>
   /** Writes a checkpoint of the current weights (and optimizer state) into `dir`. */
@@ -136,7 +136,7 @@ export class LearnerLoop {
       version: number,
       weights: Record<string, Float32Array>,
     ) => Promise<void>,
-    private readonly report: (values: Record<string, number>, version: number) => void,
+    private readonly report: (values: MetricValues, version: number) => void,
     resumedFrom?: PipelineCheckpoint,
   ) {
     // Every group ever trained on, from the audit trail and the checkpoint being resumed: one
@@ -223,7 +223,7 @@ export class LearnerLoop {
       this.counts.steps++
       this.counts.groups += use.length
     }
-    let metrics: Record<string, number>
+    let metrics: MetricValues
     try {
       metrics = await this.core.step(use.map((t) => t.group))
     } catch (err) {

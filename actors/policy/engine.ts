@@ -23,6 +23,7 @@ import {
   MessageRegistry,
   MetricsReport,
   type Millis,
+  metricRecord,
   type PayloadOf,
   PolicyGenerate,
   PolicyGenerated,
@@ -405,14 +406,14 @@ export async function startPolicyEngine(
           id: options.id,
           step: s.version,
           time: Date.now(),
-          values: {
+          values: metricRecord({
             'engine/tokens_per_s': (s.tokens - last.tokens) / seconds,
             'engine/batch_size_mean': steps > 0 ? (s.batchRows - last.rows) / steps : 0,
             'engine/version': s.version,
             // Share of the interval spent in prefill and decode (the rest: idle, or the process's
             // other work, such as step judging on the same thread).
             'engine/busy_frac': Math.max(0, s.prefillMs + s.decodeMs - last.busyMs) / 1000 / seconds,
-          },
+          }),
         }),
       )
     } catch (err) {

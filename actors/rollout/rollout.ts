@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { createRng } from '../../gpu/index.ts'
-import type { ChatMessage, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import type { ChatMessage, MetricValues, Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
 import { annotateSeedOf, episodeSeeds, sleep, systemClock } from '../runtime/index.ts'
 import { type EpisodeDeps, type EpisodeEnv, type EpisodeSettings, runEpisode } from './agent-loop.ts'
 import type { AgentEpisodeRunner, AgentTaskSpec, McpTaskSpec } from './agent-task.ts'
@@ -333,9 +333,9 @@ export class RolloutDriver {
    * Metric values of the rollout side (namespaced `rollout/...`). Counters are totals since
    * start; per-task success and reward are over the episodes since the previous call.
    */
-  metrics(): Record<string, number> {
+  metrics(): MetricValues {
     const s = this.stats
-    const out: Record<string, number> = {
+    const out: MetricValues = {
       'rollout/episodes': s.episodes,
       'rollout/groups': s.groups,
       'rollout/retried': s.retried,

@@ -1,8 +1,14 @@
-import { MetricsReport, Subjects } from '../../protocols/index.ts'
+import {
+  type MetricKey,
+  MetricsReport,
+  type MetricValues,
+  metricRecord,
+  Subjects,
+} from '../../protocols/index.ts'
 import { type Clock, systemClock, type Transport } from '../runtime/index.ts'
 
 /** The metric key of the restarts of one supervised process: `process/<name>/restarts`. */
-export const processRestartsKey = (name: string) => `process/${name}/restarts`
+export const processRestartsKey = (name: string): MetricKey => `process/${name}/restarts`
 
 /** The metric key of a run's step budget (`budget.maxSteps` of its recipe), reported by role `run`. */
 export const RUN_MAX_STEPS = 'run/max_steps'
@@ -30,7 +36,7 @@ export interface ProcessRestartReportOptions {
    * Facts of the run sent with every report, so a monitor that joins later learns them too:
    * `run/max_steps` (the recipe's step budget), which ends the progress bar of `triad monitor`.
    */
-  values?: Readonly<Record<string, number>>
+  values?: Readonly<MetricValues>
   /** Reports are repeated this often, ms (default 10,000), so a monitor that joins later sees them. */
   everyMs?: number
   clock?: Clock
@@ -84,9 +90,9 @@ export class ProcessRestartReport {
     ;(this.timer as { unref?: () => void })?.unref?.()
   }
 
-  private publish(extra: Record<string, number> = {}): void {
+  private publish(extra: MetricValues = {}): void {
     if (this.stopped) return
-    const values: Record<string, number> = { ...this.options.values, ...extra }
+    const values: MetricValues = { ...this.options.values, ...extra }
     for (const [name, n] of this.counts) values[processRestartsKey(name)] = n
     try {
       this.transport.publish(
@@ -96,7 +102,7 @@ export class ProcessRestartReport {
           id: this.options.id,
           step: this.options.step(),
           time: this.clock.now(),
-          values,
+          values: metricRecord(values),
         }),
       )
     } catch {

@@ -1,3 +1,4 @@
+import type { MetricKey, MetricValues } from '../../protocols/index.ts'
 /**
  * The reward model's online balanced accuracy: its judgements of the steps the policy took in
  * training, against the environment's step labels (`step_good/<j>`), over the newest learner steps.
@@ -24,8 +25,8 @@ interface Counts {
  */
 export class OnlineStepAccuracy {
   private readonly steps: Counts[] = []
-  private readonly from: string
-  private readonly names: { labelled: string; accuracy: string }
+  private readonly from: 'reward_model/' | 'reward_model/earlier_steps/'
+  private readonly names: { labelled: MetricKey; accuracy: MetricKey }
 
   /**
    * @param window labelled judgements to pool over (>= 1).
@@ -37,7 +38,7 @@ export class OnlineStepAccuracy {
     readonly window: number = ONLINE_ACCURACY_WINDOW,
     scope: 'all' | 'earlier_steps' = 'all',
   ) {
-    this.from = scope === 'all' ? 'reward_model/' : `reward_model/${scope}/`
+    this.from = scope === 'all' ? 'reward_model/' : 'reward_model/earlier_steps/'
     this.names =
       scope === 'all'
         ? { labelled: 'reward_model/online_labelled', accuracy: 'reward_model/online_balanced_accuracy' }
@@ -48,12 +49,12 @@ export class OnlineStepAccuracy {
   }
 
   /** Adds one learner step's counts (absent keys count 0; a step without labelled judgements adds nothing). */
-  add(metrics: Readonly<Record<string, number>>): void {
+  add(metrics: Readonly<MetricValues>): void {
     const c: Counts = {
-      labelledGood: metrics[`${this.from}labelled_good`] ?? 0,
-      rightGood: metrics[`${this.from}right_good`] ?? 0,
-      labelledBad: metrics[`${this.from}labelled_bad`] ?? 0,
-      rightBad: metrics[`${this.from}right_bad`] ?? 0,
+      labelledGood: metrics[`${this.from}labelled_good` as const] ?? 0,
+      rightGood: metrics[`${this.from}right_good` as const] ?? 0,
+      labelledBad: metrics[`${this.from}labelled_bad` as const] ?? 0,
+      rightBad: metrics[`${this.from}right_bad` as const] ?? 0,
     }
     if (c.labelledGood + c.labelledBad === 0) return
     this.steps.push(c)
@@ -69,10 +70,10 @@ export class OnlineStepAccuracy {
    *   good and on bad steps; present once both kinds were judged.
    * (With the scope `earlier_steps`, both names end in `_earlier_steps`.)
    */
-  metrics(): Record<string, number> {
+  metrics(): MetricValues {
     const sum = (k: keyof Counts) => this.steps.reduce((a, x) => a + x[k], 0)
     const [good, bad] = [sum('labelledGood'), sum('labelledBad')]
-    const out: Record<string, number> = { [this.names.labelled]: good + bad }
+    const out: MetricValues = { [this.names.labelled]: good + bad }
     if (good > 0 && bad > 0) out[this.names.accuracy] = (sum('rightGood') / good + sum('rightBad') / bad) / 2 // (TPR + TNR) / 2
     return out
   }

@@ -4,7 +4,7 @@ import {
   type OverlongConfig,
   overlongPenalty,
 } from '../../gpu/index.ts'
-import type { Trajectory } from '../../protocols/index.ts'
+import type { MetricValues, Trajectory } from '../../protocols/index.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 
 /**
@@ -99,7 +99,7 @@ export interface PolicyStepAdvantages {
    *   every step but its episode's last (whose result, such as `correct` or `wrong`, says its label
    *   outright), which measures the judging of the steps in between.
    */
-  metrics: Record<string, number>
+  metrics: MetricValues
 }
 
 /**
@@ -170,7 +170,7 @@ export function policyStepAdvantages(
   })
   const g = computeGroupStepAdvantages(rollouts, enabled ? lambda : 0)
   const all = g.rewards.flatMap((r) => [...r])
-  const metrics: Record<string, number> = {
+  const metrics: MetricValues = {
     'reward/step_reward_enabled': enabled ? 1 : 0,
     'reward/step_judged': judged,
     'reward/step_reward_mean': all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0,

@@ -11,7 +11,7 @@ import {
   type Transformer,
   withSftWorkers,
 } from '../../gpu/index.ts'
-import { SessionStatus } from '../../protocols/index.ts'
+import { type MetricValues, SessionStatus } from '../../protocols/index.ts'
 import {
   type AnyTask,
   getTask,
@@ -166,7 +166,7 @@ export interface RewardModelSftReport {
  *   policy's own episodes after training (only when there are such steps), and
  *   `.../policy_balanced_accuracy_after/<task>` the same per task.
  */
-export function rewardModelSftMetrics(r: RewardModelSftReport): Record<string, number> {
+export function rewardModelSftMetrics(r: RewardModelSftReport): MetricValues {
   return {
     'reward_model/sft/steps': r.steps,
     'reward_model/sft/final_loss': r.finalLoss,

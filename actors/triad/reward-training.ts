@@ -10,6 +10,7 @@ import {
   UNPARSEABLE_PENALTY,
   type VerdictTokens,
 } from '../../gpu/index.ts'
+import type { MetricValues } from '../../protocols/index.ts'
 import { TRIAD_VERDICT_TOKENS } from './judge-prompt.ts'
 import type { TriadSwitches } from './triad-switches.ts'
 
@@ -50,7 +51,7 @@ export interface JudgedStep {
 export function buildRewardModelBatch(
   steps: readonly JudgedStep[],
   penalty: number = UNPARSEABLE_PENALTY,
-): { batch: RewardModelBatch; metrics: Record<string, number> } {
+): { batch: RewardModelBatch; metrics: MetricValues } {
   if (steps.length === 0) throw new ConfigError('steps', 0, 'need at least one judged step')
   const m = steps[0]!.tokens.length
   const n = steps.length * m
@@ -114,8 +115,8 @@ export async function trainRewardModelStep(
   switches: TriadSwitches,
   config: RewardModelStepConfig = REWARD_MODEL_STEP_DEFAULTS,
   verdicts: VerdictTokens = TRIAD_VERDICT_TOKENS,
-): Promise<Record<string, number>> {
-  const out: Record<string, number> = {
+): Promise<MetricValues> {
+  const out: MetricValues = {
     'triad/switch/train_reward_model': switches.trainRewardModel ? 1 : 0,
     'reward_model/updates': 0,
   }

@@ -1,4 +1,4 @@
-import type { ChatMessage, Millis, PayloadOf, RewardJudged } from '../../protocols/index.ts'
+import type { ChatMessage, MetricValues, Millis, PayloadOf, RewardJudged } from '../../protocols/index.ts'
 import { RewardJudge } from '../../protocols/index.ts'
 import type { RemoteRef } from '../runtime/index.ts'
 import { episodeJudgeSteps } from './judge-prompt.ts'
@@ -60,7 +60,7 @@ export class StepJudge {
    * - `reward/judge_calls`: `reward.judge` requests sent; `reward/judged_steps`: steps they covered;
    * - `triad/switch/step_reward`: 1 on, 0 off.
    */
-  metrics(): Record<string, number> {
+  metrics(): MetricValues {
     return {
       'reward/judge_calls': this.calls,
       'reward/judged_steps': this.judged,

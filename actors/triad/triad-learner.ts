@@ -7,7 +7,13 @@ import {
   type RewardModelStepConfig,
   signedOutcome,
 } from '../../gpu/index.ts'
-import type { Trajectory, TrajectoryGroupPayload } from '../../protocols/index.ts'
+import {
+  type MetricKey,
+  type MetricValues,
+  metricEntries,
+  type Trajectory,
+  type TrajectoryGroupPayload,
+} from '../../protocols/index.ts'
 import { judgedStepsSeedOf, runSeeds } from '../runtime/index.ts'
 import { policyStepAdvantages } from './policy-step-reward.ts'
 import { RewardModel, type RewardModelOptions } from './reward-model.ts'
@@ -51,10 +57,10 @@ export function stepRewardAdvantages(
   groups: readonly TrajectoryGroupPayload[],
   switches: TriadSwitches,
   options: { overlong?: OverlongConfig } = {},
-): { stepAdvantages: Float32Array[]; metrics: Record<string, number> } {
+): { stepAdvantages: Float32Array[]; metrics: MetricValues } {
   const m = switches.stepReward.m
   const rows: Float32Array[] = []
-  const sums: Record<string, { total: number; n: number }> = {}
+  const sums = new Map<MetricKey, { total: number; n: number }>()
   let malformed = 0
   for (const g of groups) {
     let r: ReturnType<typeof policyStepAdvantages>
@@ -77,21 +83,22 @@ export function stepRewardAdvantages(
       )
     }
     rows.push(...r.tokenAdvantages)
-    for (const [k, v] of Object.entries(r.metrics)) {
-      sums[k] ??= { total: 0, n: 0 }
-      sums[k].total += v
-      sums[k].n++
+    for (const [k, v] of metricEntries(r.metrics)) {
+      const sum = sums.get(k) ?? { total: 0, n: 0 }
+      sum.total += v
+      sum.n++
+      sums.set(k, sum)
     }
   }
-  const metrics: Record<string, number> = { ...switchMetrics(switches), 'reward/malformed_groups': malformed }
-  for (const [k, { total, n }] of Object.entries(sums)) metrics[k] = COUNTS.has(k) ? total : total / n
+  const metrics: MetricValues = { ...switchMetrics(switches), 'reward/malformed_groups': malformed }
+  for (const [k, { total, n }] of sums) metrics[k] = COUNTS.has(k) ? total : total / n
   const balanced = balancedStepAccuracy(metrics)
   if (balanced !== undefined) metrics['reward_model/step_balanced_accuracy'] = balanced
   return { stepAdvantages: rows, metrics }
 }
 
 /** Metrics of `policyStepAdvantages` that add up over groups (the others are averaged). */
-const COUNTS = new Set([
+const COUNTS = new Set<MetricKey>([
   'reward/step_judged',
   'reward_model/labelled_good',
   'reward_model/right_good',
@@ -104,7 +111,7 @@ const COUNTS = new Set([
  * steps and on bad steps; undefined unless both kinds were judged (a judge that always says `+`
  * scores 0.5 whatever the share of good steps).
  */
-export function balancedStepAccuracy(metrics: Readonly<Record<string, number>>): number | undefined {
+export function balancedStepAccuracy(metrics: Readonly<MetricValues>): number | undefined {
   const good = metrics['reward_model/labelled_good'] ?? 0
   const bad = metrics['reward_model/labelled_bad'] ?? 0
   if (good === 0 || bad === 0) return undefined
@@ -121,10 +128,7 @@ export function balancedStepAccuracy(metrics: Readonly<Record<string, number>>):
  * groups the reward model judged (`judgeShare`), often with no labelled bad step (undefined) or a
  * handful (a judge of 0.75 then measures anywhere from 0.5 to 1).
  */
-export function stepRewardsTrusted(
-  switches: TriadSwitches,
-  metrics: Readonly<Record<string, number>>,
-): boolean {
+export function stepRewardsTrusted(switches: TriadSwitches, metrics: Readonly<MetricValues>): boolean {
   if (!switches.stepReward.enabled) return false
   if (switches.stepReward.minAccuracy <= 0) return true
   const pooled = metrics['reward_model/online_balanced_accuracy']
@@ -237,7 +241,7 @@ export class RewardModelLearner {
    */
   async step(
     groups: readonly TrajectoryGroupPayload[],
-  ): Promise<{ metrics: Record<string, number>; trained: boolean }> {
+  ): Promise<{ metrics: MetricValues; trained: boolean }> {
     const off = { 'triad/switch/train_reward_model': this.switches.trainRewardModel ? 1 : 0 }
     if (!this.switches.trainRewardModel) return { metrics: off, trained: false }
     const judged = judgedSteps(groups, this.switches.stepReward.m)

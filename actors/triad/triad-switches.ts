@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { MetricValues } from '../../protocols/index.ts'
 import { TriadConfigError } from './errors.ts'
 
 /**
@@ -91,7 +92,7 @@ export function parseTriadSwitches(value: unknown = {}): TriadSwitches {
  * The switches as metric values (`triad/switch/<name>`: 1 on, 0 off), so every metrics file records
  * which parts ran.
  */
-export function switchMetrics(s: TriadSwitches): Record<string, number> {
+export function switchMetrics(s: TriadSwitches): MetricValues {
   return {
     'triad/switch/adaptive_tasks': s.adaptiveTasks ? 1 : 0,
     'triad/switch/step_reward': s.stepReward.enabled ? 1 : 0,

@@ -11,6 +11,7 @@ import {
   TriadConfigError,
 } from '../../../actors/triad/index.ts'
 import { ConfigError, computeAdvantageGrpo } from '../../../gpu/index.ts'
+import { metricRecord } from '../../../protocols/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-5) => {
@@ -75,7 +76,7 @@ describe('actors/triad/policy-step-reward', () => {
         'earlier_steps/right_good',
         'earlier_steps/labelled_bad',
         'earlier_steps/right_bad',
-      ].map((k) => counts[`reward_model/${k}`]),
+      ].map((k) => metricRecord(counts)[`reward_model/${k}`]),
       [2, 2, 2, 1, 2, 2, 0, 0],
     )
   })

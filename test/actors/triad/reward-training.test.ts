@@ -8,6 +8,7 @@ import {
   trainRewardModelStep,
 } from '../../../actors/triad/index.ts'
 import { AdamW, ConfigError, REWARD_MODEL_STEP_DEFAULTS } from '../../../gpu/index.ts'
+import { metricEntries } from '../../../protocols/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 import { compassBatch, compassEvalSet } from './synthetic-steps.ts'
 
@@ -146,7 +147,7 @@ describe('actors/triad/reward-training', () => {
     }
     const whole = await run(1_000_000)
     const split = await run(width) // one step per pass: 6 passes
-    for (const [k, v] of Object.entries(whole.metrics))
+    for (const [k, v] of metricEntries(whole.metrics))
       assert.ok(
         Math.abs(split.metrics[k]! - v) <= 1e-5 * Math.max(1, Math.abs(v)),
         `${k}: ${split.metrics[k]} vs ${v}`,
