@@ -134,6 +134,33 @@ export const METRIC_CATALOG = [
     counter,
     P.namespace,
   ),
+  // agent gateway (actors/gateway/gateway.ts), reported by the rollout that hosts it
+  m('gateway/opened', 'agent episodes opened since the gateway started', 'episodes', counter, P.namespace),
+  m('gateway/calls', 'chat completion calls answered', 'count', counter, P.namespace),
+  m('gateway/open_episodes', 'agent episodes open now', 'episodes', gauge, P.throughput),
+  m(
+    'gateway/peak_open_episodes',
+    'the most agent episodes open at once since the gateway started',
+    'episodes',
+    gauge,
+    P.namespace,
+  ),
+  m('gateway/rewarded', 'agent episodes ended with a reward', 'episodes', counter, P.namespace),
+  m('gateway/refused/<status>', 'calls refused, by HTTP status', 'count', counter, P.namespace),
+  m(
+    'gateway/segment_breaks/<reason>',
+    'calls that started a new trained segment of their episode, by reason',
+    'count',
+    counter,
+    P.namespace,
+  ),
+  m(
+    'gateway/dropped/<reason>',
+    'agent episodes dropped unrewarded, by reason',
+    'episodes',
+    counter,
+    P.namespace,
+  ),
   // learner loop (actors/pipeline/learner-loop.ts)
   m('pipeline/dropped_stale', 'groups dropped as too stale', 'groups', counter, P.namespace),
   m('pipeline/duplicates_skipped', 'groups delivered again and skipped', 'groups', counter, P.namespace),

@@ -3,7 +3,7 @@ import { setMaxListeners } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type ChatFormat, TemplateError } from '../../gpu/index.ts'
-import type { AssistantMessage, PayloadOf, PolicyGenerate } from '../../protocols/index.ts'
+import type { AssistantMessage, MetricValues, PayloadOf, PolicyGenerate } from '../../protocols/index.ts'
 import type { GeneratedTurn } from '../rollout/index.ts'
 import { episodeSeeds } from '../runtime/index.ts'
 import { parseGatewayRequest, type RunSampling } from './chat-request.ts'
@@ -160,8 +160,8 @@ export class Gateway {
    * Metric values (`gateway/...`): episodes opened, open now, the most open at once so far, rewarded and dropped by reason
    * (`opened = open_episodes + rewarded + sum of dropped`), calls, refusals by status, segment breaks.
    */
-  metrics(): Record<string, number> {
-    const out: Record<string, number> = {
+  metrics(): MetricValues {
+    const out: MetricValues = {
       'gateway/opened': this.stats.opened,
       'gateway/calls': this.stats.calls,
       'gateway/open_episodes': this.sessions.size,

@@ -4,6 +4,8 @@ import {
   type Envelope,
   InvariantError,
   MessageRegistry,
+  type MetricValues,
+  metricRecord,
   type PayloadOf,
   RolloutState,
   RolloutStatus,
@@ -156,7 +158,7 @@ export async function startRolloutActor(
     },
     () => weights.version(),
   )
-  const metrics = () => ({
+  const metrics = (): MetricValues => ({
     ...driver.metrics(),
     'rollout/turns_fresh': router.counts.fresh,
     'rollout/turns_stale': router.counts.stale,
@@ -208,7 +210,7 @@ export async function startRolloutActor(
         return RolloutState.make({
           version: weights.version(),
           groups: driver.metrics()['rollout/groups'] ?? 0,
-          metrics: metrics(),
+          metrics: metricRecord(metrics()),
         })
       if (message.type !== RUN) return undefined
       running = loops(state)
