@@ -343,6 +343,7 @@ export {
   type Escalation,
   type Exposed,
   envelope,
+  episodeSeeds,
   exposeActor,
   findSetpriv,
   InProcessTransport,

@@ -202,19 +202,18 @@ export async function trainVerdictSft(
     verdictSftExample(rm.format, s, rm.maxPromptTokens, rm.promptOptions, rm.verdicts),
   )
   // passes over the data: enough for `config.steps` optimizer steps (trainSft stops at maxSteps)
-  const perEpoch = sftStepCount(examples, rm.model, {
-    batchTokens: config.batchTokens,
-    workers: config.workers,
-  })
+  // One batching for the count and the training, so the predicted steps are the steps taken.
+  const batching = { batchTokens: config.batchTokens, workers: config.workers }
+  const perEpoch = sftStepCount(examples, rm.model, batching)
   const epochs = Math.ceil(config.steps / perEpoch)
   const optimizer = new AdamW(rm.model.params)
   const start = performance.now()
   let records: SftLogRecord[]
   try {
     records = await trainSft(rm.model, optimizer, examples, {
+      ...batching,
       epochs,
       maxSteps: config.steps,
-      batchTokens: config.batchTokens,
       scheduleFor: (steps) =>
         warmupCosine({
           peakLr: config.lr,
@@ -222,7 +221,6 @@ export async function trainVerdictSft(
           totalSteps: steps,
         }),
       seed: config.seed,
-      workers: config.workers,
       onLog: config.onLog,
     })
   } finally {

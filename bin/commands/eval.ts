@@ -8,6 +8,7 @@ import {
   type EvalResult,
   type Evaluation,
   type EvaluationTask,
+  episodeSeeds,
   evalResultFile,
   evaluateEpisodes,
   evaluatePolicy,
@@ -472,7 +473,8 @@ async function runServedEval(path: string | undefined, o: EvalOptions): Promise<
   try {
     evaluation = await evaluateEpisodes(
       { tasks, k, instances, onProgress: progressLine },
-      (_task, index, sample) => new OpenAIPolicy({ ...policy, seed: seed + index * 1_009 + sample * 7_919 }),
+      (_task, index, sample) =>
+        new OpenAIPolicy({ ...policy, seed: episodeSeeds.evaluation(seed, index, sample) }),
       o.concurrency ?? 8,
     )
   } catch (err) {
