@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
+import type { MetricValues } from '../protocols/index.ts'
 import { broadcastToTokens, getAdvantageEstimator, normalizeTaskAdvantages } from './advantage.ts'
 import { computeOverlongPenalty, type OverlongConfig } from './overlong.ts'
 import { checkBatch, type RlBatch } from './rl-batch.ts'
@@ -60,11 +61,7 @@ export function computeBatchAdvantages(
  * Mean and standard deviation of the final advantages over each task's trained tokens:
  * `adv/mean/<task>`, `adv/std/<task>`. `values` and `mask` are `[batch, seqLen]`.
  */
-export function perTaskStats(
-  values: Float32Array,
-  mask: Float32Array,
-  batch: RlBatch,
-): Record<string, number> {
+export function perTaskStats(values: Float32Array, mask: Float32Array, batch: RlBatch): MetricValues {
   const sums = new Map<string, { n: number; s: number; ss: number }>()
   for (let i = 0; i < batch.batch; i++) {
     const acc = sums.get(batch.tasks[i]!) ?? { n: 0, s: 0, ss: 0 }
@@ -77,7 +74,7 @@ export function perTaskStats(
     }
     sums.set(batch.tasks[i]!, acc)
   }
-  const out: Record<string, number> = {}
+  const out: MetricValues = {}
   for (const [task, { n, s, ss }] of sums) {
     const mean = n ? s / n : 0
     out[`adv/mean/${task}`] = mean

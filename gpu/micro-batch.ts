@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
+import type { MetricKey } from '../protocols/index.ts'
 import { addGradients, lossAndGrads, nonFiniteGradients } from './gradients.ts'
 import type { RlBatch } from './rl-batch.ts'
 import type { Transformer } from './transformer.ts'
@@ -23,7 +24,7 @@ export interface RlOptimizer {
 }
 
 /** Records a scalar metric of a micro-batch's loss function (summed over micro-batches, weighted). */
-export type KeepMetric = (name: string, value: tf.Scalar) => void
+export type KeepMetric<K extends string = MetricKey> = (name: K, value: tf.Scalar) => void
 
 /** What `GradientAccumulator.apply` did. */
 export interface AppliedUpdate {
@@ -37,9 +38,9 @@ export interface AppliedUpdate {
  * Sums the gradients of weighted micro-batch losses, then takes one optimizer step. Owns the
  * summed gradients: call `dispose` when done (also after a throw).
  */
-export class GradientAccumulator {
+export class GradientAccumulator<K extends string = MetricKey> {
   private readonly grads: Record<string, tf.Tensor> = {}
-  private readonly sums: Record<string, number> = {}
+  private readonly sums = new Map<K, number>()
   /** Sum of the weighted micro-batch losses: the full batch's loss. */
   loss = 0
 
@@ -51,27 +52,26 @@ export class GradientAccumulator {
    * @param weight the micro-batch's share of the full batch's loss (its trained tokens over the
    *   batch's, for a token mean).
    */
-  async add(weight: number, lossFn: (keep: KeepMetric) => tf.Scalar): Promise<void> {
-    const kept: Record<string, tf.Scalar> = {}
+  async add(weight: number, lossFn: (keep: KeepMetric<K>) => tf.Scalar): Promise<void> {
+    const kept = new Map<K, tf.Scalar>()
     try {
       const result = await lossAndGrads(this.model, () => {
         const loss = lossFn((name, value) => {
-          kept[name] = tf.keep(value)
+          kept.set(name, tf.keep(value))
         })
         return loss.mul(weight) as tf.Scalar
       })
       this.loss += result.loss
       addGradients(this.grads, result.grads)
-      for (const [k, t] of Object.entries(kept))
-        this.sums[k] = (this.sums[k] ?? 0) + (await t.data())[0]! * weight
+      for (const [k, t] of kept) this.sums.set(k, (this.sums.get(k) ?? 0) + (await t.data())[0]! * weight)
     } finally {
-      tf.dispose(Object.values(kept))
+      tf.dispose([...kept.values()])
     }
   }
 
   /** The kept metrics, each summed over the micro-batches with their weights. */
-  metrics(): Record<string, number> {
-    return { ...this.sums }
+  metrics(): Map<K, number> {
+    return new Map(this.sums)
   }
 
   /**

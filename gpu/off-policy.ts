@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
+import type { MetricValues } from '../protocols/index.ts'
 import { ConfigError } from './errors.ts'
 import { defineRegistry, lookupVariant } from './registry.ts'
 import { assertMatrix, assertShape } from './shape.ts'
@@ -253,7 +254,7 @@ export interface OffPolicyTotals {
  * - `off_policy/capped_frac`: share of tokens whose weight the cap lowered (`decoupled`, `tis`);
  * - `off_policy/masked_frac`: share of tokens masked out (`icepop`).
  */
-export function offPolicyMetrics(t: OffPolicyTotals): Record<string, number> {
+export function offPolicyMetrics(t: OffPolicyTotals): MetricValues {
   const n = Math.max(1, t.tokens)
   return {
     'off_policy/weight_mean': t.tokens ? t.weightSum / n : 0,

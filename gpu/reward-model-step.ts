@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
+import type { MetricValues } from '../protocols/index.ts'
 import { ConfigError } from './errors.ts'
-import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
+import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig, PolicyMetric } from './grpo.ts'
 import { leftPad, leftPaddedTensors, rowChunks } from './left-pad.ts'
 import { GradientAccumulator, type RlOptimizer } from './micro-batch.ts'
 import { hiddenStates, outputWeight, type Transformer } from './transformer.ts'
@@ -111,7 +112,7 @@ export async function rewardModelStep(
   batch: RewardModelBatch,
   verdicts: VerdictTokens,
   config: RewardModelStepConfig = REWARD_MODEL_STEP_DEFAULTS,
-): Promise<Record<string, number>> {
+): Promise<MetricValues> {
   if (!(config.temperature > 0)) throw new ConfigError('temperature', config.temperature, 'must be > 0')
   const { steps, m } = batch
   const vocab = state.model.config.vocabSize
@@ -119,7 +120,7 @@ export async function rewardModelStep(
     tf.oneHot(tf.tensor1d([verdicts.good, verdicts.bad], 'int32'), vocab).transpose(),
   ) // [V, 2]
   const width = Math.max(...batch.prompts.map((p) => p.length))
-  const accumulator = new GradientAccumulator(state.model)
+  const accumulator = new GradientAccumulator<PolicyMetric | 'verdict_entropy'>(state.model)
   try {
     // Every row has m trained entries, so each chunk's loss (a mean over its rows) weighted by
     // rows/steps sums to the whole batch's loss.
@@ -143,7 +144,7 @@ export async function rewardModelStep(
             { logProbs, behaviorLogProbs: behavior, advantages, mask },
             config.loss,
           )
-          for (const [k, t] of Object.entries(metrics)) keep(k, t)
+          for (const k of Object.values(PolicyMetric)) keep(k, metrics[k])
           const pair = logSm.matMul(verdictColumns) // [rows, 2] log p(+), log p(-) (one-hot matmul: wasm has no gather gradient)
           const logQ = pair.sub(pair.logSumExp(1, true)) // log of the renormalised pair
           const entropy = logQ.exp().mul(logQ).sum(1).neg().mean() as tf.Scalar // mean_j H_j
@@ -155,8 +156,8 @@ export async function rewardModelStep(
       }
     }
     const { gradNorm, skipped } = await accumulator.apply(state.optimizer, state.lr)
-    const out: Record<string, number> = { 'reward_model/updates': skipped ? 0 : 1 }
-    for (const [k, v] of Object.entries(accumulator.metrics())) out[`reward_model/${k}`] = v
+    const out: MetricValues = { 'reward_model/updates': skipped ? 0 : 1 }
+    for (const [k, v] of accumulator.metrics()) out[`reward_model/${k}` as const] = v
     out['reward_model/grad_norm'] = gradNorm
     out['reward_model/loss'] = accumulator.loss
     return out

@@ -1,10 +1,11 @@
 import * as tf from '@tensorflow/tfjs'
+import type { MetricValues } from '../protocols/index.ts'
 import { getAggregator } from './aggregation.ts'
 import { type BatchAdvantageConfig, computeBatchAdvantages, perTaskStats } from './batch-advantages.ts'
 import { maskUniformGroups } from './dynamic-sampling.ts'
 import { ConfigError, NonFiniteError, ShapeError } from './errors.ts'
 import { nonFiniteGradientText, TRAINING_TODO } from './gradients.ts'
-import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig } from './grpo.ts'
+import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig, PolicyMetric } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
 import { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
 import {
@@ -101,7 +102,7 @@ export interface RlStepState {
  *   (`offPolicyMetrics`, over the trained tokens of the batch); the ratio metrics of `policy/*`
  *   (`policy/ratio_mean`, the clip fractions, `policy/approx_kl`) are then against the proximal policy.
  */
-export type RlStepMetrics = Record<string, number>
+export type RlStepMetrics = MetricValues
 
 function checkConfig(c: RlStepConfig, state: RlStepState): void {
   if (!(c.temperature > 0)) throw new ConfigError('temperature', c.temperature, 'must be > 0')
@@ -252,7 +253,7 @@ export async function rlStep(
           )
           const meanEntropy = aggregate(entropy, mbMask)
           let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
-          for (const [k, t] of Object.entries(policy)) keep(k, t)
+          for (const k of Object.values(PolicyMetric)) keep(k, policy[k])
           keep('actor/entropy', meanEntropy)
           if (mbRef) {
             const klRef = aggregate(kl(logp, mbRef), mbMask)
@@ -303,7 +304,7 @@ export async function rlStep(
     metrics['optim/grad_norm'] = gradNorm
     metrics['optim/skipped'] = skipped ? 1 : 0
     metrics['optim/lr'] = state.lr
-    Object.assign(metrics, accumulator.metrics())
+    for (const [k, v] of accumulator.metrics()) metrics[k] = v
     if (correction.needsProximal) Object.assign(metrics, offPolicyMetrics(offTotals))
     Object.assign(metrics, perTaskStats((await advantages.data()) as Float32Array, batch.lossMask, batch))
   } finally {

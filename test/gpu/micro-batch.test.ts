@@ -36,13 +36,13 @@ describe('gpu/micro-batch', () => {
       [1, 2, 3, 4],
       [5, 6, 7, 8],
     ]
-    const whole = new GradientAccumulator(model)
+    const whole = new GradientAccumulator<'m'>(model)
     await whole.add(1, (keep) => {
       const loss = meanLogit(model, rows)
       keep('m', loss)
       return loss
     })
-    const halves = new GradientAccumulator(model)
+    const halves = new GradientAccumulator<'m'>(model)
     for (const r of rows)
       await halves.add(0.5, (keep) => {
         const loss = meanLogit(model, [r])
@@ -57,7 +57,7 @@ describe('gpu/micro-batch', () => {
     assert.ok(wa.gradNorm > 0 && Number.isFinite(wa.gradNorm))
     assert.ok(Math.abs(wa.gradNorm - wb.gradNorm) < 1e-5, `${wa.gradNorm} vs ${wb.gradNorm}`)
     assert.ok(Math.abs(whole.loss - halves.loss) < 1e-6)
-    assert.ok(Math.abs(whole.metrics().m! - halves.metrics().m!) < 1e-6)
+    assert.ok(Math.abs(whole.metrics().get('m')! - halves.metrics().get('m')!) < 1e-6)
     assert.deepEqual(Object.keys(b.steps[0]!.grads).sort(), Object.keys(a.steps[0]!.grads).sort())
     for (const [k, g] of Object.entries(a.steps[0]!.grads)) {
       const h = b.steps[0]!.grads[k]!

@@ -286,7 +286,7 @@ describe('gpu/rl-step', () => {
     const cpu = await stepOn('cpu')
     const wasm = await stepOn('wasm')
     await useTestBackend()
-    for (const key of ['loss/total', 'optim/grad_norm', 'actor/entropy', 'policy/approx_kl']) {
+    for (const key of ['loss/total', 'optim/grad_norm', 'actor/entropy', 'policy/approx_kl'] as const) {
       assert.ok(
         Math.abs(cpu.metrics[key]! - wasm.metrics[key]!) < 1e-4,
         `${key}: ${cpu.metrics[key]} vs ${wasm.metrics[key]}`,
@@ -330,7 +330,7 @@ describe('gpu/rl-step', () => {
       }
       const whole = await stepWith(1_000)
       const split = await stepWith(5) // one row (5 tokens) per pass
-      for (const key of ['loss/total', 'optim/grad_norm', 'actor/entropy'])
+      for (const key of ['loss/total', 'optim/grad_norm', 'actor/entropy'] as const)
         assert.ok(
           Math.abs(whole.metrics[key]! - split.metrics[key]!) < 1e-5,
           `${aggregation} ${key}: ${whole.metrics[key]} vs ${split.metrics[key]}`,
