@@ -37,21 +37,8 @@
  */
 
 export { AdamW, type AdamWConfig } from './adamw.ts'
-export {
-  AdvantageEstimatorName,
-  broadcastToTokens,
-  computeAdvantageGrpo,
-  computeAdvantageGrpoNoStd,
-  getAdvantageEstimator,
-  normalizeTaskAdvantages,
-} from './advantage.ts'
-export {
-  AggregationMode,
-  aggregateSeqMeanTokenMean,
-  aggregateSeqMeanTokenSum,
-  aggregateTokenMean,
-  getAggregator,
-} from './aggregation.ts'
+export { AdvantageEstimatorName } from './advantage.ts'
+export { AggregationMode } from './aggregation.ts'
 export {
   type BackendChoice,
   BackendName,
@@ -62,62 +49,31 @@ export {
   THREADS_ENV,
 } from './backend.ts'
 export { computeBatchAdvantages } from './batch-advantages.ts'
-export { BytePairEncoding, learnMerges, MAX_CHUNK_BYTES, splitChunks, splitOnSeparators } from './bpe.ts'
 export type { ChatFormat } from './chat-format.ts'
-export {
-  assistantHeader,
-  ParseErrorCode,
-  parseAssistant,
-  type RenderedChat,
-  renderChat,
-  renderMessage,
-  renderPrompt,
-  renderTools,
-  ToolFormat,
-} from './chat-template.ts'
+export { type RenderedChat, renderChat, renderPrompt, ToolFormat } from './chat-template.ts'
 export {
   CheckpointFile,
   type CheckpointWeights,
-  type LoadedCheckpoint,
   loadCheckpoint,
   loadCheckpointModel,
   readCheckpointWeights,
   saveCheckpoint,
 } from './checkpoint.ts'
 export { computeConsistencyRewards, signedOutcome, UNPARSEABLE_PENALTY } from './consistency-reward.ts'
+export { type BatcherStats, ContinuousBatcher, type ContinuousBatcherOptions } from './continuous-batching.ts'
 export {
-  type BatcherStats,
-  type BatchRequestOptions,
-  ContinuousBatcher,
-  type ContinuousBatcherOptions,
-} from './continuous-batching.ts'
-export { maskUniformGroups } from './dynamic-sampling.ts'
-export { computeEntropyFromLogits } from './entropy.ts'
-export {
-  BackendActivationError,
   BackendUnavailableError,
   BatcherClosedError,
   CheckpointError,
   ConfigError,
-  GradientError,
   ModelTooLargeError,
-  NonFiniteError,
-  NonFiniteWeightsError,
   ShapeError,
   TemplateError,
   ThreadCountError,
   UnknownBackendError,
-  UnknownVariantError,
   UnsupportedArchitectureError,
 } from './errors.ts'
 export { lossAndGrads } from './gradients.ts'
-export {
-  computePolicyLossGrpoTcr,
-  computeTokenLossGrpoTcr,
-  GRPO_TCR_DEFAULTS,
-  type GrpoTcrConfig,
-  PolicyMetric,
-} from './grpo.ts'
 export { toHfConfig } from './hf-config.ts'
 export { exportHf } from './hf-export.ts'
 export {
@@ -127,49 +83,20 @@ export {
   modelMemoryBytes,
   readHfGenerationConfig,
   readHfModelConfig,
-  readHfModelWeights,
 } from './hf-model.ts'
-export {
-  type RandomHfArchitecture,
-  type RandomHfModel,
-  type RandomHfSpec,
-  writeRandomHfCheckpoint,
-} from './hf-random-checkpoint.ts'
 export { hfTensorShapes } from './hf-tensors.ts'
-export { QWEN3_VOCAB_ROWS, type TinyQwen3Options, writeTinyQwen3 } from './hf-tiny-qwen3.ts'
+export { writeTinyQwen3 } from './hf-tiny-qwen3.ts'
 export { JinjaChatFormat, loadJinjaChatFormat } from './jinja-chat-format.ts'
-export { computeKlK1, computeKlK2, computeKlK3, getKlEstimator, KlEstimatorName } from './kl.ts'
-export { KvCache, RaggedKvCache } from './kv-cache.ts'
+export { KlEstimatorName } from './kl.ts'
 export { lastTokenLogits } from './last-logits.ts'
-export {
-  adapterShapes,
-  fullLoraConfig,
-  initAdapters,
-  type LoraConfig,
-  LoraTarget,
-  mergeAdapters,
-} from './lora.ts'
+export { fullLoraConfig, initAdapters, type LoraConfig, LoraTarget } from './lora.ts'
 export { constantLr, type LrSchedule, warmupCosine } from './lr-schedule.ts'
-export { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
-export {
-  getOffPolicyCorrection,
-  OFF_POLICY_DEFAULTS,
-  type OffPolicyConfig,
-  OffPolicyLevel,
-  OffPolicyName,
-  offPolicyMetrics,
-} from './off-policy.ts'
-export {
-  computeOverlongPenalty,
-  type OverlongConfig,
-  overlongPenalty,
-  shapeOverlongRewards,
-} from './overlong.ts'
-export { avgAtK, passAtK, passAtKOver } from './pass-at-k.ts'
-export { type CheckpointPolicy, loadChatFormatOf, loadCheckpointPolicy } from './policy-checkpoint.ts'
+export { OFF_POLICY_DEFAULTS, OffPolicyLevel, OffPolicyName } from './off-policy.ts'
+export { type OverlongConfig, overlongPenalty } from './overlong.ts'
+export { avgAtK, passAtKOver } from './pass-at-k.ts'
+export { loadChatFormatOf, loadCheckpointPolicy } from './policy-checkpoint.ts'
 export { loadPretrainedTokenizer } from './pretrained-tokenizer.ts'
 export { createRng, type Rng, shuffle } from './prng.ts'
-export { QWEN3_TOKENIZER_DIR, QWEN3_TOKENIZER_FILES } from './qwen3-tokenizer-files.ts'
 export {
   REWARD_MODEL_STEP_DEFAULTS,
   type RewardModelBatch,
@@ -180,16 +107,8 @@ export {
 } from './reward-model-step.ts'
 export type { RlBatch } from './rl-batch.ts'
 export { RL_STEP_DEFAULTS, type RlStepConfig, type RlStepMetrics, rlStep } from './rl-step.ts'
-export {
-  decodeSafetensors,
-  encodeSafetensors,
-  f32ToBf16Bits,
-  f32ToF16Bits,
-  type NamedTensor,
-  nonFiniteValues,
-  SafetensorsDtype,
-} from './safetensors.ts'
-export { FinishReason, type Generation, generate, pick } from './sampler.ts'
+export { decodeSafetensors, encodeSafetensors, type NamedTensor, SafetensorsDtype } from './safetensors.ts'
+export { FinishReason, generate, pick } from './sampler.ts'
 export {
   makeBatches,
   type SftBatch,
@@ -199,37 +118,21 @@ export {
   sftStepCount,
   trainSft,
 } from './sft.ts'
-export { SftWorkerError, SftWorkers, withSftWorkers } from './sft-workers.ts'
-export {
-  computeGroupStepAdvantages,
-  computeIntegratedStepRewards,
-  meanJudgement,
-  padTokenAdvantages,
-  stepAdvantagesToTokens,
-  zscorePerStepIndex,
-} from './step-reward.ts'
-export {
-  DEFAULT_TOKENIZER_SETTINGS,
-  learnTaskTokenizer,
-  SpecialToken,
-  Tokenizer,
-  type TokenizerSettings,
-} from './tokenizer.ts'
+export { SftWorkers, withSftWorkers } from './sft-workers.ts'
+export { computeGroupStepAdvantages, padTokenAdvantages } from './step-reward.ts'
+export { learnTaskTokenizer, SpecialToken, Tokenizer, type TokenizerSettings } from './tokenizer.ts'
 export { loadTokenizer, saveTokenizer, tokenizerJson } from './tokenizer-file.ts'
 export {
   createTransformer,
   disposeTransformer,
   type FullTransformerConfig,
-  forward,
   fullConfig,
   initWeights,
   parameterBytes,
   parameterCount,
-  paramShapes,
   type Transformer,
   type TransformerConfig,
   tokenLogprobs,
-  tokenStatsAt,
   trainingFlopsPerToken,
   withAdapters,
 } from './transformer.ts'

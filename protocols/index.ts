@@ -27,33 +27,12 @@ export {
   EnvWorkerLost,
   EnvWorkerStart,
   EnvWorkers,
-  envMessages,
   SessionStatus,
 } from './env-api.ts'
-export {
-  DecodeError,
-  DuplicateMessageTypeError,
-  ErrorCode,
-  InvariantError,
-  ProtocolError,
-  RemoteError,
-  SubjectTokenError,
-  UnknownTypeError,
-  ValidationError,
-  VersionMismatchError,
-} from './errors.ts'
+export { ErrorCode, InvariantError, ProtocolError, RemoteError, ValidationError } from './errors.ts'
 export { LearnerState, LearnerStatus } from './learner-api.ts'
+export { type Envelope, encodeEnvelope, errorReply, MessageRegistry, type PayloadOf } from './message.ts'
 export {
-  defineMessage,
-  type Envelope,
-  encodeEnvelope,
-  errorReply,
-  MessageRegistry,
-  type PayloadOf,
-} from './message.ts'
-export {
-  METRIC_CATALOG,
-  type MetricCatalogKey,
   type MetricKey,
   MetricKind,
   MetricPanel,
@@ -87,11 +66,10 @@ export {
   SandboxHealthSchema,
   SandboxLanguage,
   SandboxRunCode,
-  sandboxMessages,
   statusOf,
 } from './sandbox-api.ts'
-export { checkToken, QueueGroups, Subjects, subject } from './subjects.ts'
+export { checkToken, QueueGroups, Subjects } from './subjects.ts'
 export { type Trajectory, TrajectoryGroup, type TrajectoryGroupPayload } from './trajectory-api.ts'
-export type { Bytes, Millis, Seconds, Tokens } from './units.ts'
+export type { Bytes, Millis, Seconds } from './units.ts'
 export { checkVersion, PROTOCOL_VERSION } from './version.ts'
 export { WeightsPublished, weightsBucket } from './weights-api.ts'

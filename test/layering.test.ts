@@ -42,6 +42,22 @@ function specifiers(file: string): string[] {
   return out
 }
 
+/** The names `text` lists in its `import {..}` / `export {..}` clauses from a path ending in `suffix`. */
+function namesFrom(text: string, suffix: string): string[] {
+  const out: string[] = []
+  for (const m of text.matchAll(/(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s*from\s*'([^']+)'/g)) {
+    if (!m[2]!.endsWith(suffix)) continue
+    for (const part of m[1]!.split(',')) {
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)[0]!
+      if (name) out.push(name)
+    }
+  }
+  return out
+}
+
 /** `[file, specifier]` of every import in the layered folders. */
 function imports(): { folder: string; file: string; spec: string }[] {
   return Object.keys(mayImport).flatMap((folder) =>
@@ -166,6 +182,35 @@ describe('layering', () => {
       if (!mayImport[folder]!.includes(top)) bad.push(`${where} (${folder}/ may not import ${top}/)`)
       else if (target !== `${top}/index.ts`) bad.push(`${where} (not through ${top}/index.ts)`)
     }
+    assert.deepEqual(bad, [])
+  })
+
+  it('layering - an index.ts exports only what another folder imports through it; what only the tests need is in testing.ts, which only test/ imports', () => {
+    const bad: string[] = []
+    for (const folder of ['protocols', 'gpu', 'sandboxes', 'actors']) {
+      const exported = namesFrom(readFileSync(join(root, folder, 'index.ts'), 'utf8'), '')
+      const used = new Set<string>()
+      for (const other of Object.keys(mayImport).filter((f) => f !== folder))
+        for (const file of sources(join(root, other))) {
+          const text = readFileSync(file, 'utf8')
+          for (const name of namesFrom(text, `/${folder}/index.ts`)) used.add(name)
+          // a namespace import: the names read off it
+          for (const ns of text.matchAll(
+            new RegExp(
+              `import\\s+(?:type\\s+)?\\*\\s+as\\s+(\\w+)\\s+from\\s+'[^']*/${folder}/index\\.ts'`,
+              'g',
+            ),
+          ))
+            for (const m of text.matchAll(new RegExp(`\\b${ns[1]}\\.(\\w+)`, 'g'))) used.add(m[1]!)
+          // a dynamic import(): the names the file reads off the module
+          if (new RegExp(`import\\(\\s*'[^']*/${folder}/index\\.ts'`).test(text))
+            for (const name of exported) if (new RegExp(`\\b${name}\\b`).test(text)) used.add(name)
+        }
+      for (const name of exported) if (!used.has(name)) bad.push(`${folder}/index.ts exports ${name}`)
+    }
+    for (const { file, spec } of imports())
+      if (spec.endsWith('/testing.ts') && !spec.startsWith('./'))
+        bad.push(`${relative(root, file)} imports ${spec}`)
     assert.deepEqual(bad, [])
   })
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ManualClock } from '../../actors/index.ts'
+import { ManualClock } from '../../actors/testing.ts'
 import { LiveView } from '../../bin/monitor/live-view.ts'
 import { syntheticMetrics, syntheticSftMetrics } from '../support/synthetic-run.ts'
 

@@ -7,10 +7,10 @@ import {
   disposeTransformer,
   loadHfModel,
   loadJinjaChatFormat,
-  QWEN3_TOKENIZER_DIR,
   readHfModelConfig,
   writeTinyQwen3,
 } from '../../gpu/index.ts'
+import { QWEN3_TOKENIZER_DIR } from '../../gpu/testing.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 import { runTriad } from '../support/triad-process.ts'
 

@@ -6,12 +6,12 @@ import { describe, it } from 'node:test'
 import {
   connectNats,
   InProcessTransport,
-  ManualClock,
   type NatsTransport,
   recordRunTransport,
   runDirPaths,
   startNatsServer,
 } from '../../actors/index.ts'
+import { ManualClock } from '../../actors/testing.ts'
 import { type MonitorSnapshot, monitorOnce, waitingText } from '../../bin/commands/monitor.ts'
 import { CliError } from '../../bin/errors.ts'
 import { formatDuration, MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'

@@ -9,11 +9,11 @@ import {
   type EvalInstance,
   type EvalResult,
   EvalResultSchema,
-  formatMetricsLine,
   pairedDifference,
   type RunDir,
   writeEvalResult,
 } from '../../actors/index.ts'
+import { formatMetricsLine } from '../../actors/testing.ts'
 import { buildReport } from '../../bin/commands/report.ts'
 import { chromiumMissing, dumpDom } from '../support/headless-chromium.ts'
 import { SYNTHETIC_TASKS, syntheticMetrics } from '../support/synthetic-run.ts'

@@ -15,16 +15,13 @@ import { basename, join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
-  freePort,
-  ManualClock,
   NotARunDirError,
-  parseMetricsLines,
-  RUN_LOCK_FILE,
   RunLockedError,
   readLatestCheckpoint,
   runDirPaths,
   writeEvalResult,
 } from '../../actors/index.ts'
+import { freePort, ManualClock, parseMetricsLines, RUN_LOCK_FILE } from '../../actors/testing.ts'
 import { type PreparedRun, prepareRun, type ReadyRun, startedLine } from '../../bin/commands/run.ts'
 import { MetricsState, renderSnapshot } from '../../bin/monitor/metrics-state.ts'
 import { RecipeError, RecipeMismatchError, type TaskCatalog } from '../../recipes/index.ts'

@@ -10,7 +10,6 @@ import {
   createTransformer,
   disposeTransformer,
   generate,
-  type LoadedCheckpoint,
   loadCheckpoint,
   loadJinjaChatFormat,
   renderChat,
@@ -19,6 +18,7 @@ import {
   trainSft,
   warmupCosine,
 } from '../../gpu/index.ts'
+import type { LoadedCheckpoint } from '../../gpu/testing.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import {

@@ -5,18 +5,20 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { parquetReadObjects } from 'hyparquet'
 import {
-  appendTrajectoryLog,
   createRunDir,
-  ensureTrajectoryStream,
   getTask,
   InProcessTransport,
+  readTrajectoryLog,
+  TRAJECTORY_LOG_FILE,
+} from '../../actors/index.ts'
+import {
+  appendTrajectoryLog,
+  ensureTrajectoryStream,
   type LearnerCore,
   LearnerLoop,
   openTrajectoryConsumer,
   openTrajectoryPublisher,
-  readTrajectoryLog,
-  TRAJECTORY_LOG_FILE,
-} from '../../actors/index.ts'
+} from '../../actors/testing.ts'
 import { runTrajectories } from '../../bin/commands/trajectories.ts'
 import type { TrajectoryRow } from '../../bin/trajectories/trajectory-rows.ts'
 import type { TrajectoryGroupPayload } from '../../protocols/index.ts'

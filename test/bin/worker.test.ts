@@ -13,11 +13,11 @@ import {
   ProcessSupervisor,
   policyReplies,
   remoteActor,
-  STOP_GRACE_MS,
   startNatsServer,
   streamManager,
   trajectoryStreamName,
 } from '../../actors/index.ts'
+import { STOP_GRACE_MS } from '../../actors/testing.ts'
 import { PolicyGenerate, Subjects } from '../../protocols/index.ts'
 import { collectMetricsReports, type Report } from '../support/metrics-reports.ts'
 import { suiteNatsServer } from '../support/suite-nats-server.ts'

@@ -5,13 +5,13 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import {
   auditGroups,
-  auditIsClean,
   connectNats,
   groupAuditLine,
   startNatsServer,
   streamManager,
   trajectoryStreamName,
 } from '../../actors/index.ts'
+import { auditIsClean } from '../../actors/testing.ts'
 import {
   type Envelope,
   MessageRegistry,

@@ -14,14 +14,8 @@ import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { after, afterEach, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import {
-  connectNats,
-  NATS_STORE_LOCK_FILE,
-  RUN_LOCK_FILE,
-  startNatsServer,
-  streamManager,
-  trajectoryStreamName,
-} from '../../actors/index.ts'
+import { connectNats, startNatsServer, streamManager, trajectoryStreamName } from '../../actors/index.ts'
+import { NATS_STORE_LOCK_FILE, RUN_LOCK_FILE } from '../../actors/testing.ts'
 import { auditGroups } from '../support/group-audit.ts'
 import { learnerStep } from '../support/learner-step.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'

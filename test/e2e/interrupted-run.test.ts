@@ -6,12 +6,12 @@ import { after, afterEach, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
   connectNats,
-  LEARNER_LOCK_FILE,
   readLatestCheckpoint,
   startNatsServer,
   streamManager,
   trajectoryStreamName,
 } from '../../actors/index.ts'
+import { LEARNER_LOCK_FILE } from '../../actors/testing.ts'
 import { auditGroups } from '../support/group-audit.ts'
 import { learnerStep } from '../support/learner-step.ts'
 import { pathWithNatsServer } from '../support/nats-path.ts'

@@ -5,14 +5,8 @@ import { basename, join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import {
-  connectNats,
-  LEARNER_LOCK_FILE,
-  RUN_LOCK_FILE,
-  startNatsServer,
-  streamManager,
-  trajectoryStreamName,
-} from '../../actors/index.ts'
+import { connectNats, startNatsServer, streamManager, trajectoryStreamName } from '../../actors/index.ts'
+import { LEARNER_LOCK_FILE, RUN_LOCK_FILE } from '../../actors/testing.ts'
 import { createRng } from '../../gpu/index.ts'
 import { auditGroups } from '../support/group-audit.ts'
 import { learnerStep } from '../support/learner-step.ts'

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { ConfigError } from '../../gpu/index.ts'
 import {
   BytePairEncoding,
-  ConfigError,
   learnMerges,
   MAX_CHUNK_BYTES,
   splitChunks,
   splitOnSeparators,
-} from '../../gpu/index.ts'
+} from '../../gpu/testing.ts'
 
 const F = 264 // first merge id after the default special tokens
 const a = 97

@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import {
-  assistantHeader,
-  ParseErrorCode,
-  parseAssistant,
-  renderChat,
-  renderPrompt,
-  renderTools,
-  TemplateError,
-  Tokenizer,
-} from '../../gpu/index.ts'
+import { renderChat, renderPrompt, TemplateError, Tokenizer } from '../../gpu/index.ts'
+import { assistantHeader, ParseErrorCode, parseAssistant, renderTools } from '../../gpu/testing.ts'
 import type { AssistantMessage, ChatMessage, ToolSchema } from '../../protocols/index.ts'
 
 const tok = new Tokenizer()

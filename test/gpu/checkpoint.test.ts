@@ -9,7 +9,6 @@ import {
   chooseBackend,
   createTransformer,
   disposeTransformer,
-  forward,
   getWeights,
   learnTaskTokenizer,
   loadCheckpoint,
@@ -19,6 +18,7 @@ import {
   Tokenizer,
   type TransformerConfig,
 } from '../../gpu/index.ts'
+import { forward } from '../../gpu/testing.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 
 const tokenizer = new Tokenizer()

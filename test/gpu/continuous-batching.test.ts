@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   BatcherClosedError,
-  type BatchRequestOptions,
   ConfigError,
   ContinuousBatcher,
   createRng,
@@ -17,6 +16,7 @@ import {
   type TransformerConfig,
   tokenLogprobs,
 } from '../../gpu/index.ts'
+import type { BatchRequestOptions } from '../../gpu/testing.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 
 const config: TransformerConfig = { layers: 2, width: 16, heads: 2, contextLength: 32, vocabSize: 13 }

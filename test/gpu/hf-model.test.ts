@@ -12,16 +12,14 @@ import {
   createTransformer,
   disposeTransformer,
   exportHf,
-  forward,
   generate,
-  KvCache,
   learnTaskTokenizer,
   loadHfModel,
   ModelTooLargeError,
-  readHfModelWeights,
   saveCheckpoint,
   UnsupportedArchitectureError,
 } from '../../gpu/index.ts'
+import { forward, KvCache, readHfModelWeights } from '../../gpu/testing.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { referenceLogits } from '../support/hf-reference-forward.ts'
 import { useTestBackend } from '../support/test-backend.ts'

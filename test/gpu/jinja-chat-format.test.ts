@@ -3,12 +3,11 @@ import { describe, it } from 'node:test'
 import {
   type ChatFormat,
   loadJinjaChatFormat,
-  ParseErrorCode,
   renderChat,
-  renderMessage,
   Tokenizer,
   TriadChatFormat,
 } from '../../gpu/index.ts'
+import { ParseErrorCode, renderMessage } from '../../gpu/testing.ts'
 import type { ChatMessage, ToolSchema } from '../../protocols/index.ts'
 import { QWEN3_TOKENIZER_DIR } from '../support/qwen3-tokenizer.ts'
 

@@ -7,13 +7,11 @@ import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import {
   AdamW,
-  adapterShapes,
   CheckpointError,
   ConfigError,
   createTransformer,
   disposeTransformer,
   exportHf,
-  forward,
   fullConfig,
   fullLoraConfig,
   getWeights,
@@ -22,13 +20,13 @@ import {
   loadCheckpointModel,
   loadHfModel,
   lossAndGrads,
-  mergeAdapters,
   readCheckpointWeights,
   saveCheckpoint,
   type Transformer,
   tokenLogprobs,
   withAdapters,
 } from '../../gpu/index.ts'
+import { adapterShapes, forward, mergeAdapters } from '../../gpu/testing.ts'
 import { type TestHfSpec, writeHfCheckpoint } from '../support/hf-checkpoint.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 

@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import {
-  CheckpointError,
-  decodeSafetensors,
-  encodeSafetensors,
-  f32ToBf16Bits,
-  f32ToF16Bits,
-} from '../../gpu/index.ts'
+import { CheckpointError, decodeSafetensors, encodeSafetensors } from '../../gpu/index.ts'
+import { f32ToBf16Bits, f32ToF16Bits } from '../../gpu/testing.ts'
 
 function withHeader(header: unknown, data: Uint8Array): Uint8Array {
   const json = Buffer.from(JSON.stringify(header))

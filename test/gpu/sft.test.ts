@@ -11,7 +11,6 @@ import {
   type RenderedChat,
   renderChat,
   type SftLogRecord,
-  SftWorkerError,
   SftWorkers,
   sftLoss,
   sftStep,
@@ -21,6 +20,7 @@ import {
   trainSft,
   warmupCosine,
 } from '../../gpu/index.ts'
+import { SftWorkerError } from '../../gpu/testing.ts'
 import { testBackendName, useTestBackend } from '../support/test-backend.ts'
 
 const ex = (ids: number[], mask: number[]): RenderedChat => ({

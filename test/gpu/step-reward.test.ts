@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { ConfigError, computeGroupStepAdvantages, padTokenAdvantages, ShapeError } from '../../gpu/index.ts'
 import {
-  ConfigError,
-  computeGroupStepAdvantages,
   computeIntegratedStepRewards,
   meanJudgement,
-  padTokenAdvantages,
-  ShapeError,
   stepAdvantagesToTokens,
   zscorePerStepIndex,
-} from '../../gpu/index.ts'
+} from '../../gpu/testing.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol = 1e-6) => {
   assert.equal(actual.length, expected.length, `length ${actual.length} vs ${expected.length}`)

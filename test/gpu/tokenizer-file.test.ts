@@ -5,12 +5,12 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   CheckpointError,
-  DEFAULT_TOKENIZER_SETTINGS,
   learnTaskTokenizer,
   loadTokenizer,
   saveTokenizer,
   Tokenizer,
 } from '../../gpu/index.ts'
+import { DEFAULT_TOKENIZER_SETTINGS } from '../../gpu/testing.ts'
 
 describe('gpu/tokenizer-file', () => {
   let dir: string

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   ConfigError,
-  DEFAULT_TOKENIZER_SETTINGS,
   learnTaskTokenizer,
-  parseAssistant,
   renderChat,
   SpecialToken,
   TemplateError,
   Tokenizer,
 } from '../../gpu/index.ts'
+import { DEFAULT_TOKENIZER_SETTINGS, parseAssistant } from '../../gpu/testing.ts'
 import type { ChatMessage } from '../../protocols/index.ts'
 
 const tok = new Tokenizer()

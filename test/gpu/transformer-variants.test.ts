@@ -5,15 +5,13 @@ import {
   createRng,
   createTransformer,
   disposeTransformer,
-  forward,
   fullConfig,
   initWeights,
   parameterBytes,
-  paramShapes,
   type TransformerConfig,
   tokenLogprobs,
-  tokenStatsAt,
 } from '../../gpu/index.ts'
+import { forward, paramShapes, tokenStatsAt } from '../../gpu/testing.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 
 /**

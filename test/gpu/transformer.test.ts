@@ -6,13 +6,13 @@ import {
   createRng,
   createTransformer,
   disposeTransformer,
-  forward,
   initWeights,
   parameterCount,
   ShapeError,
   type TransformerConfig,
   tokenLogprobs,
 } from '../../gpu/index.ts'
+import { forward } from '../../gpu/testing.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 
 const tiny: TransformerConfig = {

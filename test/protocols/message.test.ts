@@ -1,18 +1,15 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
-  DecodeError,
   decode,
   EnvStart,
   encode,
   encodeEnvelope,
-  envMessages,
   MessageRegistry,
   PROTOCOL_VERSION,
-  UnknownTypeError,
   ValidationError,
-  VersionMismatchError,
 } from '../../protocols/index.ts'
+import { DecodeError, envMessages, UnknownTypeError, VersionMismatchError } from '../../protocols/testing.ts'
 
 const registry = new MessageRegistry([...envMessages])
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { relative } from 'node:path'
 import { describe, it } from 'node:test'
-import { METRIC_CATALOG, MetricKind, MetricPanel, metricKeyInfo } from '../../protocols/index.ts'
+import { MetricKind, MetricPanel, metricKeyInfo } from '../../protocols/index.ts'
+import { METRIC_CATALOG } from '../../protocols/testing.ts'
 import { REPO_ROOT, sourceFiles } from '../support/source-files.ts'
 
 const root = REPO_ROOT

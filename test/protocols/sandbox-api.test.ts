@@ -6,10 +6,10 @@ import {
   MessageRegistry,
   RunCodeRequestSchema,
   SandboxRunCode,
-  sandboxMessages,
   statusOf,
   ValidationError,
 } from '../../protocols/index.ts'
+import { sandboxMessages } from '../../protocols/testing.ts'
 
 const done = (return_code: number): CommandRunResult => ({
   status: 'Finished',

@@ -4,21 +4,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { z } from 'zod'
+import { createRunDir, type RunDir } from '../../actors/index.ts'
 import {
-  createRunDir,
   Learner,
   learnerSettingsOf,
   RewardModelLearner,
-  type RunDir,
   rewardActorOptionsOf,
   rolloutSettingsOf,
-} from '../../actors/index.ts'
-import {
-  createTransformer,
-  DEFAULT_TOKENIZER_SETTINGS,
-  disposeTransformer,
-  Tokenizer,
-} from '../../gpu/index.ts'
+} from '../../actors/testing.ts'
+import { createTransformer, disposeTransformer, Tokenizer } from '../../gpu/index.ts'
+import { DEFAULT_TOKENIZER_SETTINGS } from '../../gpu/testing.ts'
 import {
   builtinTaskCatalog,
   defineRecipe,

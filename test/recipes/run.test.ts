@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { createRunDir, freePort, NatsConnectError } from '../../actors/index.ts'
+import { createRunDir, NatsConnectError } from '../../actors/index.ts'
+import { freePort } from '../../actors/testing.ts'
 import { defineRecipe, resolveTasks, startRun } from '../../recipes/index.ts'
 
 describe('recipes/run', () => {

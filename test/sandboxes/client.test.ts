@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { RunCodeResponse, SandboxHealth } from '../../protocols/index.ts'
-import { SandboxClient, SandboxHttpError, SandboxUnreachableError } from '../../sandboxes/index.ts'
+import { SandboxClient } from '../../sandboxes/index.ts'
+import { SandboxHttpError, SandboxUnreachableError } from '../../sandboxes/testing.ts'
 
 const HEALTH: SandboxHealth = {
   status: 'ok',

@@ -10,10 +10,9 @@ import {
   DEFAULT_LIMITS,
   DockerBackend,
   DockerMode,
-  SANDBOX_UID,
-  SANDBOX_UID_COUNT,
   SandboxImageError,
 } from '../../sandboxes/index.ts'
+import { SANDBOX_UID, SANDBOX_UID_COUNT } from '../../sandboxes/testing.ts'
 import {
   badRequestCases,
   forkServerCases,

@@ -8,11 +8,10 @@ import {
   buildSandboxServer,
   DEFAULT_LIMITS,
   DockerBackend,
-  LANGUAGES,
   LocalBackend,
-  missingToolchain,
   type SandboxBackend,
 } from '../../sandboxes/index.ts'
+import { LANGUAGES, missingToolchain } from '../../sandboxes/testing.ts'
 import { within } from '../support/within.ts'
 import { post } from './hostile-suite.ts'
 

@@ -1,13 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { RunCodeRequestSchema } from '../../protocols/index.ts'
-import {
-  checkRequest,
-  DEFAULT_LIMITS,
-  LANGUAGES,
-  languageCommands,
-  SandboxRequestError,
-} from '../../sandboxes/index.ts'
+import { DEFAULT_LIMITS } from '../../sandboxes/index.ts'
+import { checkRequest, LANGUAGES, languageCommands, SandboxRequestError } from '../../sandboxes/testing.ts'
 import { utf8BodyText } from '../../sandboxes/unicode-text.ts'
 
 const req = (o: Record<string, unknown>) => RunCodeRequestSchema.parse({ code: '', language: 'python', ...o })

@@ -9,7 +9,8 @@ import {
   SandboxRunCode,
   Subjects,
 } from '../../protocols/index.ts'
-import { DEFAULT_LIMITS, LocalBackend, sandboxReplies } from '../../sandboxes/index.ts'
+import { DEFAULT_LIMITS, LocalBackend } from '../../sandboxes/index.ts'
+import { sandboxReplies } from '../../sandboxes/testing.ts'
 
 const run = `sbx${process.pid}`
 const limits = { ...DEFAULT_LIMITS, concurrency: 2, outputBytes: 64 * 1024 }

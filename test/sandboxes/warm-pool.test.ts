@@ -6,7 +6,7 @@ import {
   SandboxLostError,
   WarmPool,
   type WarmSandbox,
-} from '../../sandboxes/index.ts'
+} from '../../sandboxes/testing.ts'
 
 interface Fake extends WarmSandbox {
   id: number

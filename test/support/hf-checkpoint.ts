@@ -7,4 +7,4 @@ export {
   type RandomHfModel as TestHfModel,
   type RandomHfSpec as TestHfSpec,
   writeRandomHfCheckpoint as writeHfCheckpoint,
-} from '../../gpu/index.ts'
+} from '../../gpu/testing.ts'

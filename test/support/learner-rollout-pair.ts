@@ -1,11 +1,11 @@
 import {
   type NodeConfig,
-  type NodeHandle,
   startActorSystem,
   startLearnerNode,
   startRolloutNode,
   type Transport,
 } from '../../actors/index.ts'
+import type { NodeHandle } from '../../actors/testing.ts'
 
 /** A learner node and a rollout node of one run, started in this process by a test. */
 export interface LearnerRolloutPair {

@@ -1,11 +1,6 @@
 import { appendFileSync } from 'node:fs'
-import {
-  createRunDir,
-  formatMetricsLine,
-  type MetricsLine,
-  type RunDir,
-  writeEvalResult,
-} from '../../actors/index.ts'
+import { createRunDir, type MetricsLine, type RunDir, writeEvalResult } from '../../actors/index.ts'
+import { formatMetricsLine } from '../../actors/testing.ts'
 
 /** Tasks of the synthetic run. */
 export const SYNTHETIC_TASKS = ['calc', 'sql', 'maze'] as const

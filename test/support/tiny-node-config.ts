@@ -1,4 +1,5 @@
-import type { NodeConfig, NodeTriadConfig } from '../../actors/index.ts'
+import type { NodeConfig } from '../../actors/index.ts'
+import type { NodeTriadConfig } from '../../actors/testing.ts'
 import { RL_STEP_DEFAULTS } from '../../gpu/index.ts'
 
 /**

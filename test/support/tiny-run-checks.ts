@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { readAckRecords, readLatestCheckpoint } from '../../actors/index.ts'
+import { readLatestCheckpoint } from '../../actors/index.ts'
+import { readAckRecords } from '../../actors/testing.ts'
 import { metricKeyInfo } from '../../protocols/index.ts'
 
 /** One line of a run's `metrics.jsonl`. */

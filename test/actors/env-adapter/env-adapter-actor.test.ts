@@ -2,14 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
   connectNats,
-  envAdapterReplies,
   type NatsTransport,
   remoteActor,
   startActorSystem,
-  startEnvAdapter,
   TRIAD_SWITCHES_DEFAULTS,
-  TRIAD_SWITCHES_OFF,
 } from '../../../actors/index.ts'
+import { envAdapterReplies, startEnvAdapter, TRIAD_SWITCHES_OFF } from '../../../actors/testing.ts'
 import {
   EnvDifficulty,
   EnvDifficultyGet,

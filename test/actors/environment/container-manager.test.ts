@@ -3,21 +3,23 @@ import { after, before, describe, it } from 'node:test'
 import Docker from 'dockerode'
 import {
   type ActorSystem,
-  ContainerError,
   ContainerExec,
-  ContainerLabels,
   ContainerManager,
-  type EnvController,
-  type EnvWorker,
-  ensureBusyboxImage,
   InProcessTransport,
-  ManualClock,
   startActorSystem,
   startEnvController,
   startEnvWorker,
-  type Task,
   taskRegistry,
 } from '../../../actors/index.ts'
+import {
+  ContainerError,
+  ContainerLabels,
+  type EnvController,
+  type EnvWorker,
+  ensureBusyboxImage,
+  ManualClock,
+  type Task,
+} from '../../../actors/testing.ts'
 import {
   type Envelope,
   EnvInteract,

@@ -7,7 +7,6 @@ import { Svcm } from '@nats-io/services'
 import {
   type ActorSystem,
   connectNats,
-  type EnvController,
   type NatsServer,
   type NatsTransport,
   startActorSystem,
@@ -15,6 +14,7 @@ import {
   startNatsServer,
   tasks,
 } from '../../../actors/index.ts'
+import type { EnvController } from '../../../actors/testing.ts'
 import {
   type EnvAck,
   EnvCancelAll,

@@ -2,13 +2,8 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import {
-  calc,
-  chatCompletionsUrl,
-  OpenAIPolicy,
-  PolicyEndpointError,
-  playEpisode,
-} from '../../../actors/index.ts'
+import { OpenAIPolicy, PolicyEndpointError, playEpisode } from '../../../actors/index.ts'
+import { calc, chatCompletionsUrl } from '../../../actors/testing.ts'
 import { runTriad } from '../../support/triad-process.ts'
 
 // A tiny local HTTP server that stands in for a real LLM endpoint (vLLM, OpenAI ...): it speaks

@@ -2,13 +2,8 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, describe, it } from 'node:test'
-import {
-  checkSandboxesOf,
-  checkTaskSandboxes,
-  createCodeTask,
-  SandboxCheckError,
-  tasks,
-} from '../../../actors/index.ts'
+import { checkSandboxesOf, checkTaskSandboxes, SandboxCheckError, tasks } from '../../../actors/index.ts'
+import { createCodeTask } from '../../../actors/testing.ts'
 
 const HEALTH = {
   status: 'ok',

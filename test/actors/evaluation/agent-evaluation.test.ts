@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import {
-  AgentInstancesError,
   type EvaluationSettings,
   evaluateEpisodes,
   evaluatePolicy,
   pairedDifference,
 } from '../../../actors/index.ts'
+import { AgentInstancesError } from '../../../actors/testing.ts'
 import { createTransformer, Tokenizer } from '../../../gpu/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { InProcessTransport, startActorSystem, startPolicyEngine } from '../../../actors/index.ts'
 import {
   AgentEpisodeError,
   AgentFailure,
@@ -11,14 +12,11 @@ import {
   AgentRunner,
   type AgentTaskSpec,
   Gateway,
-  InProcessTransport,
   type PolicyEngine,
   PolicyRouter,
   RolloutDriver,
-  startActorSystem,
-  startPolicyEngine,
   WeightStore,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import { createRng, initWeights, Tokenizer, TriadChatFormat } from '../../../gpu/index.ts'
 
 /**

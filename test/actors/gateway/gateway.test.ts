@@ -1,21 +1,19 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import OpenAI from 'openai'
+import { InProcessTransport, startActorSystem, startPolicyEngine } from '../../../actors/index.ts'
 import {
   AgentEpisodeError,
   AgentFailure,
   Gateway,
-  InProcessTransport,
   type PolicyEngine,
   PolicyRouter,
   SESSION_HEADER,
   SegmentBreak,
   type SessionOptions,
-  startActorSystem,
-  startPolicyEngine,
   type TurnGenerator,
   WeightStore,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import { createRng, initWeights, Tokenizer, TriadChatFormat } from '../../../gpu/index.ts'
 import type { ChatMessage, PayloadOf, PolicyGenerate } from '../../../protocols/index.ts'
 

@@ -6,16 +6,18 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import {
   connectNats,
-  ensureTrajectoryStream,
   NatsServerError,
-  type NatsServerEvent,
   natsServerEventLine,
-  openTrajectoryPublisher,
   startNatsServer,
   streamManager,
   superviseNatsServer,
   trajectoryStreamName,
 } from '../../../actors/index.ts'
+import {
+  ensureTrajectoryStream,
+  type NatsServerEvent,
+  openTrajectoryPublisher,
+} from '../../../actors/testing.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 import { waitUntil } from '../../support/process-tree.ts'
 import { within } from '../../support/within.ts'

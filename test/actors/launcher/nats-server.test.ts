@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import {
-  connectNats,
-  freePort,
-  NATS_BIND_ATTEMPTS,
-  NatsServerError,
-  portInUse,
-  startNatsServer,
-} from '../../../actors/index.ts'
+import { connectNats, NatsServerError, startNatsServer } from '../../../actors/index.ts'
+import { freePort, NATS_BIND_ATTEMPTS, portInUse } from '../../../actors/testing.ts'
 
 /** Listens on a free port of 127.0.0.1 (as another process that took it would). */
 function occupy(): Promise<{ port: number; server: Server }> {

@@ -6,16 +6,14 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
+import { type NatsServer, NatsServerError, startNatsServer } from '../../../actors/index.ts'
 import {
   checkStoreFree,
   liveStoreHolder,
   NATS_STOP_GRACE_MS,
   NATS_STORE_ERROR,
   NATS_STORE_LOCK_FILE,
-  type NatsServer,
-  NatsServerError,
-  startNatsServer,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 
 /**
  * One nats-server per JetStream store: the store's `triad-server.lock` names the server's own pid,

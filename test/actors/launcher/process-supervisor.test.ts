@@ -5,12 +5,11 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import {
   childFailureLine,
-  NoReadableCheckpointError,
   type ProcessEvent,
   ProcessSupervisor,
-  parseChildFailure,
   processEventLine,
 } from '../../../actors/index.ts'
+import { NoReadableCheckpointError, parseChildFailure } from '../../../actors/testing.ts'
 
 /** `node -e source` as a supervised child. */
 const nodeChild = (name: string, source: string) => ({

@@ -9,11 +9,10 @@ import {
   childFailureLine,
   isWriteError,
   lockRunDir,
-  parseChildFailure,
   RunWriteError,
-  writeErrorCode,
 } from '../../../actors/index.ts'
 import { logStream } from '../../../actors/launcher/index.ts'
+import { parseChildFailure, writeErrorCode } from '../../../actors/testing.ts'
 
 /** An ENOSPC error as node:fs gives it. */
 const enospc = (path?: string) =>

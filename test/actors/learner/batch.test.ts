@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BatchError, packGroups } from '../../../actors/index.ts'
+import { BatchError, packGroups } from '../../../actors/testing.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 /** A sample: `prompt` tokens untrained, then `response` tokens trained with logprob -0.5 at `version`. */

@@ -4,17 +4,21 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { Learner, LearnerCheckpointError, type LearnerCore, latestCheckpoint } from '../../../actors/index.ts'
+import {
+  Learner,
+  LearnerCheckpointError,
+  type LearnerCore,
+  latestCheckpoint,
+} from '../../../actors/testing.ts'
 import {
   createTransformer,
-  DEFAULT_TOKENIZER_SETTINGS,
   disposeTransformer,
-  forward,
   getWeights,
   type LoraTarget,
   saveCheckpoint,
   Tokenizer,
 } from '../../../gpu/index.ts'
+import { DEFAULT_TOKENIZER_SETTINGS, forward } from '../../../gpu/testing.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 

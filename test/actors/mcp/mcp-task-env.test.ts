@@ -7,7 +7,7 @@ import {
   McpTaskEnv,
   type McpTaskSpec,
   RolloutDriver,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import { Tokenizer } from '../../../gpu/index.ts'
 import type { AssistantMessage } from '../../../protocols/index.ts'
 

@@ -6,18 +6,20 @@ import { after, describe, it } from 'node:test'
 import {
   connectNats,
   type NodeConfig,
+  readLatestCheckpoint,
+  startActorSystem,
+  startLearnerNode,
+  type Transport,
+} from '../../../actors/index.ts'
+import {
   type NodeHandle,
   NoReadableCheckpointError,
   REWARD_MODEL_CHECKPOINT_DIR,
   RewardModelLearner,
-  readLatestCheckpoint,
   rlStartingPolicy,
-  startActorSystem,
-  startLearnerNode,
-  type Transport,
   WeightStore,
   weightsKey,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import {
   chooseBackend,
   createTransformer,

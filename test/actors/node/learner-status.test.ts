@@ -4,13 +4,11 @@ import { Svcm } from '@nats-io/services'
 import {
   type ActorSystem,
   connectNats,
-  exposeLearner,
   InProcessTransport,
-  type LearnerNodeStatus,
-  learnerState,
   startActorSystem,
   type Transport,
 } from '../../../actors/index.ts'
+import { exposeLearner, type LearnerNodeStatus, learnerState } from '../../../actors/testing.ts'
 import { LearnerState, LearnerStatus, MessageRegistry, Subjects } from '../../../protocols/index.ts'
 
 /** A status whose numbers the test sets. */

@@ -8,10 +8,10 @@ import {
   fetchRunTokenizer,
   InProcessTransport,
   type NatsServer,
-  publishRunTokenizer,
   startNatsServer,
   type Transport,
 } from '../../../actors/index.ts'
+import { publishRunTokenizer } from '../../../actors/testing.ts'
 import { learnTaskTokenizer } from '../../../gpu/index.ts'
 
 /** Two parties of one run (learner and rollout): two connections, or two roles on one in-process transport. */

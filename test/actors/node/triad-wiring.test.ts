@@ -3,13 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import {
-  connectNats,
-  InProcessTransport,
-  type NodeConfig,
-  type Transport,
-  WeightStore,
-} from '../../../actors/index.ts'
+import { connectNats, InProcessTransport, type NodeConfig, type Transport } from '../../../actors/index.ts'
+import { WeightStore } from '../../../actors/testing.ts'
 import {
   type Envelope,
   MessageRegistry,

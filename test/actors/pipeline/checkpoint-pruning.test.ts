@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { CheckpointPruneError, checkpointStep, pruneCheckpoints } from '../../../actors/index.ts'
+import { CheckpointPruneError, checkpointStep, pruneCheckpoints } from '../../../actors/testing.ts'
 
 /**
  * A checkpoint directory with `sft/`, `step-<n>/` for each of `steps` (a file in each), a folder

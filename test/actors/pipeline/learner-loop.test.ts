@@ -4,21 +4,23 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
-  CheckpointPruneError,
   connectNats,
-  ensureTrajectoryStream,
   InProcessTransport,
-  type LearnerCore,
-  LearnerLoop,
-  type LearnerLoopSettings,
   type NatsServer,
-  openTrajectoryConsumer,
-  openTrajectoryPublisher,
-  readAckRecords,
   readLatestCheckpoint,
   startNatsServer,
   type Transport,
 } from '../../../actors/index.ts'
+import {
+  CheckpointPruneError,
+  ensureTrajectoryStream,
+  type LearnerCore,
+  LearnerLoop,
+  type LearnerLoopSettings,
+  openTrajectoryConsumer,
+  openTrajectoryPublisher,
+  readAckRecords,
+} from '../../../actors/testing.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 /** A well-formed group of two one-turn samples generated at `version`. */

@@ -3,12 +3,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import type { PipelineCheckpoint } from '../../../actors/index.ts'
 import {
   NoReadableCheckpointError,
-  type PipelineCheckpoint,
   restoreNewestCheckpoint,
   resumeCandidates,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 
 /**
  * A checkpoint directory with `step-<n>/` for each step (each holding `weights`, `ok` or anything

@@ -4,24 +4,26 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
+  connectNats,
+  InProcessTransport,
+  type NatsServer,
+  startNatsServer,
+  streamManager,
+  type Transport,
+  trajectoryStreamName,
+} from '../../../actors/index.ts'
+import {
   addDelivered,
   BufferFullError,
-  connectNats,
   encodeGroup,
   ensureTrajectoryStream,
   InProcessTrajectoryPublisher,
-  InProcessTransport,
-  type NatsServer,
   openTrajectoryConsumer,
   openTrajectoryPublisher,
   PublisherClosedError,
-  startNatsServer,
-  streamManager,
   type TakenGroup,
-  type Transport,
-  trajectoryStreamName,
   trajectorySubject,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 
 export function fakeGroup(id: string, task = 'calc', samples = 2, version = 0): TrajectoryGroupPayload {

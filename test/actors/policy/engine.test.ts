@@ -5,9 +5,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Svcm } from '@nats-io/services'
 import {
-  acceptsVersion,
   connectNats,
-  ManualClock,
   type NatsServer,
   type NatsTransport,
   policyReplies,
@@ -15,10 +13,14 @@ import {
   startActorSystem,
   startNatsServer,
   startPolicyEngine,
+} from '../../../actors/index.ts'
+import {
+  acceptsVersion,
+  ManualClock,
   type WeightMap,
   WeightStore,
   type WeightsAnnouncement,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import {
   ConfigError,
   createRng,

@@ -1,19 +1,21 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
-  EnvClient,
   InProcessTransport,
-  type PolicyEngine,
-  PolicyRouter,
-  RolloutDriver,
-  type RolloutSettings,
   startActorSystem,
   startEnvController,
   startEnvWorker,
   startPolicyEngine,
   tasks,
-  WeightStore,
 } from '../../../actors/index.ts'
+import {
+  EnvClient,
+  type PolicyEngine,
+  PolicyRouter,
+  RolloutDriver,
+  type RolloutSettings,
+  WeightStore,
+} from '../../../actors/testing.ts'
 import { createRng, initWeights, Tokenizer } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 

@@ -7,14 +7,11 @@ import {
   connectNats,
   type NatsServer,
   type NatsTransport,
-  type PolicyEngine,
-  PolicyRouter,
   startActorSystem,
   startNatsServer,
   startPolicyEngine,
-  TrajectoryBuilder,
-  WeightStore,
 } from '../../../actors/index.ts'
+import { type PolicyEngine, PolicyRouter, TrajectoryBuilder, WeightStore } from '../../../actors/testing.ts'
 import { createRng, initWeights, Tokenizer } from '../../../gpu/index.ts'
 
 /**

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { InProcessTransport, PolicyRouter, RequestTimeoutError, type Served } from '../../../actors/index.ts'
+import { InProcessTransport, type Served } from '../../../actors/index.ts'
+import { PolicyRouter, RequestTimeoutError } from '../../../actors/testing.ts'
 import { createRng } from '../../../gpu/index.ts'
 import {
   type Envelope,

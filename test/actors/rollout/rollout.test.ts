@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import {
-  EnvClient,
-  type GroupSink,
-  InProcessTransport,
-  PolicyRouter,
-  RolloutDriver,
-} from '../../../actors/index.ts'
+import { InProcessTransport } from '../../../actors/index.ts'
+import { EnvClient, type GroupSink, PolicyRouter, RolloutDriver } from '../../../actors/testing.ts'
 import { createRng, Tokenizer } from '../../../gpu/index.ts'
 import {
   EnvStart,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { EnvClient, InProcessTransport, PolicyRouter, runEpisode } from '../../../actors/index.ts'
+import { InProcessTransport } from '../../../actors/index.ts'
+import { EnvClient, PolicyRouter, runEpisode } from '../../../actors/testing.ts'
 import { createRng, loadJinjaChatFormat, Tokenizer } from '../../../gpu/index.ts'
 import {
   type ChatMessage,

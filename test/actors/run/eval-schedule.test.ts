@@ -3,12 +3,8 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import {
-  EvalSchedule,
-  ManualClock,
-  nextEvaluationStep,
-  type PipelineCheckpoint,
-} from '../../../actors/index.ts'
+import { EvalSchedule, type PipelineCheckpoint } from '../../../actors/index.ts'
+import { ManualClock, nextEvaluationStep } from '../../../actors/testing.ts'
 
 /** A checkpoint directory whose `latest.json` the test moves, as the learner loop writes it. */
 function checkpoints() {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { formatMetricsLine, parseMetricsLines } from '../../../actors/index.ts'
+import { formatMetricsLine, parseMetricsLines } from '../../../actors/testing.ts'
 
 describe('actors/run/metrics-file', () => {
   it('parseMetricsLines - reads reports and records torn or foreign lines by number', () => {

@@ -8,10 +8,10 @@ import {
   InProcessTransport,
   type MetricsLine,
   metricsWildcard,
-  parseMetricsLines,
   startMetricsSink,
   type Transport,
 } from '../../../actors/index.ts'
+import { parseMetricsLines } from '../../../actors/testing.ts'
 import { MetricsReport, Subjects } from '../../../protocols/index.ts'
 import { eventFiles, readEventFile } from '../../support/tfevents-reader.ts'
 

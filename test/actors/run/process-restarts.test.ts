@@ -6,15 +6,14 @@ import { describe, it } from 'node:test'
 import {
   connectNats,
   InProcessTransport,
-  ManualClock,
   ProcessRestartReport,
   ProcessSupervisor,
-  processRestartsKey,
   RUN_ENDED,
   RUN_FINISHED,
   RUN_MAX_STEPS,
   startNatsServer,
 } from '../../../actors/index.ts'
+import { ManualClock, processRestartsKey } from '../../../actors/testing.ts'
 import { watchMetrics } from '../../../bin/commands/monitor.ts'
 import { MetricsState, renderSnapshot, totalRestarts } from '../../../bin/monitor/metrics-state.ts'
 import { collectMetricsReports } from '../../support/metrics-reports.ts'

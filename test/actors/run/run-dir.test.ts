@@ -6,14 +6,12 @@ import { describe, it } from 'node:test'
 import {
   appendRunLog,
   createRunDir,
-  ManualClock,
   NotARunDirError,
   openRunDir,
   RunFileExistsError,
   RunsDirError,
-  runTimestamp,
-  writeNewFile,
 } from '../../../actors/index.ts'
+import { ManualClock, runTimestamp, writeNewFile } from '../../../actors/testing.ts'
 
 const T0 = Date.UTC(2026, 10, 29, 18, 21, 47, 500)
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-rundir-'))

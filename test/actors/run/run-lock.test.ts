@@ -6,13 +6,8 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import {
-  LEARNER_LOCK_FILE,
-  lockHolderState,
-  lockRunDir,
-  RUN_LOCK_FILE,
-  RunLockedError,
-} from '../../../actors/index.ts'
+import { lockRunDir, RunLockedError } from '../../../actors/index.ts'
+import { LEARNER_LOCK_FILE, lockHolderState, RUN_LOCK_FILE } from '../../../actors/testing.ts'
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'triad-lock-'))
 const runLockModule = fileURLToPath(new URL('../../../actors/run/run-lock.ts', import.meta.url))

@@ -3,14 +3,14 @@ import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { TensorBoardWriter } from '../../../actors/index.ts'
 import {
   fileVersionEvent,
   maskedCrc32c,
   scalarsEvent,
-  TensorBoardWriter,
   tensorboardRunName,
   tfRecord,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import {
   crc32cBitwise,
   eventFiles,

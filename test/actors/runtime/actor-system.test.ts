@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
+import { startActorSystem } from '../../../actors/index.ts'
 import {
   ActorCrashedError,
   ActorStoppedError,
@@ -8,8 +9,7 @@ import {
   type Escalation,
   envelope,
   registeredName,
-  startActorSystem,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import type { Envelope } from '../../../protocols/index.ts'
 
 /** A counter that crashes on `boom` and replies with its count (reset by a restart). */

@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test'
 import { Svcm } from '@nats-io/services'
 import { z } from 'zod'
 import {
-  type Behaviour,
   connectNats,
   exposeActor,
   type NatsServer,
@@ -12,7 +11,9 @@ import {
   startActorSystem,
   startNatsServer,
 } from '../../../actors/index.ts'
-import { defineMessage, ErrorCode, MessageRegistry, RemoteError } from '../../../protocols/index.ts'
+import type { Behaviour } from '../../../actors/testing.ts'
+import { ErrorCode, MessageRegistry, RemoteError } from '../../../protocols/index.ts'
+import { defineMessage } from '../../../protocols/testing.ts'
 
 const Work = defineMessage('test.work', z.object({ crash: z.boolean() }))
 const Done = defineMessage('test.done', z.object({ served: z.number() }))

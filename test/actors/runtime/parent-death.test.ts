@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { dieWithParent, findSetpriv } from '../../../actors/index.ts'
+import { dieWithParent } from '../../../actors/index.ts'
+import { findSetpriv } from '../../../actors/testing.ts'
 import { isGone, killSurvivors, procStat, waitUntil } from '../../support/process-tree.ts'
 
 const parentDeath = fileURLToPath(new URL('../../../actors/runtime/parent-death.ts', import.meta.url))

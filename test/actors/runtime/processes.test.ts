@@ -4,17 +4,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
-  type Behaviour,
   connectNats,
   echoReplies,
   type NatsServer,
   type NatsTransport,
-  NoRespondersError,
-  RequestTimeoutError,
   remoteActor,
   startActorSystem,
   startNatsServer,
 } from '../../../actors/index.ts'
+import { type Behaviour, NoRespondersError, RequestTimeoutError } from '../../../actors/testing.ts'
 import { EchoPing, Subjects } from '../../../protocols/index.ts'
 import { runTriad, startTriad, type TriadProcess } from '../../support/triad-process.ts'
 

@@ -2,15 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { Svcm } from '@nats-io/services'
 import { z } from 'zod'
+import { connectNats, type NatsTransport } from '../../../actors/index.ts'
+import { NoRespondersError, PayloadTooLargeError, RequestTimeoutError } from '../../../actors/testing.ts'
 import {
-  connectNats,
-  type NatsTransport,
-  NoRespondersError,
-  PayloadTooLargeError,
-  RequestTimeoutError,
-} from '../../../actors/index.ts'
-import {
-  defineMessage,
   EchoPing,
   type Envelope,
   EnvStart,
@@ -20,6 +14,7 @@ import {
   RemoteError,
   Subjects,
 } from '../../../protocols/index.ts'
+import { defineMessage } from '../../../protocols/testing.ts'
 import { suiteNatsServer } from '../../support/suite-nats-server.ts'
 import { startTriad, type TriadProcess } from '../../support/triad-process.ts'
 

@@ -4,16 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { z } from 'zod'
-import {
-  connectNats,
-  type NatsServer,
-  type NatsTransport,
-  NoRespondersError,
-  RequestInterruptedError,
-  RequestTimeoutError,
-  startNatsServer,
-} from '../../../actors/index.ts'
-import { defineMessage, type Envelope, MessageRegistry } from '../../../protocols/index.ts'
+import { connectNats, type NatsServer, type NatsTransport, startNatsServer } from '../../../actors/index.ts'
+import { NoRespondersError, RequestInterruptedError, RequestTimeoutError } from '../../../actors/testing.ts'
+import { type Envelope, MessageRegistry } from '../../../protocols/index.ts'
+import { defineMessage } from '../../../protocols/testing.ts'
 import { within } from '../../support/within.ts'
 
 const Ask = defineMessage('test.ask', z.object({ n: z.number() }))

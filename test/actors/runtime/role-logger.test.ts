@@ -3,13 +3,8 @@ import { mkdtempSync, readFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import {
-  childLogLine,
-  closeRoleLogger,
-  createRoleLogger,
-  infoLines,
-  LogLevels,
-} from '../../../actors/index.ts'
+import { createRoleLogger, infoLines } from '../../../actors/index.ts'
+import { childLogLine, closeRoleLogger, LogLevels } from '../../../actors/testing.ts'
 
 describe('actors/runtime/role-logger', () => {
   it('createRoleLogger - one pino JSON line per message with level, time, pid, hostname, role, id, run', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { annotateSeedOf, judgedStepsSeedOf, runSeeds } from '../../../actors/index.ts'
+import { runSeeds } from '../../../actors/index.ts'
+import { annotateSeedOf, judgedStepsSeedOf } from '../../../actors/testing.ts'
 
 describe('actors/runtime/run-seeds', () => {
   it('runSeeds - each stream keeps the seed the run gave it before the block (same seed, same run)', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { connectNats, streamReplicas } from '../../../actors/index.ts'
+import { connectNats } from '../../../actors/index.ts'
+import { streamReplicas } from '../../../actors/testing.ts'
 
 /** What a server's INFO says of its cluster (the fields `streamReplicas` reads). */
 const info = (fields: { cluster?: string; connect_urls?: string[] }) =>

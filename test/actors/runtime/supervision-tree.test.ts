@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
+import { startActorSystem } from '../../../actors/index.ts'
 import {
   type ActorRef,
   type ChildSpec,
@@ -7,10 +8,9 @@ import {
   envelope,
   Restart,
   Strategy,
-  startActorSystem,
   startTree,
   type TreeSpec,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import type { Envelope } from '../../../protocols/index.ts'
 import { within } from '../../support/within.ts'
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ManualClock, RestartTracker, sleep } from '../../../actors/index.ts'
+import { ManualClock, RestartTracker, sleep } from '../../../actors/testing.ts'
 
 describe('actors/runtime/supervision', () => {
   const policy = {

@@ -3,25 +3,21 @@ import { after, before, describe, it } from 'node:test'
 import { z } from 'zod'
 import {
   connectNats,
-  envelope,
-  freePort,
   InProcessTransport,
   NatsConnectError,
   type NatsServer,
   type NatsTransport,
-  NoRespondersError,
-  RequestAbortedError,
-  RequestTimeoutError,
   startNatsServer,
 } from '../../../actors/index.ts'
 import {
-  defineMessage,
-  type Envelope,
-  ErrorCode,
-  encode,
-  MessageRegistry,
-  RemoteError,
-} from '../../../protocols/index.ts'
+  envelope,
+  freePort,
+  NoRespondersError,
+  RequestAbortedError,
+  RequestTimeoutError,
+} from '../../../actors/testing.ts'
+import { type Envelope, ErrorCode, encode, MessageRegistry, RemoteError } from '../../../protocols/index.ts'
+import { defineMessage } from '../../../protocols/testing.ts'
 
 const Add = defineMessage('test.add', z.object({ a: z.number(), b: z.number() }))
 const Sum = defineMessage('test.sum', z.object({ sum: z.number(), by: z.string() }))

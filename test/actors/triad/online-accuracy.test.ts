@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { OnlineStepAccuracy } from '../../../actors/index.ts'
+import { OnlineStepAccuracy } from '../../../actors/testing.ts'
 
 const step = (labelledGood: number, rightGood: number, labelledBad: number, rightBad: number) => ({
   'reward_model/labelled_good': labelledGood,

@@ -10,7 +10,8 @@ import {
   TRIAD_SWITCHES_DEFAULTS,
   TriadConfigError,
 } from '../../../actors/triad/index.ts'
-import { ConfigError, computeAdvantageGrpo } from '../../../gpu/index.ts'
+import { ConfigError } from '../../../gpu/index.ts'
+import { computeAdvantageGrpo } from '../../../gpu/testing.ts'
 import { metricRecord } from '../../../protocols/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 

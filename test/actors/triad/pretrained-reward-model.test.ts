@@ -3,25 +3,23 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { RewardModel, TRIAD_SWITCHES_DEFAULTS } from '../../../actors/index.ts'
 import {
   type LabelledStep,
   LearnerCheckpointError,
   loadRewardModelCheckpoint,
   loadRewardModelSft,
   type PretrainedJudgeBase,
-  RewardModel,
   RewardModelLearner,
   renderJudgePrompt,
   saveRewardModelCheckpoint,
   saveRewardModelSft,
-  TRIAD_SWITCHES_DEFAULTS,
   trainVerdictSft,
   verdictOf,
   verdictSftExample,
   verdictTokensOf,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import {
-  adapterShapes,
   ConfigError,
   disposeTransformer,
   fullLoraConfig,
@@ -31,6 +29,7 @@ import {
   Tokenizer,
   type Transformer,
 } from '../../../gpu/index.ts'
+import { adapterShapes } from '../../../gpu/testing.ts'
 import type { JudgeStep } from '../../../protocols/index.ts'
 import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
 import { useTestBackend } from '../../support/test-backend.ts'

@@ -6,10 +6,9 @@ import {
   type NatsTransport,
   RewardModel,
   remoteActor,
-  rewardReplies,
   startActorSystem,
-  startRewardModel,
 } from '../../../actors/index.ts'
+import { rewardReplies, startRewardModel } from '../../../actors/testing.ts'
 import {
   ErrorCode,
   type JudgeStep,

@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { before, describe, it } from 'node:test'
+import { TRIAD_SWITCHES_DEFAULTS } from '../../../actors/index.ts'
 import {
   LearnerCheckpointError,
   loadRewardModelCheckpoint,
   RewardModelLearner,
   saveRewardModelCheckpoint,
-  TRIAD_SWITCHES_DEFAULTS,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import { Tokenizer } from '../../../gpu/index.ts'
 import type { TrajectoryGroupPayload } from '../../../protocols/index.ts'
 import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'

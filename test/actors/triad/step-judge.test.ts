@@ -4,15 +4,12 @@ import {
   episodeJudgeSteps,
   getTask,
   InProcessTransport,
-  judgementAccuracy,
   playExpert,
   remoteActor,
-  rewardReplies,
-  StepJudge,
   startActorSystem,
-  startRewardModel,
   TRIAD_SWITCHES_DEFAULTS,
 } from '../../../actors/index.ts'
+import { judgementAccuracy, rewardReplies, StepJudge, startRewardModel } from '../../../actors/testing.ts'
 import { Subjects } from '../../../protocols/index.ts'
 import { useTestBackend } from '../../support/test-backend.ts'
 

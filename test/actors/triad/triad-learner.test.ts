@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { TRIAD_SWITCHES_DEFAULTS } from '../../../actors/index.ts'
 import {
   balancedStepAccuracy,
   judgedSteps,
@@ -8,9 +9,8 @@ import {
   sampleJudgedSteps,
   stepRewardAdvantages,
   stepRewardsTrusted,
-  TRIAD_SWITCHES_DEFAULTS,
   TRIAD_SWITCHES_OFF,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import { judgedGroup, judgedSample } from '../../support/judged-sample.ts'
 
 /** A one-turn sample judged once (m = 1) with `verdict`, its step labelled `good`. */

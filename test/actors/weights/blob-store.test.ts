@@ -5,15 +5,13 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { jetstream } from '@nats-io/jetstream'
 import {
-  BlobReadError,
   connectNats,
-  InProcessBlobs,
   InProcessTransport,
   type NatsServer,
-  openBlobStore,
   startNatsServer,
   type Transport,
 } from '../../../actors/index.ts'
+import { BlobReadError, InProcessBlobs, openBlobStore } from '../../../actors/testing.ts'
 
 const bytes = (...values: number[]) => Uint8Array.from(values)
 const byName = <T extends { name: string }>(list: T[]) =>

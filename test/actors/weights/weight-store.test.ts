@@ -9,14 +9,16 @@ import {
   InProcessTransport,
   type NatsServer,
   type NatsTransport,
-  openBlobStore,
   startNatsServer,
   type Transport,
+} from '../../../actors/index.ts'
+import {
+  openBlobStore,
   WeightStore,
   WeightsFormatError,
   WeightsNotFoundError,
   weightsKey,
-} from '../../../actors/index.ts'
+} from '../../../actors/testing.ts'
 import { ConfigError } from '../../../gpu/index.ts'
 import {
   type Envelope,

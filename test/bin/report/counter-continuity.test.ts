@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { type MetricsLine, parseMetricsLines } from '../../../actors/index.ts'
+import type { MetricsLine } from '../../../actors/index.ts'
+import { parseMetricsLines } from '../../../actors/testing.ts'
 import { continuousCounters } from '../../../bin/report/counter-continuity.ts'
 
 const line = (id: string, step: number, values: Record<string, number>, role = 'rollout'): MetricsLine => ({
