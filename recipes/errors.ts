@@ -45,32 +45,6 @@ export class RecipeLoadError extends Error {
   }
 }
 
-/** `startRun` before the training pipeline is wired in. */
-export class RunNotAvailableError extends Error {
-  override name = 'RunNotAvailableError'
-  constructor(reason = 'starting a run is not available here') {
-    super(reason)
-  }
-}
-
-/**
- * The recipe given to `--resume` differs from the run's stored `recipe.json` in settings other
- * than the budget.
- */
-export class RecipeMismatchError extends Error {
-  override name = 'RecipeMismatchError'
-  constructor(
-    readonly file: string,
-    readonly differences: readonly { path: string; stored: unknown; current: unknown }[],
-  ) {
-    super(
-      `the recipe differs from ${file}, which the run was started with (only budget may change on resume):\n${differences
-        .map((d) => `${d.path}: ${JSON.stringify(d.stored)} in the run, ${JSON.stringify(d.current)} now`)
-        .join('\n')}`,
-    )
-  }
-}
-
 /** A field path (`triad ablate --vary FIELD=...`) that names no field of the recipe, or is malformed. */
 export class RecipeFieldError extends Error {
   override name = 'RecipeFieldError'
@@ -80,31 +54,5 @@ export class RecipeFieldError extends Error {
   ) {
     // An empty or blank path is shown quoted, so that the message still names it.
     super(`${/^\S+$/.test(path) ? path : JSON.stringify(path)} ${reason}`)
-  }
-}
-
-/**
- * A `triad ablate` request that cannot be run as given (a bad `--vary`, a value the recipe schema
- * refuses, an output folder holding another ablation). Nothing was run.
- */
-export class AblationInputError extends Error {
-  override name = 'AblationInputError'
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-  }
-}
-
-/**
- * The `triad eval` process of a periodic evaluation exited with a failure (not on a write error,
- * and not stopped by the run's stop); its log file, named in the message, says why.
- */
-export class EvalProcessError extends Error {
-  override name = 'EvalProcessError'
-  constructor(
-    message: string,
-    /** The process's log file. */
-    readonly logFile: string,
-  ) {
-    super(message)
   }
 }

@@ -1,29 +1,4 @@
 export {
-  type AblationPlan,
-  type AblationVariant,
-  BASELINE,
-  parseVary,
-  parseVaryValue,
-  planAblation,
-  SFT_FIELDS,
-  touchesSft,
-  type VarySpec,
-  variantInput,
-  variantRecipe,
-} from './ablation-plan.ts'
-export {
-  ABLATION_FILE,
-  type AblationFile,
-  type AblationOutcome,
-  checkAblationOut,
-  machine,
-  machineOf,
-  type RunAblationOptions,
-  runAblation,
-} from './ablation-runner.ts'
-export { type AblationRow, type AblationRun, AblationRunStatus, ablationTable } from './ablation-table.ts'
-export { codeVersion, shortCodeVersion } from './code-version.ts'
-export {
   checkRecipe,
   checkStoredRecipe,
   DEFAULT_MAX_STEPS,
@@ -42,28 +17,16 @@ export {
   sftSizes,
 } from './define-recipe.ts'
 export {
-  AblationInputError,
-  EvalProcessError,
   formatIssues,
   RecipeError,
   RecipeFieldError,
   type RecipeIssue,
   RecipeLoadError,
-  RecipeMismatchError,
-  RunNotAvailableError,
 } from './errors.ts'
 export { type LoadRecipeOptions, loadRecipe, loadRecipeSource } from './load-recipe.ts'
-export { nodeConfigOf } from './node-config.ts'
+export { agenticEvalTasksOf, nodeConfigOf } from './node-config.ts'
 export {
-  evalRowLine,
-  evaluateInProcess,
-  heldOutSettings,
-  interruptedEvaluations,
-  periodicEvalName,
-  pinnedCheckpointDir,
-  startPeriodicEvaluation,
-} from './periodic-evaluation.ts'
-export {
+  changedPaths,
   checkFieldPath,
   editDistance,
   type FieldKey,
@@ -97,15 +60,6 @@ export {
   TaskSchema,
   TriadSchema,
 } from './recipe-schema.ts'
-export { type RecipeDifference, recipeDifferences, resumeRecipe } from './resume.ts'
-export {
-  inProcessLine,
-  type RunSummary,
-  runBudgetOf,
-  type StartRunOptions,
-  startRun,
-  UNBOUNDED_STEPS,
-} from './run.ts'
 export {
   builtinTaskCatalog,
   checkTasks,

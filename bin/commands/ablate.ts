@@ -3,7 +3,7 @@ import { join, relative } from 'node:path'
 import cliProgress from 'cli-progress'
 import Table from 'cli-table3'
 import type { Command } from 'commander'
-import type { AblationFile, VarySpec } from '../../recipes/index.ts'
+import type { AblationFile, VarySpec } from '../ablation/index.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { integerOption } from '../numeric-option.ts'
 import { renderAblationHtml } from '../report/ablation-html.ts'
@@ -65,7 +65,7 @@ function summaryTable(file: AblationFile): string {
  *   to exit 2 in `exitCodeOf`).
  */
 export async function runAblate(recipeFile: string, o: AblateOptions): Promise<void> {
-  const r = await import('../../recipes/index.ts')
+  const r = { ...(await import('../../recipes/index.ts')), ...(await import('../ablation/index.ts')) }
   const catalog = r.builtinTaskCatalog()
   let source: Awaited<ReturnType<typeof r.loadRecipeSource>>
   try {

@@ -143,9 +143,8 @@ async function runEvalSettings(
     throw new CliError(`cannot read the run's recipe: ${file}: not JSON; ${without}`, { cause: err })
   }
   // `recipes/` loads the tensor library: imported only when a run's recipe is read.
-  const { builtinTaskCatalog, heldOutSettings, RecipeError, resolveRecipe } = await import(
-    '../../recipes/index.ts'
-  )
+  const { builtinTaskCatalog, RecipeError, resolveRecipe } = await import('../../recipes/index.ts')
+  const { heldOutSettings } = await import('../run/index.ts')
   let settings: ReturnType<typeof heldOutSettings>
   try {
     settings = heldOutSettings(resolveRecipe(stored, builtinTaskCatalog(), file))
@@ -203,9 +202,8 @@ async function runAgenticTasks(dir: string): Promise<Map<string, EvaluationTask>
   } catch (err) {
     throw new CliError(`cannot read the run's recipe: ${file}: not JSON`, { cause: err })
   }
-  const { builtinTaskCatalog, heldOutSettings, RecipeError, resolveRecipe } = await import(
-    '../../recipes/index.ts'
-  )
+  const { builtinTaskCatalog, RecipeError, resolveRecipe } = await import('../../recipes/index.ts')
+  const { heldOutSettings } = await import('../run/index.ts')
   try {
     const tasks = heldOutSettings(resolveRecipe(stored, builtinTaskCatalog(), file)).tasks
     return new Map(tasks.filter(isAgenticTask).map((t) => [t.name, t]))

@@ -101,7 +101,11 @@ export const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const
  * `recipes/` loads the tensor library (for its closed sets of backends and estimators), so the CLI
  * imports it only when a `run` command needs it: other commands start faster.
  */
-const recipes = () => import('../../recipes/index.ts')
+const recipes = async () => ({
+  ...(await import('../../recipes/index.ts')),
+  ...(await import('../run/index.ts')),
+  ...(await import('../ablation/index.ts')),
+})
 
 /** Maps the errors of recipe loading and run directories to a `CliError` (message as is). */
 export async function toCliError(err: unknown): Promise<unknown> {

@@ -1,4 +1,4 @@
-import type { AblationFile } from '../../recipes/index.ts'
+import type { AblationFile } from '../ablation/index.ts'
 import { PALETTE } from './dashboard.ts'
 import { chartLibrary, escapeHtml } from './render-html.ts'
 

@@ -146,9 +146,15 @@ describe('bin/exit-codes', () => {
   })
 
   it('BAD_INPUT_ERRORS - every name is the name of an error class of the layers below', async () => {
-    const recipes = await import('../../recipes/index.ts')
-    const actors = await import('../../actors/index.ts')
-    const classes = { ...recipes, ...actors } as Record<string, unknown>
+    // The folders that throw them: each name is matched as a string in bin/errors.ts.
+    const modules = await Promise.all([
+      import('../../recipes/index.ts'),
+      import('../../actors/index.ts'),
+      import('../../actors/environment/index.ts'),
+      import('../../bin/run/index.ts'),
+      import('../../bin/ablation/index.ts'),
+    ])
+    const classes = Object.assign({}, ...modules) as Record<string, unknown>
     for (const name of BAD_INPUT_ERRORS) {
       const cls = classes[name] as (new (...args: never[]) => Error) | undefined
       assert.equal(typeof cls, 'function', `${name} is exported`)

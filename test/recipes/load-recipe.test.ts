@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { recipeDifferences } from '../../bin/run/index.ts'
 import {
   loadRecipe,
   loadRecipeSource,
   RecipeError,
   RecipeLoadError,
-  recipeDifferences,
   resolveRecipe,
   type TaskCatalog,
   withField,

@@ -12,17 +12,16 @@ import {
   rewardActorOptionsOf,
   rolloutSettingsOf,
 } from '../../actors/testing.ts'
+import { heldOutSettings, runBudgetOf } from '../../bin/run/index.ts'
 import { createTransformer, disposeTransformer, Tokenizer } from '../../gpu/index.ts'
 import { DEFAULT_TOKENIZER_SETTINGS } from '../../gpu/testing.ts'
 import {
   builtinTaskCatalog,
   defineRecipe,
-  heldOutSettings,
   nodeConfigOf,
   type RecipeInput,
   RecipeSchema,
   resolveTasks,
-  runBudgetOf,
 } from '../../recipes/index.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 

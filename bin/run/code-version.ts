@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 /** The folder triad runs from (the package root). */
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 
 /**
  * Which code of triad this process runs, for results that are compared across sittings (an
@@ -24,7 +24,7 @@ export function codeVersion(): string {
     return `${commit}${dirty ? '+dirty' : ''}`
   } catch {
     try {
-      const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
         version?: string
       }
       return pkg.version ? `triad@${pkg.version}` : 'unknown'

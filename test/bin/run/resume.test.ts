@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import {
-  defineRecipe,
-  RecipeError,
-  RecipeMismatchError,
-  recipeDifferences,
-  resolveTasks,
-  resumeRecipe,
-} from '../../recipes/index.ts'
+import { RecipeMismatchError, recipeDifferences, resumeRecipe } from '../../../bin/run/index.ts'
+import { defineRecipe, RecipeError, resolveTasks } from '../../../recipes/index.ts'
 
 const make = (extra: object = {}) =>
   resolveTasks(defineRecipe({ name: 'r', tasks: [{ name: 'calc' }], ...extra }))
 
-describe('recipes/resume', () => {
+describe('bin/run/resume', () => {
   it('recipeDifferences - lists the differing settings as paths', () => {
     assert.deepEqual(
       recipeDifferences(make(), make({ rl: { lr: 2e-4 }, tasks: [{ name: 'calc', weight: 2 }] })),

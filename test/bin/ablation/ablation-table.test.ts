@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { type AblationRun, ablationTable } from '../../recipes/index.ts'
+import { type AblationRun, ablationTable } from '../../../bin/ablation/index.ts'
 
 /** A done run whose instance i of each task had `successes[task][i]` of k 4. */
 const run = (variant: string, seed: number, successes: Record<string, number[]>): AblationRun => ({
@@ -16,7 +16,7 @@ const run = (variant: string, seed: number, successes: Record<string, number[]>)
 
 const near = (a: number | null, b: number) => assert.ok(a !== null && Math.abs(a - b) < 1e-12, `${a} vs ${b}`)
 
-describe('recipes/ablation-table', () => {
+describe('bin/ablation/ablation-table', () => {
   it('ablation-table - hand-worked: avg@k and the paired difference over seeds and instances, per task and for the mean', () => {
     // baseline avg: seed 1 calc (0, 1/2, 1/4, 1/2), seed 2 calc (1/4, 1/2, 1/4, 0)
     // variant  avg: seed 1 calc (1, 1, 1/4, 1),     seed 2 calc (3/4, 1/2, 1/4, 1/2)

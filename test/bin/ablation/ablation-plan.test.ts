@@ -4,18 +4,17 @@ import {
   AblationInputError,
   parseVary,
   planAblation,
-  RecipeFieldError,
-  type TaskCatalog,
   touchesSft,
   variantRecipe,
-} from '../../recipes/index.ts'
+} from '../../../bin/ablation/index.ts'
+import { RecipeFieldError, type TaskCatalog } from '../../../recipes/index.ts'
 
 const catalog: TaskCatalog = Object.fromEntries(
   ['calc', 'maze'].map((name) => [name, { name, difficulty: { min: 1, max: 4, default: 1 } }]),
 )
 const input = { name: 'p', seed: 5, tasks: [{ name: 'calc' }, { name: 'maze' }], pipeline: { staleEvery: 3 } }
 
-describe('recipes/ablation-plan', () => {
+describe('bin/ablation/ablation-plan', () => {
   it('ablation-plan - --vary values: JSON when they parse, else text; commas inside brackets and quotes do not split', () => {
     assert.deepEqual(parseVary('rl.eps_high=0.2,0.28'), { field: 'rl.eps_high', values: [0.2, 0.28] })
     assert.deepEqual(parseVary('rl.aggregation=seq-mean-token-mean'), {

@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { checkAblationOut, parseVary, planAblation, type TaskCatalog } from '../../recipes/index.ts'
+import { checkAblationOut, parseVary, planAblation } from '../../../bin/ablation/index.ts'
+import type { TaskCatalog } from '../../../recipes/index.ts'
 
 const catalog: TaskCatalog = Object.fromEntries(
   ['calc', 'maze'].map((name) => [name, { name, difficulty: { min: 1, max: 4, default: 1 } }]),
@@ -50,7 +51,7 @@ function check(content: unknown) {
   return checkAblationOut(plan, out, catalog)
 }
 
-describe('recipes/ablation-runner - the runs ablation.json stores', () => {
+describe('bin/ablation/ablation-runner - the runs ablation.json stores', () => {
   it('stored runs - done runs come back with their results and record (code, machine, wall times), by variant@seed; a done run without results (an older table) is undefined', () => {
     const stored = check(
       table([

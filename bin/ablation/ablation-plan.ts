@@ -1,8 +1,18 @@
 import { isDeepStrictEqual } from 'node:util'
-import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
-import { heldOutSettings } from './periodic-evaluation.ts'
-import { changedPaths, checkFieldPath, type FieldKey, parseFieldPath, withField } from './recipe-fields.ts'
-import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
+import {
+  changedPaths,
+  checkFieldPath,
+  type FieldKey,
+  formatIssues,
+  parseFieldPath,
+  RecipeError,
+  type ResolvedRecipe,
+  resolveRecipe,
+  type TaskCatalog,
+  withField,
+} from '../../recipes/index.ts'
+import { heldOutSettings } from '../run/periodic-evaluation.ts'
+import { AblationInputError } from './errors.ts'
 
 /** One `--vary FIELD=V1,V2` option: a recipe field and the values to try it at. */
 export interface VarySpec {

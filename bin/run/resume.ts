@@ -1,5 +1,5 @@
-import { RecipeError, RecipeMismatchError } from './errors.ts'
-import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
+import { RecipeError, type ResolvedRecipe, resolveRecipe, type TaskCatalog } from '../../recipes/index.ts'
+import { RecipeMismatchError } from './errors.ts'
 
 /** One setting that differs between a run's stored recipe and the recipe given to resume it. */
 export interface RecipeDifference {

@@ -12,15 +12,10 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { createRunDir, type RunDir, runDirPaths } from '../../actors/index.ts'
-import {
-  defineRecipe,
-  heldOutSettings,
-  interruptedEvaluations,
-  resolveTasks,
-  startPeriodicEvaluation,
-} from '../../recipes/index.ts'
-import { writeTinyCheckpoint } from '../support/tiny-checkpoint.ts'
+import { createRunDir, type RunDir, runDirPaths } from '../../../actors/index.ts'
+import { heldOutSettings, interruptedEvaluations, startPeriodicEvaluation } from '../../../bin/run/index.ts'
+import { defineRecipe, resolveTasks } from '../../../recipes/index.ts'
+import { writeTinyCheckpoint } from '../../support/tiny-checkpoint.ts'
 
 const recipe = resolveTasks(
   defineRecipe({
@@ -75,7 +70,7 @@ function lineLog() {
   }
 }
 
-describe('recipes/periodic-evaluation', () => {
+describe('bin/run/periodic-evaluation', () => {
   it('periodic evaluation - a checkpoint at a multiple of every is evaluated in a triad eval process into eval/step-<n>.json, even when pruned meanwhile', async () => {
     const dir = await createRunDir({ runsDir: mkdtempSync(join(tmpdir(), 'triad-pe-')), name: 'pe', recipe })
     const { log, waitFor, lines } = lineLog()

@@ -20,11 +20,11 @@ import {
   type RunDir,
   runSeeds,
   startEvalProcess,
-} from '../actors/index.ts'
-import { CheckpointFile } from '../gpu/index.ts'
+} from '../../actors/index.ts'
+import { CheckpointFile } from '../../gpu/index.ts'
+import type { ResolvedRecipe } from '../../recipes/index.ts'
+import { agenticEvalTasksOf } from '../../recipes/index.ts'
 import { EvalProcessError } from './errors.ts'
-import { agenticEvalTasksOf } from './node-config.ts'
-import type { ResolvedRecipe } from './task-catalog.ts'
 
 /**
  * The held-out evaluation settings of a run, the same for every evaluation of it (periodic and

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { codeVersion, shortCodeVersion } from '../../recipes/code-version.ts'
+import { codeVersion, shortCodeVersion } from '../../../bin/run/code-version.ts'
 
-describe('recipes/code-version', () => {
+describe('bin/run/code-version', () => {
   it('codeVersion - this checkout: its commit (40 hex digits), +dirty when tracked files differ', () => {
     assert.match(codeVersion(), /^[0-9a-f]{40}(\+dirty)?$/)
   })

@@ -6,7 +6,7 @@ import {
   MEAN_TASK,
   sameIndices,
   type TaskInstances,
-} from '../actors/index.ts'
+} from '../../actors/index.ts'
 import { BASELINE } from './ablation-plan.ts'
 
 /** What became of one run (a variant at a seed). */

@@ -30,8 +30,18 @@ import {
   readEvalResults,
   readMetricsFile,
   runDirPaths,
-} from '../actors/index.ts'
-import { CheckpointFile } from '../gpu/index.ts'
+} from '../../actors/index.ts'
+import { CheckpointFile } from '../../gpu/index.ts'
+import {
+  formatIssues,
+  RecipeError,
+  type ResolvedRecipe,
+  resolveRecipe,
+  type TaskCatalog,
+} from '../../recipes/index.ts'
+import { codeVersion, shortCodeVersion } from '../run/code-version.ts'
+import { heldOutSettings, periodicEvalName } from '../run/periodic-evaluation.ts'
+import { recipeDifferences } from '../run/resume.ts'
 import {
   type AblationPlan,
   type AblationVariant,
@@ -46,14 +56,10 @@ import {
   ablationTable,
   doneRunsByCode,
 } from './ablation-table.ts'
-import { codeVersion, shortCodeVersion } from './code-version.ts'
-import { AblationInputError, formatIssues, RecipeError } from './errors.ts'
-import { heldOutSettings, periodicEvalName } from './periodic-evaluation.ts'
-import { recipeDifferences } from './resume.ts'
-import { type ResolvedRecipe, resolveRecipe, type TaskCatalog } from './task-catalog.ts'
+import { AblationInputError } from './errors.ts'
 
 /** The installed `triad` command, which registers tsx itself (so it runs from any working directory). */
-const triadBin = fileURLToPath(new URL('../bin/triad.js', import.meta.url))
+const triadBin = fileURLToPath(new URL('../triad.js', import.meta.url))
 
 /** The file an ablation writes and reads back when resumed: `<out>/ablation.json`. */
 export const ABLATION_FILE = 'ablation.json'

@@ -3,9 +3,10 @@ import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { createRunDir, NatsConnectError } from '../../actors/index.ts'
-import { freePort } from '../../actors/testing.ts'
-import { defineRecipe, resolveTasks, startRun } from '../../recipes/index.ts'
+import { createRunDir, NatsConnectError } from '../../../actors/index.ts'
+import { freePort } from '../../../actors/testing.ts'
+import { startRun } from '../../../bin/run/index.ts'
+import { defineRecipe, resolveTasks } from '../../../recipes/index.ts'
 
 describe('recipes/run', () => {
   it('startRun - a NATS URL that does not answer is a clear error and writes nothing into the run', async () => {

@@ -57,9 +57,10 @@ import {
   type Transport,
   trajectoryStreamName,
   writeEvalResult,
-} from '../actors/index.ts'
-import { CheckpointFile, chooseBackend, disposeTransformer, loadCheckpointPolicy } from '../gpu/index.ts'
-import { nodeConfigOf } from './node-config.ts'
+} from '../../actors/index.ts'
+import { CheckpointFile, chooseBackend, disposeTransformer, loadCheckpointPolicy } from '../../gpu/index.ts'
+import type { ResolvedRecipe } from '../../recipes/index.ts'
+import { nodeConfigOf } from '../../recipes/index.ts'
 import {
   evalRowLine,
   evaluateInProcess,
@@ -67,7 +68,6 @@ import {
   periodicEvalName,
   startPeriodicEvaluation,
 } from './periodic-evaluation.ts'
-import type { ResolvedRecipe } from './task-catalog.ts'
 
 /** How `triad run` asks for a run to be started. */
 export interface StartRunOptions {
