@@ -38,8 +38,8 @@ import { resolveCheckpointPath } from '../checkpoint-path.ts'
 import { CliError, UsageError } from '../errors.ts'
 import { loadModelDir } from '../model-dir.ts'
 import { integerOption, numberOption } from '../numeric-option.ts'
-import type { RoleContext, RoleHandle } from './worker.ts'
-import { runWorker } from './worker.ts'
+import type { RoleContext, RoleHandle } from '../worker/role.ts'
+import { runWorker } from '../worker/run-worker.ts'
 
 /**
  * `triad env ...`: run an env worker or the controller, try a task with a policy, and the
@@ -276,12 +276,14 @@ export function registerEnv(program: Command): void {
     .option('--idle-ms <ms>', 'idle session expiry', integerOption({ min: 1 }), 600_000)
     .option('--seed <n>', 'seed for random instances', integerOption({ min: 0 }), 0)
     .option('--docker', 'run commands in session containers (tasks that declare an image)')
-    .action((o: { id?: string; nats: string; run: string }) => runWorker('env', o))
+    .action((o: { id?: string; nats: string; run: string }) => runWorker('env', o, { env: startEnvRole }))
   common(env.command('controller').description('route sessions to env workers; containers with --docker'))
     .option('--id <id>', 'controller id (default: host-pid)')
     .option('--check-ms <ms>', 'silent-worker check period', integerOption({ min: 1 }), 250)
     .option('--docker', 'make containers for tasks that declare an image')
-    .action((o: { id?: string; nats: string; run: string }) => runWorker('env-controller', o))
+    .action((o: { id?: string; nats: string; run: string }) =>
+      runWorker('env-controller', o, { 'env-controller': startEnvControllerRole }),
+    )
   common(env.command('list').description("print the controller's workers and counts"))
     .option('--json', 'print the JSON answer of the controller (for scripts)')
     .action((o: { nats: string; run: string; json?: boolean }) =>

@@ -7,7 +7,7 @@ import {
 } from '../../actors/index.ts'
 import { chooseBackend, Tokenizer, type TransformerConfig } from '../../gpu/index.ts'
 import { CliError } from '../errors.ts'
-import { readNodeConfig } from './worker.ts'
+import { readNodeConfig } from '../worker/node-config-file.ts'
 
 /** Model size of a policy worker when neither the caller nor `TRIAD_POLICY_CONFIG` gives one. */
 export const defaultPolicyConfig = (): TransformerConfig => ({

@@ -1,42 +1,11 @@
-import { readFileSync } from 'node:fs'
-import { hostname } from 'node:os'
 import type { Command } from 'commander'
-import type { Logger } from 'pino'
-import {
-  type ActorSystem,
-  CHILD_STOP_WATCHDOG_MS,
-  childFailureLine,
-  connectNats,
-  createRoleLogger,
-  infoLines,
-  type NatsTransport,
-  type NodeConfig,
-  startActorSystem,
-  startEcho,
-  startLearnerNode,
-  startRolloutNode,
-} from '../../actors/index.ts'
-import { startCpuProfile } from '../cpu-profile.ts'
-import { CliError, UsageError } from '../errors.ts'
-
-/** What a role needs to start: the process's actor system and NATS transport. */
-export interface RoleContext {
-  system: ActorSystem
-  transport: NatsTransport
-  run: string
-  id: string
-  options: Record<string, unknown>
-  /** The process's structured log (pino, on stderr: the role's `logs/<role>.log` in a run). */
-  logger: Logger
-}
-
-/** A started role; `stop` undoes what the role started. */
-export interface RoleHandle {
-  stop(): Promise<void>
-}
+import { infoLines, startEcho, startLearnerNode, startRolloutNode } from '../../actors/index.ts'
+import { readNodeConfig } from '../worker/node-config-file.ts'
+import type { WorkerRoles } from '../worker/role.ts'
+import { runWorker } from '../worker/run-worker.ts'
 
 /** The roles a `triad worker` process can take. A failed lookup lists them. */
-export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = {
+export const workerRoles: WorkerRoles = {
   echo: async ({ system, transport, run, id }) => startEcho(system, transport, run, id),
   env: async (ctx) => (await import('./env.ts')).startEnvRole(ctx),
   'env-controller': async (ctx) => (await import('./env.ts')).startEnvControllerRole(ctx),
@@ -47,112 +16,6 @@ export const workerRoles: Readonly<Record<string, (ctx: RoleContext) => Promise<
     startLearnerNode(system, transport, readNodeConfig(options), id, { log: infoLines(logger) }),
   rollout: async ({ system, transport, id, options, logger }) =>
     startRolloutNode(system, transport, readNodeConfig(options), id, { log: infoLines(logger) }),
-}
-
-/**
- * The node config of `--config FILE` (written by `triad run` into the run directory as
- * `node-config.json`).
- * @throws CliError when the option is missing or the file is not a node config.
- */
-export function readNodeConfig(options: Record<string, unknown>): NodeConfig {
-  const file = options.config
-  if (typeof file !== 'string')
-    throw new UsageError("this role needs --config FILE (a run directory's node-config.json)")
-  let config: NodeConfig
-  try {
-    config = JSON.parse(readFileSync(file, 'utf8')) as NodeConfig
-  } catch (err) {
-    throw new CliError(`cannot read the node config ${file}: ${(err as Error).message}`, { cause: err })
-  }
-  if (typeof config?.run !== 'string' || typeof config.pipeline !== 'object')
-    throw new CliError(`${file} is not a triad node config (no run or pipeline)`)
-  return config
-}
-
-/**
- * Runs one role in this process until SIGTERM/SIGINT: connects to NATS as
- * `triad:<run>:<role>:<id>`, starts the role, prints one JSON line `{"event":"ready",...}` on
- * stdout, then serves. A role that fails to start, or whose work fails, prints one JSON line
- * `{"event":"failed","error":...,"restart":...}` on stdout (`childFailureLine`: what a supervisor
- * reports when it gives up on this process, and whether a restart can help) and the process exits 1. SIGTERM or SIGINT
- * while it still connects or starts is a stop too: the role finishes starting and then stops. A
- * stop that takes longer than `CHILD_STOP_WATCHDOG_MS` from the signal ends the process
- * with code 1 and a line `triad worker: <role> did not stop within <s> s; exiting` on stderr.
- * With `TRIAD_CPU_PROFILE=<dir>` in the environment the process records a CPU profile and writes
- * it to `<dir>/<role>-<pid>.cpuprofile` when it stops (`startCpuProfile`).
- * @param roles where `role` is looked up (default `workerRoles`; tests add roles of their own).
- * @throws CliError on an unknown role or a NATS server that does not answer.
- */
-export async function runWorker(
-  role: string,
-  options: { nats: string; run: string; id?: string; config?: string },
-  roles: Readonly<Record<string, (ctx: RoleContext) => Promise<RoleHandle>>> = workerRoles,
-): Promise<void> {
-  const start = roles[role]
-  if (!start) throw new UsageError(`unknown role '${role}'; known roles: ${Object.keys(roles).join(', ')}`)
-  // A node config names its run: the subjects follow it unless --run says otherwise.
-  if (options.config && options.run === 'default') options.run = readNodeConfig(options).run
-  const id = options.id ?? `${hostname()}-${process.pid}`
-  // One JSON line per message on stderr, which the supervisor appends to logs/<role>.log.
-  const logger = createRoleLogger({ role, id, run: options.run }, 2)
-  // The stop signals are taken from the start: a supervisor may send SIGTERM while this process
-  // still connects or starts its role (a run stopped right after it restarted one), and a signal
-  // with no handler kills the process by its default action instead of a clean stop. `on`, not
-  // `once`: a second signal during the stop (Ctrl-C reaches the whole process group, then
-  // `triad run` sends SIGTERM) must not kill the process mid-stop either.
-  let askStop = () => {}
-  const stopAsked = new Promise<void>((resolve) => {
-    askStop = resolve
-  })
-  process.on('SIGTERM', () => askStop())
-  process.on('SIGINT', () => askStop())
-  // Shutdown is bounded from the moment it is asked (even mid-start): a role that cannot stop
-  // cleanly (NATS unreachable, a stuck handler, a start that does not end) must not keep the
-  // process alive. The bound is shorter than the supervisor's grace before SIGKILL, so a stuck
-  // stop says so and exits 1 instead of vanishing.
-  let watchdog: NodeJS.Timeout | undefined
-  void stopAsked.then(() => {
-    watchdog = setTimeout(() => {
-      logger.fatal(`triad worker: ${role} did not stop within ${CHILD_STOP_WATCHDOG_MS / 1000} s; exiting`)
-      process.exit(1)
-    }, CHILD_STOP_WATCHDOG_MS)
-    watchdog.unref()
-  })
-  const transport = await connectNats({ servers: options.nats, run: options.run, role, id }).catch(
-    (err: Error) => {
-      throw new CliError(err.message, { cause: err })
-    },
-  )
-  const profileDir = process.env.TRIAD_CPU_PROFILE
-  const profile = profileDir ? await startCpuProfile(profileDir, `${role}-${process.pid}`) : undefined
-  const system = startActorSystem({ name: `${role}-${id}` })
-  system.onEscalate((e) =>
-    logger.error(`triad worker: ${e.path} failed past its restart limit: ${String(e.error)}`),
-  )
-  let handle: RoleHandle
-  try {
-    handle = await start({ system, transport, run: options.run, id, options, logger })
-  } catch (err) {
-    process.stdout.write(`${childFailureLine(err)}\n`)
-    throw err
-  }
-  // A role whose work ends by itself (the learner at its last step) ends the process.
-  const finished = (handle as { done?: Promise<void> }).done
-  finished?.then(askStop, (err: Error) => {
-    logger.error({ err }, `triad worker: ${role} failed: ${err.message}`)
-    process.stdout.write(`${childFailureLine(err)}\n`)
-    process.exitCode = 1
-    askStop()
-  })
-  process.stdout.write(
-    `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
-  )
-  await stopAsked
-  await handle.stop()
-  await system.stop()
-  await transport.close()
-  if (profile) logger.info(`triad worker: ${role} CPU profile in ${await profile.stop()}`)
-  clearTimeout(watchdog)
 }
 
 export function registerWorker(program: Command): void {
@@ -168,6 +31,6 @@ export function registerWorker(program: Command): void {
       "the run's node-config.json: the run id for every role; the settings of learner, rollout and policy engines",
     )
     .action(async (options: { role: string; nats: string; run: string; id?: string; config?: string }) => {
-      await runWorker(options.role, options)
+      await runWorker(options.role, options, workerRoles)
     })
 }

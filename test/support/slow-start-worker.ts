@@ -4,7 +4,8 @@
  * gets SIGUSR2. A test signals it between the two to stop a worker mid-start. Arguments: the NATS
  * URL and the run id.
  */
-import { runWorker, workerRoles } from '../../bin/commands/worker.ts'
+import { workerRoles } from '../../bin/commands/worker.ts'
+import { runWorker } from '../../bin/worker/run-worker.ts'
 
 const [nats, run] = process.argv.slice(2)
 if (!nats || !run) throw new Error('usage: slow-start-worker.ts NATS_URL RUN')
