@@ -191,14 +191,13 @@ export {
 } from './safetensors.ts'
 export { FinishReason, type Generation, generate, pick } from './sampler.ts'
 export {
-  makeBatches,
-  type SftBatch,
   type SftLogRecord,
-  sftLoss,
   sftStep,
   sftStepCount,
   trainSft,
 } from './sft.ts'
+export { makeBatches, type SftBatch } from './sft-batch.ts'
+export { sftLoss } from './sft-loss.ts'
 export { SftWorkerError, SftWorkers, withSftWorkers } from './sft-workers.ts'
 export {
   computeGroupStepAdvantages,
@@ -219,19 +218,17 @@ export { loadTokenizer, saveTokenizer, tokenizerJson } from './tokenizer-file.ts
 export {
   createTransformer,
   disposeTransformer,
-  type FullTransformerConfig,
   forward,
-  fullConfig,
   initWeights,
   parameterBytes,
   parameterCount,
   paramShapes,
   type Transformer,
-  type TransformerConfig,
   tokenLogprobs,
   tokenStatsAt,
   trainingFlopsPerToken,
   withAdapters,
 } from './transformer.ts'
+export { type FullTransformerConfig, fullConfig, type TransformerConfig } from './transformer-config.ts'
 export { asChatFormat, TriadChatFormat } from './triad-chat-format.ts'
 export { getWeights, setWeights } from './weights.ts'
