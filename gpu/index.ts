@@ -167,6 +167,7 @@ export {
 } from './overlong.ts'
 export { avgAtK, passAtK, passAtKOver } from './pass-at-k.ts'
 export { type CheckpointPolicy, loadChatFormatOf, loadCheckpointPolicy } from './policy-checkpoint.ts'
+export { getPolicyLoss, type PolicyLoss, PolicyLosses, PolicyLossName } from './policy-loss.ts'
 export { loadPretrainedTokenizer } from './pretrained-tokenizer.ts'
 export { createRng, type Rng, shuffle } from './prng.ts'
 export { QWEN3_TOKENIZER_DIR, QWEN3_TOKENIZER_FILES } from './qwen3-tokenizer-files.ts'
