@@ -11,7 +11,8 @@ import {
   UnknownBackendError,
 } from './errors.ts'
 import { loadNativeAddon, NATIVE_DIR_ENV } from './native-addon.ts'
-import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.ts'
+import { NATIVE_BACKEND } from './native-backend.ts'
+import { registerNativeBackend } from './register-native-backend.ts'
 
 /**
  * Tensor backends, best first (docs/design.md, Policy model). `native` is triad's own engine

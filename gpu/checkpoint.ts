@@ -15,14 +15,8 @@ import {
 import { assertFiniteTensor, decodeSafetensors, encodeSafetensors, type NamedTensor } from './safetensors.ts'
 import type { Tokenizer } from './tokenizer.ts'
 import { loadTokenizer, tokenizerJson } from './tokenizer-file.ts'
-import {
-  createTransformer,
-  disposeTransformer,
-  type FullTransformerConfig,
-  fullConfig,
-  paramShapes,
-  type Transformer,
-} from './transformer.ts'
+import { createTransformer, disposeTransformer, paramShapes, type Transformer } from './transformer.ts'
+import { type FullTransformerConfig, fullConfig } from './transformer-config.ts'
 import { getWeights } from './weights.ts'
 
 /**

@@ -2,7 +2,8 @@ import * as tf from '@tensorflow/tfjs'
 import { type CudaAddon, type CudaInit, loadCudaAddon } from './cuda-addon.ts'
 import { BackendActivationError, ConfigError } from './errors.ts'
 import type { NativeAddon } from './native-addon.ts'
-import { NATIVE_BACKEND, NativeBackend, registerNativeBackend } from './native-backend.ts'
+import { NATIVE_BACKEND, NativeBackend } from './native-backend.ts'
+import { registerNativeBackend } from './register-native-backend.ts'
 
 /**
  * The `cuda` tfjs backend: the native engine (`native-backend.ts`: the same storage and the same

@@ -1,5 +1,10 @@
 import { CheckpointError, ConfigError, UnsupportedArchitectureError } from './errors.ts'
-import { type FullTransformerConfig, fullConfig, type RopeScaling, RopeScalingType } from './transformer.ts'
+import {
+  type FullTransformerConfig,
+  fullConfig,
+  type RopeScaling,
+  RopeScalingType,
+} from './transformer-config.ts'
 
 /**
  * A Hugging Face `config.json` for the Llama family of decoders, both ways: read into a

@@ -10,7 +10,7 @@ import { hfTokenizerConfigJson, hfTokenizerJson } from './hf-tokenizer-export.ts
 import { mergeAdapters } from './lora.ts'
 import { encodeSafetensors, type NamedTensor, SafetensorsDtype } from './safetensors.ts'
 import { loadTokenizer } from './tokenizer-file.ts'
-import type { FullTransformerConfig } from './transformer.ts'
+import type { FullTransformerConfig } from './transformer-config.ts'
 
 /**
  * `triad export CHECKPOINT --hf OUT`: writes a Hugging Face model directory that transformers,

@@ -13,12 +13,8 @@ import {
   readSafetensorsTensors,
   type SafetensorsHeader,
 } from './safetensors.ts'
-import {
-  createTransformer,
-  type FullTransformerConfig,
-  parameterBytes,
-  type Transformer,
-} from './transformer.ts'
+import { createTransformer, parameterBytes, type Transformer } from './transformer.ts'
+import type { FullTransformerConfig } from './transformer-config.ts'
 
 /**
  * A Hugging Face model directory as a triad `Transformer`: `config.json` (architectures

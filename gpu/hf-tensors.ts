@@ -1,5 +1,5 @@
 import type { NamedTensor } from './safetensors.ts'
-import type { FullTransformerConfig } from './transformer.ts'
+import type { FullTransformerConfig } from './transformer-config.ts'
 
 /**
  * Hugging Face tensor names and layouts (`model.layers.N.self_attn.q_proj.weight`, ...) against

@@ -110,14 +110,13 @@ export { RL_STEP_DEFAULTS, type RlStepConfig, type RlStepMetrics, rlStep } from 
 export { decodeSafetensors, encodeSafetensors, type NamedTensor, SafetensorsDtype } from './safetensors.ts'
 export { FinishReason, generate, pick } from './sampler.ts'
 export {
-  makeBatches,
-  type SftBatch,
   type SftLogRecord,
-  sftLoss,
   sftStep,
   sftStepCount,
   trainSft,
 } from './sft.ts'
+export { makeBatches, type SftBatch } from './sft-batch.ts'
+export { sftLoss } from './sft-loss.ts'
 export { SftWorkers, withSftWorkers } from './sft-workers.ts'
 export { computeGroupStepAdvantages, padTokenAdvantages } from './step-reward.ts'
 export { learnTaskTokenizer, SpecialToken, Tokenizer, type TokenizerSettings } from './tokenizer.ts'
@@ -125,16 +124,14 @@ export { loadTokenizer, saveTokenizer, tokenizerJson } from './tokenizer-file.ts
 export {
   createTransformer,
   disposeTransformer,
-  type FullTransformerConfig,
-  fullConfig,
   initWeights,
   parameterBytes,
   parameterCount,
   type Transformer,
-  type TransformerConfig,
   tokenLogprobs,
   trainingFlopsPerToken,
   withAdapters,
 } from './transformer.ts'
+export { type FullTransformerConfig, fullConfig, type TransformerConfig } from './transformer-config.ts'
 export { asChatFormat, TriadChatFormat } from './triad-chat-format.ts'
 export { getWeights, setWeights } from './weights.ts'

@@ -1,6 +1,6 @@
 import { ConfigError } from './errors.ts'
 import { createRng } from './prng.ts'
-import type { FullTransformerConfig } from './transformer.ts'
+import type { FullTransformerConfig } from './transformer-config.ts'
 
 /**
  * LoRA: low-rank adapters on a model's projections (Hu et al. 2021, "LoRA: Low-Rank Adaptation of

@@ -1,7 +1,6 @@
-import * as tf from '@tensorflow/tfjs'
+import type * as tf from '@tensorflow/tfjs'
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu'
 import type { NativeAddon } from './native-addon.ts'
-import { NATIVE_KERNELS } from './native-kernels/index.ts'
 
 /**
  * The native engine as a tfjs backend (named `native`), the way tfjs-node is one over
@@ -164,36 +163,5 @@ export class NativeBackend extends MathBackendCPU {
     if (free) free.push(array)
     else this.pool.set(key, [array])
     this.pooledBytes += array.byteLength
-  }
-}
-
-/** A kernel of the native engine: its tfjs name and its function (the backend is a `NativeBackend`). */
-export interface NativeKernel {
-  kernelName: string
-  kernelFunc: (args: {
-    inputs: tf.NamedTensorInfoMap
-    backend: NativeBackend
-    attrs?: tf.NamedAttrMap
-  }) => tf.TensorInfo | tf.TensorInfo[]
-}
-
-let registered = false
-
-/**
- * Registers the `native` backend once: the cpu backend's kernels, then triad's native ones over
- * them. Activate it with `tf.setBackend('native')`.
- */
-export function registerNativeBackend(addon: NativeAddon): void {
-  if (registered) return
-  registered = true
-  tf.registerBackend(NATIVE_BACKEND, () => new NativeBackend(addon), 0)
-  for (const k of tf.getKernelsForBackend('cpu')) tf.registerKernel({ ...k, backendName: NATIVE_BACKEND })
-  for (const k of NATIVE_KERNELS) {
-    if (tf.getKernel(k.kernelName, NATIVE_BACKEND)) tf.unregisterKernel(k.kernelName, NATIVE_BACKEND)
-    tf.registerKernel({
-      kernelName: k.kernelName,
-      backendName: NATIVE_BACKEND,
-      kernelFunc: k.kernelFunc as unknown as tf.KernelFunc, // cast: a kernel typed for its backend registered through tfjs' untyped KernelFunc
-    })
   }
 }

@@ -5,7 +5,7 @@ import { type BatchAdvantageConfig, computeBatchAdvantages, perTaskStats } from 
 import { maskUniformGroups } from './dynamic-sampling.ts'
 import { ConfigError, NonFiniteError, ShapeError } from './errors.ts'
 import { nonFiniteGradientText, TRAINING_TODO } from './gradients.ts'
-import { computePolicyLossGrpoTcr, GRPO_TCR_DEFAULTS, type GrpoTcrConfig, PolicyMetric } from './grpo.ts'
+import { GRPO_TCR_DEFAULTS, type GrpoTcrConfig, PolicyMetric } from './grpo.ts'
 import { getKlEstimator, type KlEstimatorName } from './kl.ts'
 import { GradientAccumulator, lengthBuckets, type RlOptimizer } from './micro-batch.ts'
 import {
@@ -17,6 +17,7 @@ import {
   type OffPolicyTotals,
   offPolicyMetrics,
 } from './off-policy.ts'
+import { getPolicyLoss, PolicyLossName } from './policy-loss.ts'
 import { checkBatch, type RlBatch } from './rl-batch.ts'
 import { type Transformer, tokenStatsAt } from './transformer.ts'
 
@@ -150,7 +151,7 @@ function tokenStats(
 /**
  * One GRPO-TCR update (DemyAgent arXiv 2510.11701; task normalization AgentRL arXiv 2510.04206):
  * advantages from `computeBatchAdvantages`, `logp_theta` recomputed by `model` (teacher forcing),
- * the policy loss of `computePolicyLossGrpoTcr` against the recorded behavior log-probabilities,
+ * the policy loss `grpo-tcr` of the registry `PolicyLosses` (`computePolicyLossGrpoTcr`) against the recorded behavior log-probabilities,
  * `+ beta * KL(pi_theta || pi_ref)` (aggregated like the loss) and `- entropyCoef * entropy`,
  * then one optimizer step (AdamW clips the global gradient norm). A non-finite loss or gradient
  * norm stops the step before the update (the weights stay as they were).
@@ -174,6 +175,8 @@ export async function rlStep(
   }
   const now = state.now ?? (() => performance.now())
   const start = now()
+  // The config carries the loss's settings, not a choice of loss: GRPO-TCR, looked up in the registry.
+  const policyLoss = getPolicyLoss(PolicyLossName.GrpoTcr)
   const aggregate = getAggregator(config.loss.aggregation)
   const kl = getKlEstimator(config.klEstimator)
   const offPolicy = config.offPolicy ?? OFF_POLICY_DEFAULTS
@@ -241,7 +244,7 @@ export async function rlStep(
         const { anchorLogProbs, weights: tokenWeights } = corrected
         await accumulator.add(weight, (keep) => {
           const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature, mbMask)
-          const { loss, metrics: policy } = computePolicyLossGrpoTcr(
+          const { loss, metrics: policy } = policyLoss(
             {
               logProbs: logp,
               behaviorLogProbs: anchorLogProbs,

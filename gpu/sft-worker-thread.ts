@@ -8,29 +8,10 @@ import * as tf from '@tensorflow/tfjs'
 import { InvariantError } from '../protocols/index.ts'
 import { chooseBackend } from './backend.ts'
 import { lossAndGrads } from './gradients.ts'
-import { type SftBatch, sftLoss } from './sft.ts'
-import { createTransformer, type FullTransformerConfig } from './transformer.ts'
+import { sftLoss } from './sft-loss.ts'
+import type { SftWorkerData, SftWorkerReply, SftWorkerRequest } from './sft-worker-messages.ts'
+import { createTransformer } from './transformer.ts'
 import { setWeights } from './weights.ts'
-
-/** What the parent passes as `workerData`. */
-export interface SftWorkerData {
-  /** The model's config (weights come with each request). */
-  config: FullTransformerConfig
-  /** Backend to activate, the parent's own (a `BackendName`). */
-  backend: string
-}
-
-/** A request: the weights to compute at (absent: the previous request's) and the batch. */
-export interface SftWorkerRequest {
-  id: number
-  weights?: Record<string, Float32Array>
-  batch: SftBatch
-}
-
-/** A reply: the batch's loss and gradients by parameter name, or the error that stopped it. */
-export type SftWorkerReply =
-  | { id: number; loss: number; grads: Record<string, Float32Array> }
-  | { id: number; error: string }
 
 const port = parentPort
 if (!port) throw new InvariantError('sft-worker-thread.ts runs only as a worker thread (see SftWorkers)')

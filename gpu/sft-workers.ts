@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads'
 import { ConfigError } from './errors.ts'
-import type { SftBatch } from './sft.ts'
-import type { SftWorkerData, SftWorkerReply, SftWorkerRequest } from './sft-worker-thread.ts'
-import type { FullTransformerConfig } from './transformer.ts'
+import type { SftBatch } from './sft-batch.ts'
+import type { SftWorkerData, SftWorkerReply, SftWorkerRequest } from './sft-worker-messages.ts'
+import type { FullTransformerConfig } from './transformer-config.ts'
 
 /** Thrown when an SFT gradient worker thread fails (its error, or the thread's exit). */
 export class SftWorkerError extends Error {

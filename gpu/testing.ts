@@ -23,6 +23,7 @@ export {
 export { QWEN3_VOCAB_ROWS } from './hf-tiny-qwen3.ts'
 export { KvCache } from './kv-cache.ts'
 export { adapterShapes, mergeAdapters } from './lora.ts'
+export { getPolicyLoss, type PolicyLoss, PolicyLosses, PolicyLossName } from './policy-loss.ts'
 export { QWEN3_TOKENIZER_DIR } from './qwen3-tokenizer-files.ts'
 export { f32ToBf16Bits, f32ToF16Bits } from './safetensors.ts'
 export { SftWorkerError } from './sft-workers.ts'

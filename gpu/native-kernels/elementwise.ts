@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs'
 import { InvariantError } from '../../protocols/index.ts'
 import type { NativeArray } from '../native-addon.ts'
-import type { NativeBackend, NativeKernel } from '../native-backend.ts'
+import type { NativeBackend } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 
 /**
  * The elementwise kernels of the native engine (`native/src/elementwise-*.cc`): binary ops with

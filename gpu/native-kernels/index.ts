@@ -1,7 +1,7 @@
-import type { NativeKernel } from '../native-backend.ts'
 import { ELEMENTWISE_KERNELS } from './elementwise.ts'
 import { gatherV2Kernel, unsortedSegmentSumKernel } from './gather.ts'
 import { batchMatMulKernel } from './matmul.ts'
+import type { NativeKernel } from './native-kernel.ts'
 import {
   argMaxKernel,
   argMinKernel,

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
 import { InvariantError } from '../../protocols/index.ts'
-import type { NativeBackend, NativeKernel } from '../native-backend.ts'
+import type { NativeBackend } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 
 const cpuBatchMatMul = tf.getKernel(tf.BatchMatMul, 'cpu')!.kernelFunc
 

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
-import type { NativeKernel } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 import { cpuKernel, newWords, sizeOf, transposeWords, wordValues } from './words.ts'
 
 /** The addon's reduction codes (`NativeAddon.reduce`'s `op`). */

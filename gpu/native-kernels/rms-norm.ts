@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { FusedKernel } from '../fused-kernel-names.ts'
-import type { NativeKernel } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 
 /**
  * `TriadRmsNorm`: RMSNorm over the last axis in one pass, `y = x / sqrt(mean(x^2) + eps) * g`

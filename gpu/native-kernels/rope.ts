@@ -1,6 +1,6 @@
 import type * as tf from '@tensorflow/tfjs'
 import { FusedKernel } from '../fused-kernel-names.ts'
-import type { NativeKernel } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 
 /**
  * `TriadRope`: rotary positions in the rotate-half form, `y = x cos + [x2, x1] sin` (RoFormer eq.

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
-import type { NativeBackend, NativeKernel } from '../native-backend.ts'
+import type { NativeBackend } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 import { cpuKernel, newWords, sizeOf, stridesOf, wordValues } from './words.ts'
 
 /** Flat offset of index `begin` under `strides`. */

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { FusedKernel } from '../fused-kernel-names.ts'
-import type { NativeKernel } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 
 /** `TriadSwiglu`: `silu(gate) * up` (Shazeer 2020, eq. 6); gate, up float32 of one shape; output the same. */
 export const swigluKernel: NativeKernel = {

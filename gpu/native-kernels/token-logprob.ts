@@ -1,6 +1,7 @@
 import type * as tf from '@tensorflow/tfjs'
 import { FusedKernel } from '../fused-kernel-names.ts'
-import type { NativeBackend, NativeKernel } from '../native-backend.ts'
+import type { NativeBackend } from '../native-backend.ts'
+import type { NativeKernel } from './native-kernel.ts'
 
 function int32Values(backend: NativeBackend, t: tf.TensorInfo): Int32Array {
   const v = backend.values(t)
