@@ -208,7 +208,9 @@ describe('e2e - a run across hosts on a NATS cluster, a server and a rollout hos
       )
       for (const [i, w] of workers[host.name]!.entries())
         processes.push([`${host.name}-${['env', 'policy'][i]}`, w])
-      await Promise.all(workers[host.name]!.map((w) => w.waitForText(/"event":"ready"/, 60_000)))
+      // A cold start (tsx transpiling the tree, the native addon, the model) on a loaded 2-core
+      // machine has passed 60 s: the bound is for a worker that never comes up.
+      await Promise.all(workers[host.name]!.map((w) => w.waitForText(/"event":"ready"/, 180_000)))
       note(`workers on ${host.name} ready: pids ${workers[host.name]!.map((w) => w.child.pid).join(', ')}`)
     }
     await Promise.all([startWorkers(h.b), startWorkers(h.c)])
