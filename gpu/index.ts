@@ -36,7 +36,7 @@
  *   (`triad model tiny`), `writeRandomHfCheckpoint(dir, spec)` one of any size and architecture.
  */
 
-export { AdamW, type AdamWConfig } from './adamw.ts'
+export { ADAMW_DEFAULTS, AdamW, type AdamWConfig } from './adamw.ts'
 export {
   AdvantageEstimatorName,
   broadcastToTokens,

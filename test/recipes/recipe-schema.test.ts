@@ -14,9 +14,11 @@ import {
   rolloutSettingsOf,
 } from '../../actors/index.ts'
 import {
+  ADAMW_DEFAULTS,
   createTransformer,
   DEFAULT_TOKENIZER_SETTINGS,
   disposeTransformer,
+  RL_STEP_DEFAULTS,
   Tokenizer,
 } from '../../gpu/index.ts'
 import {
@@ -620,5 +622,18 @@ describe('recipes/recipe-schema - agent and MCP tasks', () => {
   it('recipe schema - an old recipe parses as before: its tasks get no agent or MCP field', () => {
     const r = defineRecipe({ tasks: [{ name: 'calc' }] })
     assert.deepEqual(Object.keys(r.tasks[0]!).sort(), ['difficulty', 'name', 'weight'])
+  })
+})
+
+describe('recipes/recipe-schema - defaults', () => {
+  it("recipe schema - a recipe without rl settings gives the learner gpu's defaults (RL_STEP_DEFAULTS, ADAMW_DEFAULTS)", () => {
+    const recipe = resolveTasks(defineRecipe({ tasks: [{ name: 'calc' }] }), builtinTaskCatalog())
+    const { rl } = nodeConfigOf(recipe, { id: 'r', path: '/runs/r' } as RunDir, 1)
+    const { offPolicy: _o, dynamicSampling: _d, overlong: _l, ...step } = rl.step
+    assert.deepEqual(step, { ...RL_STEP_DEFAULTS })
+    assert.deepEqual(rl.optimizer, {
+      weightDecay: ADAMW_DEFAULTS.weightDecay,
+      gradClip: ADAMW_DEFAULTS.gradClip,
+    })
   })
 })
