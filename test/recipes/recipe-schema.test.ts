@@ -331,7 +331,10 @@ const cases: Record<string, Case> = {
   'sft.expertTrajectoriesPerTask': { set: 9, lands: { 'node.sft.expertTrajectoriesPerTask': 9 } },
   'sft.expertErrorRate': { set: 0.5, lands: { 'node.sft.errorRate': 0.5 } },
   'sft.expertSuccessRate': { set: 0.5, lands: { 'node.sft.successRate': 0.5 } },
-  'sft.experts': { set: false, lands: { 'node.sft.experts': false, 'node.sft.enabled': false } },
+  'sft.experts': {
+    set: false,
+    lands: { 'node.sft.experts': false, 'node.sft.enabled': false, 'node.sft.batchTokens': 0 },
+  },
   'sft.datasets[0].path': {
     set: 'b.jsonl',
     with: { sft: { datasets: [{ path: 'a.jsonl' }] } },
