@@ -83,6 +83,7 @@ export {
 export {
   fetchRunTokenizer,
   type NodeConfig,
+  parseNodeConfig,
   readSftDatasets,
   SftDatasetError,
   startLearnerNode,

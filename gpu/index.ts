@@ -36,7 +36,7 @@
  *   (`triad model tiny`), `writeRandomHfCheckpoint(dir, spec)` one of any size and architecture.
  */
 
-export { AdamW, type AdamWConfig } from './adamw.ts'
+export { ADAMW_DEFAULTS, AdamW, type AdamWConfig } from './adamw.ts'
 export { AdvantageEstimatorName } from './advantage.ts'
 export { AggregationMode } from './aggregation.ts'
 export {
@@ -74,6 +74,7 @@ export {
   UnsupportedArchitectureError,
 } from './errors.ts'
 export { lossAndGrads } from './gradients.ts'
+export { GRPO_TCR_DEFAULTS } from './grpo.ts'
 export { toHfConfig } from './hf-config.ts'
 export { exportHf } from './hf-export.ts'
 export {

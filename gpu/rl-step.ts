@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import type { MetricValues } from '../protocols/index.ts'
+import type { AdvantageEstimatorName } from './advantage.ts'
 import { getAggregator } from './aggregation.ts'
 import { type BatchAdvantageConfig, computeBatchAdvantages, perTaskStats } from './batch-advantages.ts'
 import { maskUniformGroups } from './dynamic-sampling.ts'
@@ -56,16 +57,22 @@ export interface RlStepConfig extends BatchAdvantageConfig {
   offPolicy?: OffPolicyConfig
 }
 
-/** DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0; AgentRL task normalization on. */
-export const RL_STEP_DEFAULTS: Readonly<RlStepConfig> = Object.freeze({
-  loss: GRPO_TCR_DEFAULTS,
-  advantage: 'grpo',
-  taskAdvantageNorm: true,
-  beta: 0,
-  klEstimator: 'k3',
-  entropyCoef: 0,
-  temperature: 1,
-})
+/**
+ * DemyAgent GRPO-TCR defaults: token-mean, eps 0.2 / 0.28, c 10, no KL, entropy 0, grad clip 1.0;
+ * AgentRL task normalization on. Its `advantage` is a registered estimator (the recipe schema's
+ * default, `recipes/recipe-schema.ts`).
+ */
+export const RL_STEP_DEFAULTS: Readonly<RlStepConfig & { advantage: AdvantageEstimatorName }> = Object.freeze(
+  {
+    loss: GRPO_TCR_DEFAULTS,
+    advantage: 'grpo',
+    taskAdvantageNorm: true,
+    beta: 0,
+    klEstimator: 'k3',
+    entropyCoef: 0,
+    temperature: 1,
+  },
+)
 
 /** What an RL step updates and reads. */
 export interface RlStepState {

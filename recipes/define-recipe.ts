@@ -38,9 +38,11 @@ export interface DerivedSizes {
    */
   sftTrajectories: number
   /**
-   * Most padded input tokens of one SFT batch: `sft.batchSize * model.contextLength` (0 when SFT
-   * is off). Batches are packed by tokens, so a batch holds at least `batchSize` trajectories and
-   * more when they are short; an optimizer step takes one batch per thread (`sft.threads`).
+   * Most padded input tokens of one SFT batch: `sft.batchSize * model.contextLength`; 0 exactly when
+   * SFT is off (`sft.epochs` 0, or nothing to train on: no expert episodes and no `sft.datasets`),
+   * which is how `nodeConfigOf` tells whether it runs. Batches are packed by tokens, so a batch
+   * holds at least `batchSize` trajectories and more when they are short; an optimizer step takes
+   * one batch per thread (`sft.threads`).
    */
   sftBatchTokens: number
   /**
@@ -455,7 +457,8 @@ function deriveSizes(r: ParsedRecipe): DerivedSizes {
 /**
  * The cold start's sizes (`DerivedSizes`) for `datasetRows` rows of `sft.datasets`: its
  * trajectories (the experts' only when `sft.experts`, plus those rows), the padded tokens of one
- * batch and the bound of its optimizer steps; all 0 when SFT is off (`sft.epochs` 0).
+ * batch and the bound of its optimizer steps; all 0 when SFT is off (`sft.epochs` 0, or no expert
+ * episodes and no datasets).
  */
 export function sftSizes(
   r: {
@@ -468,9 +471,11 @@ export function sftSizes(
   const experts = r.sft.experts ? r.tasks.length * r.sft.expertTrajectoriesPerTask : 0
   const sftTrajectories = r.sft.epochs === 0 ? 0 : experts + datasetRows
   const perEpoch = Math.ceil(Math.ceil(sftTrajectories / r.sft.batchSize) / r.sft.threads)
+  // Datasets make SFT run whether or not their rows were counted yet (`datasetRows` 0 before).
+  const runs = r.sft.epochs > 0 && (experts > 0 || r.sft.datasets.length > 0)
   return {
     sftTrajectories,
-    sftBatchTokens: sftTrajectories === 0 ? 0 : r.sft.batchSize * r.model.contextLength,
+    sftBatchTokens: runs ? r.sft.batchSize * r.model.contextLength : 0,
     sftStepsAtMost: Math.min(perEpoch * r.sft.epochs, r.sft.steps ?? Number.POSITIVE_INFINITY),
   }
 }

@@ -61,7 +61,8 @@ function threadsOf(threads: ResolvedRecipe['model']['threads']): Pick<NodeConfig
 }
 
 /**
- * What every node of a run needs, derived from a resolved recipe. The learner acknowledges
+ * What every node of a run needs, derived from a resolved recipe (the SFT's token budget and
+ * whether it runs from `recipe.derived`, `sftBatchTokens`). The learner acknowledges
  * trajectory groups only at its checkpoints, so it checkpoints at least every
  * `bufferGroups / minBatchGroups` steps (the stream must hold what it holds unacknowledged);
  * `checkpoints.every` only adds checkpoints.
@@ -103,15 +104,14 @@ export function nodeConfigOf(recipe: ResolvedRecipe, dir: RunDir, maxSteps: numb
       ...(t.mcp !== undefined ? { mcp: { servers: t.mcp, instances: t.instances!, reward: t.reward! } } : {}),
     })),
     sft: {
-      enabled:
-        recipe.sft.epochs > 0 &&
-        ((recipe.sft.experts && recipe.sft.expertTrajectoriesPerTask > 0) || recipe.sft.datasets.length > 0),
+      // 0 exactly when SFT is off: no epochs, or neither expert episodes nor datasets.
+      enabled: recipe.derived.sftBatchTokens > 0,
       expertTrajectoriesPerTask: recipe.sft.expertTrajectoriesPerTask,
       errorRate: recipe.sft.expertErrorRate,
       successRate: recipe.sft.expertSuccessRate,
       epochs: Math.max(1, recipe.sft.epochs),
       lr: recipe.sft.lr,
-      batchTokens: recipe.sft.batchSize * recipe.model.contextLength,
+      batchTokens: recipe.derived.sftBatchTokens,
       ...(recipe.sft.steps === undefined ? {} : { maxSteps: recipe.sft.steps }),
       threads: recipe.sft.threads,
       experts: recipe.sft.experts,

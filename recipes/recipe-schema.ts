@@ -7,14 +7,17 @@
  */
 import { z } from 'zod'
 import {
+  ADAMW_DEFAULTS,
   AdvantageEstimatorName,
   AggregationMode,
   BackendName,
+  GRPO_TCR_DEFAULTS,
   KlEstimatorName,
   LoraTarget,
   OFF_POLICY_DEFAULTS,
   OffPolicyLevel,
   OffPolicyName,
+  RL_STEP_DEFAULTS,
 } from '../gpu/index.ts'
 
 const int = (min: number) => z.number().int().min(min)
@@ -272,9 +275,9 @@ export const OverlongSchema = z.strictObject({
 /** KL penalty to the reference (SFT) policy. */
 export const KlSchema = z.strictObject({
   /** `beta`: coefficient of the KL term; 0 turns it off (default 0). */
-  beta: z.number().min(0).default(0),
+  beta: z.number().min(0).default(RL_STEP_DEFAULTS.beta),
   /** Estimator of the per-token KL (default `k3`). */
-  estimator: z.enum(KlEstimatorName).default('k3'),
+  estimator: z.enum(KlEstimatorName).default(RL_STEP_DEFAULTS.klEstimator),
 })
 
 /**
@@ -305,21 +308,21 @@ export const RlSchema = z.strictObject({
   /** `G`: samples per task instance; the group the advantage is normalized over (default 8). */
   groupSize: int(2).default(8),
   /** Group advantage estimator (default `grpo`: `(R - mean) / (std + 1e-6)`). */
-  advantage: z.enum(AdvantageEstimatorName).default('grpo'),
+  advantage: z.enum(AdvantageEstimatorName).default(RL_STEP_DEFAULTS.advantage),
   /** `eps_low`: lower clip of the ratio, `1 - eps_low` (default 0.2). */
-  eps_low: z.number().gt(0).lt(1).default(0.2),
+  eps_low: z.number().gt(0).lt(1).default(GRPO_TCR_DEFAULTS.eps_low),
   /** `eps_high`: upper clip of the ratio, `1 + eps_high` (clip-higher; default 0.28). */
-  eps_high: positive().default(0.28),
+  eps_high: positive().default(GRPO_TCR_DEFAULTS.eps_high),
   /** `c`: dual clip for negative advantages, the loss is at most `c * |A|` (default 10). */
-  c: z.number().gt(1).default(10),
+  c: z.number().gt(1).default(GRPO_TCR_DEFAULTS.c),
   /** Loss aggregation (default `token-mean` over every masked token of the batch). */
-  aggregation: z.enum(AggregationMode).default('token-mean'),
+  aggregation: z.enum(AggregationMode).default(GRPO_TCR_DEFAULTS.aggregation),
   /** Overlong reward shaping (`L_max`, `L_buf`). */
   overlong: OverlongSchema.prefault({}),
   /** KL to the reference policy (`beta` 0 = off, estimator `k3`). */
   kl: KlSchema.prefault({}),
   /** Entropy bonus coefficient: the loss subtracts `entropyCoef * entropy` (default 0). */
-  entropyCoef: z.number().min(0).default(0),
+  entropyCoef: z.number().min(0).default(RL_STEP_DEFAULTS.entropyCoef),
   /**
    * AdamW learning rate (default 1e-4). `lr`, `weightDecay` and `gradClip` set the policy's AdamW
    * and the reward model's in its consistency training (the cold starts keep their own `lr` and
@@ -327,11 +330,11 @@ export const RlSchema = z.strictObject({
    */
   lr: positive().default(1e-4),
   /** AdamW decoupled weight decay (Loshchilov & Hutter 2019; default 0.01). */
-  weightDecay: z.number().min(0).default(0.01),
+  weightDecay: z.number().min(0).default(ADAMW_DEFAULTS.weightDecay),
   /** Global gradient-norm clip: gradients are scaled to at most this L2 norm (default 1.0). */
-  gradClip: positive().default(1.0),
+  gradClip: positive().default(ADAMW_DEFAULTS.gradClip),
   /** Task advantage normalization after the group normalization (AgentRL; default on). */
-  taskAdvantageNorm: z.boolean().default(true),
+  taskAdvantageNorm: z.boolean().default(RL_STEP_DEFAULTS.taskAdvantageNorm),
   /**
    * Dynamic sampling (DAPO): groups whose samples all got the same reward (zero advantage) are
    * left out of the update instead of diluting the token mean (default false).

@@ -63,3 +63,19 @@ export class TokenizerTimeoutError extends Error {
     super(`run ${run}: no tokenizer published within ${timeoutMs} ms (is the learner running?)`)
   }
 }
+
+/**
+ * A node config (`node-config.json`, `parseNodeConfig`) that is not one: a field of the wrong type,
+ * a missing or unknown field. The message is one line naming the file and every bad field.
+ */
+export class NodeConfigError extends Error {
+  override name = 'NodeConfigError'
+  constructor(
+    /** The file the config came from. */
+    readonly file: string,
+    /** Each bad field (`rl.lr`, `tasks[0].weight`; `(root)` for the whole value) and what is wrong with it. */
+    readonly issues: readonly { path: string; message: string }[],
+  ) {
+    super(`${file} is not a triad node config: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
+  }
+}

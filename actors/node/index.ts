@@ -11,12 +11,15 @@ export {
 export {
   learnerSettingsOf,
   type NodeConfig,
+  NodeConfigSchema,
   type NodeTriadConfig,
   type PolicyOptimizerConfig,
+  parseNodeConfig,
   ROLLOUT_ATTEMPTS,
   rolloutSettingsOf,
 } from './config.ts'
 export {
+  NodeConfigError,
   NoSftDataError,
   SftDatasetError,
   StartAbortedError,

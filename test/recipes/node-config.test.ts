@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { RunDir } from '../../actors/index.ts'
-import { builtinTaskCatalog, defineRecipe, nodeConfigOf, resolveTasks } from '../../recipes/index.ts'
+import { builtinTaskCatalog, defineRecipe, nodeConfigOf, type RecipeInput, resolveTasks } from '../../recipes/index.ts'
 
 const dir = { id: 'r1', path: '/runs/r1' } as RunDir
 
@@ -39,6 +39,26 @@ describe('recipes/node-config', () => {
       high: 5,
       level: 'token',
     })
+  })
+
+  it('nodeConfigOf - the SFT runs, with the token budget of recipe.derived, on datasets alone; not without epochs or data', () => {
+    const of = (sft: RecipeInput['sft']) => {
+      const recipe = resolveTasks(
+        defineRecipe({ tasks: [{ name: 'calc' }], model: { contextLength: 256 }, sft }),
+        builtinTaskCatalog(),
+      )
+      return { derived: recipe.derived.sftBatchTokens, sft: nodeConfigOf(recipe, dir, 10).sft }
+    }
+    const datasets = of({ experts: false, batchSize: 2, datasets: [{ path: 'rows.jsonl' }] })
+    assert.equal(datasets.sft.enabled, true)
+    assert.equal(datasets.sft.batchTokens, 2 * 256)
+    assert.equal(datasets.derived, 2 * 256)
+    for (const off of [{ epochs: 0 }, { experts: false }, { expertTrajectoriesPerTask: 0 }]) {
+      const c = of(off)
+      assert.equal(c.sft.enabled, false, JSON.stringify(off))
+      assert.equal(c.sft.batchTokens, 0, JSON.stringify(off))
+      assert.equal(c.derived, 0, JSON.stringify(off))
+    }
   })
 
   it('nodeConfigOf - without sft.steps the SFT has no step limit', () => {

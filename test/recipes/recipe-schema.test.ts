@@ -13,16 +13,9 @@ import {
   rolloutSettingsOf,
 } from '../../actors/testing.ts'
 import { heldOutSettings, runBudgetOf } from '../../bin/run/index.ts'
-import { createTransformer, disposeTransformer, Tokenizer } from '../../gpu/index.ts'
+import { ADAMW_DEFAULTS, createTransformer, disposeTransformer, RL_STEP_DEFAULTS, Tokenizer } from '../../gpu/index.ts'
 import { DEFAULT_TOKENIZER_SETTINGS } from '../../gpu/testing.ts'
-import {
-  builtinTaskCatalog,
-  defineRecipe,
-  nodeConfigOf,
-  type RecipeInput,
-  RecipeSchema,
-  resolveTasks,
-} from '../../recipes/index.ts'
+import { builtinTaskCatalog, defineRecipe, nodeConfigOf, type RecipeInput, RecipeSchema, resolveTasks } from '../../recipes/index.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 
 /**
@@ -323,7 +316,10 @@ const cases: Record<string, Case> = {
   'sft.expertTrajectoriesPerTask': { set: 9, lands: { 'node.sft.expertTrajectoriesPerTask': 9 } },
   'sft.expertErrorRate': { set: 0.5, lands: { 'node.sft.errorRate': 0.5 } },
   'sft.expertSuccessRate': { set: 0.5, lands: { 'node.sft.successRate': 0.5 } },
-  'sft.experts': { set: false, lands: { 'node.sft.experts': false, 'node.sft.enabled': false } },
+  'sft.experts': {
+    set: false,
+    lands: { 'node.sft.experts': false, 'node.sft.enabled': false, 'node.sft.batchTokens': 0 },
+  },
   'sft.datasets[0].path': {
     set: 'b.jsonl',
     with: { sft: { datasets: [{ path: 'a.jsonl' }] } },
@@ -614,5 +610,18 @@ describe('recipes/recipe-schema - agent and MCP tasks', () => {
   it('recipe schema - an old recipe parses as before: its tasks get no agent or MCP field', () => {
     const r = defineRecipe({ tasks: [{ name: 'calc' }] })
     assert.deepEqual(Object.keys(r.tasks[0]!).sort(), ['difficulty', 'name', 'weight'])
+  })
+})
+
+describe('recipes/recipe-schema - defaults', () => {
+  it("recipe schema - a recipe without rl settings gives the learner gpu's defaults (RL_STEP_DEFAULTS, ADAMW_DEFAULTS)", () => {
+    const recipe = resolveTasks(defineRecipe({ tasks: [{ name: 'calc' }] }), builtinTaskCatalog())
+    const { rl } = nodeConfigOf(recipe, { id: 'r', path: '/runs/r' } as RunDir, 1)
+    const { offPolicy: _o, dynamicSampling: _d, overlong: _l, ...step } = rl.step
+    assert.deepEqual(step, { ...RL_STEP_DEFAULTS })
+    assert.deepEqual(rl.optimizer, {
+      weightDecay: ADAMW_DEFAULTS.weightDecay,
+      gradClip: ADAMW_DEFAULTS.gradClip,
+    })
   })
 })
