@@ -7,7 +7,7 @@ import { integerOption } from '../numeric-option.ts'
 import { buildChatServer } from '../serve/chat-server.ts'
 
 /** Options of `triad serve`. */
-export interface ServeOptions {
+export interface ServeCommandOptions {
   /** TCP port; 0 picks a free one (the line on stdout says which). */
   port: number
   host: string
@@ -36,7 +36,7 @@ export function resolveServedCheckpoint(path: string, log: (line: string) => voi
  * `serving MODEL_NAME at http://HOST:PORT/v1` on stdout once it listens.
  * @throws CliError for a model that cannot be loaded or a port that cannot be bound.
  */
-export async function serveCommand(modelPath: string, o: ServeOptions): Promise<void> {
+export async function serveCommand(modelPath: string, o: ServeCommandOptions): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`)
   const dir = resolveServedCheckpoint(modelPath, log)
   await chooseBackend({ backend: o.backend, log })

@@ -1,6 +1,6 @@
 import { type MetricsLine, RUN_MAX_STEPS } from '../../actors/index.ts'
 import { continuousCounters } from './counter-continuity.ts'
-import { MetricKind, metricKind } from './metric-kinds.ts'
+import { ChartKind, chartKindOf } from './metric-kinds.ts'
 
 /** One line chart: a title, the x values (learner steps) and one y array per series. */
 export interface Chart {
@@ -121,12 +121,12 @@ interface Point {
  * The values of one key at the steps `xs` (ascending) from each actor's points, combined by
  * `kind` (see `buildChartSections`); `null` at a step where no actor gives a value.
  */
-function seriesAt(kind: MetricKind, byActor: ReadonlyMap<string, readonly Point[]>, xs: readonly number[]) {
+function seriesAt(kind: ChartKind, byActor: ReadonlyMap<string, readonly Point[]>, xs: readonly number[]) {
   const totals: (number | null)[] = xs.map(() => null)
   const add = (i: number, v: number) => {
     totals[i] = (totals[i] ?? 0) + v
   }
-  if (kind === MetricKind.counter || kind === MetricKind.delta) {
+  if (kind === ChartKind.counter || kind === ChartKind.delta) {
     // Totals (deltas arrive here as running totals): the highest one at or before each step.
     for (const points of byActor.values()) {
       const sorted = [...points].sort((a, b) => a.x - b.x)
@@ -156,13 +156,13 @@ function seriesAt(kind: MetricKind, byActor: ReadonlyMap<string, readonly Point[
     }
   }
   // gauges: the mean over actors; rates: their sum
-  return kind === MetricKind.rate ? totals : totals.map((t, i) => (t === null ? null : t / actors[i]!))
+  return kind === ChartKind.rate ? totals : totals.map((t, i) => (t === null ? null : t / actors[i]!))
 }
 
 /**
  * Turns metrics lines into chart sections (every key but `UNCHARTED_KEYS`). The x axis is the
  * learner step, except in the areas of `AREA_AXES` (the SFT: its own step). Values combine by the
- * key's `metricKind`:
+ * key's `chartKindOf`:
  * - gauges: the reports of one actor (`role:id`) at one step are averaged, then the actors averaged;
  * - rates (`..._per_s`): averaged per actor, then summed (the engines' throughputs add up);
  * - counters (totals since the process started): made continuous across restarts and resumes
@@ -194,7 +194,7 @@ export function buildChartSections(
       acc.set(key, byActor)
       const points = byActor.get(who) ?? []
       byActor.set(who, points)
-      if (metricKind(key) === MetricKind.delta) {
+      if (chartKindOf(key) === ChartKind.delta) {
         const sums = running.get(key) ?? new Map<string, number>()
         running.set(key, sums)
         sums.set(who, (sums.get(who) ?? 0) + value)
@@ -220,7 +220,7 @@ export function buildChartSections(
       .map((key) => ({
         label: placement.get(key)!.label,
         key,
-        y: seriesAt(metricKind(key), acc.get(key)!, x),
+        y: seriesAt(chartKindOf(key), acc.get(key)!, x),
       }))
       .sort((a, b) => (a.label === 'all' ? -1 : b.label === 'all' ? 1 : a.label.localeCompare(b.label)))
     const list = sections.get(c.area) ?? []

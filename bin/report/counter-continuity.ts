@@ -1,5 +1,5 @@
 import type { MetricsLine } from '../../actors/index.ts'
-import { MetricKind, metricKind } from './metric-kinds.ts'
+import { ChartKind, chartKindOf } from './metric-kinds.ts'
 
 /** One restart of an actor seen in its counters. */
 export interface CounterReset {
@@ -12,14 +12,14 @@ export interface CounterReset {
 }
 
 /**
- * Makes counters (totals since their process started, `metricKind` `counter`) continuous across
+ * Makes counters (totals since their process started, `chartKindOf` `counter`) continuous across
  * restarts of the process, a resumed run included: an actor (`role:id`) restarted at a report
  * where any of its counters is lower than in its previous report; from that report on, each of its
  * counters has its last value before the restart added (for every segment so far), keys missing
  * from that report included. Lines are taken in file order (the order they arrived in), and each
  * actor is assumed to be one process at a time. A restart whose first report already exceeds
  * every previous total cannot be seen and is not corrected.
- * @param isCounter which keys are counters (default: `metricKind(key) === 'counter'`).
+ * @param isCounter which keys are counters (default: `chartKindOf(key) === 'counter'`).
  * @returns new lines (the input is not changed; lines without counters are the same objects) and
  *   the restarts found.
  * @example
@@ -27,7 +27,7 @@ export interface CounterReset {
  */
 export function continuousCounters(
   lines: readonly MetricsLine[],
-  isCounter: (key: string) => boolean = (key) => metricKind(key) === MetricKind.counter,
+  isCounter: (key: string) => boolean = (key) => chartKindOf(key) === ChartKind.counter,
 ): { lines: MetricsLine[]; resets: CounterReset[] } {
   // actor -> key -> [last value in the current segment, sum of the previous segments' last values]
   const state = new Map<string, Map<string, [number, number]>>()

@@ -9,23 +9,23 @@ import { MetricKind as CatalogKind, metricKeyInfo } from '../../protocols/index.
  *   resumes (`continuousCounters`); each actor's newest total, summed over actors;
  * - `delta`: a count since the actor's previous report, charted as its running total.
  */
-export const MetricKind = {
+export const ChartKind = {
   gauge: CatalogKind.gauge,
   rate: CatalogKind.rate,
   counter: CatalogKind.counter,
   delta: CatalogKind.delta,
 } as const
-export type MetricKind = (typeof MetricKind)[keyof typeof MetricKind]
+export type ChartKind = (typeof ChartKind)[keyof typeof ChartKind]
 
 /**
  * The kind of a metric key: the catalog's (a flag as a gauge); for a key the catalog does not hold
  * (a custom task's, an older run's) a throughput by its name (`..._per_s`), a restart count
  * (`.../restarts`), else a gauge.
  */
-export function metricKind(key: string): MetricKind {
+export function chartKindOf(key: string): ChartKind {
   const info = metricKeyInfo(key)
-  if (info) return info.kind === CatalogKind.flag ? MetricKind.gauge : info.kind
-  if (/_per_s$/.test(key)) return MetricKind.rate
-  if (/(^|\/)restarts$/.test(key)) return MetricKind.counter
-  return MetricKind.gauge
+  if (info) return info.kind === CatalogKind.flag ? ChartKind.gauge : info.kind
+  if (/_per_s$/.test(key)) return ChartKind.rate
+  if (/(^|\/)restarts$/.test(key)) return ChartKind.counter
+  return ChartKind.gauge
 }

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { metricKind } from '../../../bin/report/metric-kinds.ts'
+import { chartKindOf } from '../../../bin/report/metric-kinds.ts'
 
 describe('bin/report/metric-kinds', () => {
-  it('metricKind - counters, deltas, rates and gauges by key', () => {
+  it('chartKindOf - counters, deltas, rates and gauges by key', () => {
     const keys = [
       'rollout/episodes',
       'rollout/generated_tokens',
@@ -27,7 +27,7 @@ describe('bin/report/metric-kinds', () => {
       'env/difficulty/calc',
       'restarts_total',
     ]
-    assert.deepEqual(Object.fromEntries(keys.map((k) => [k, metricKind(k)])), {
+    assert.deepEqual(Object.fromEntries(keys.map((k) => [k, chartKindOf(k)])), {
       'rollout/episodes': 'counter',
       'rollout/generated_tokens': 'counter',
       'rollout/groups': 'counter',
