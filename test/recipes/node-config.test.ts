@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { RunDir } from '../../actors/index.ts'
-import { builtinTaskCatalog, defineRecipe, nodeConfigOf, type RecipeInput, resolveTasks } from '../../recipes/index.ts'
+import {
+  builtinTaskCatalog,
+  defineRecipe,
+  nodeConfigOf,
+  type RecipeInput,
+  resolveTasks,
+} from '../../recipes/index.ts'
 
 const dir = { id: 'r1', path: '/runs/r1' } as RunDir
 

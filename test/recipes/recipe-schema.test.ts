@@ -13,9 +13,22 @@ import {
   rolloutSettingsOf,
 } from '../../actors/testing.ts'
 import { heldOutSettings, runBudgetOf } from '../../bin/run/index.ts'
-import { ADAMW_DEFAULTS, createTransformer, disposeTransformer, RL_STEP_DEFAULTS, Tokenizer } from '../../gpu/index.ts'
+import {
+  ADAMW_DEFAULTS,
+  createTransformer,
+  disposeTransformer,
+  RL_STEP_DEFAULTS,
+  Tokenizer,
+} from '../../gpu/index.ts'
 import { DEFAULT_TOKENIZER_SETTINGS } from '../../gpu/testing.ts'
-import { builtinTaskCatalog, defineRecipe, nodeConfigOf, type RecipeInput, RecipeSchema, resolveTasks } from '../../recipes/index.ts'
+import {
+  builtinTaskCatalog,
+  defineRecipe,
+  nodeConfigOf,
+  type RecipeInput,
+  RecipeSchema,
+  resolveTasks,
+} from '../../recipes/index.ts'
 import { writeTinyQwen3 } from '../support/tiny-qwen3.ts'
 
 /**

@@ -1,6 +1,12 @@
 import type { NodeConfig, RunDir } from '../../actors/index.ts'
 import type { NodeTriadConfig } from '../../actors/testing.ts'
-import { builtinTaskCatalog, defineRecipe, nodeConfigOf, type RecipeInput, resolveTasks } from '../../recipes/index.ts'
+import {
+  builtinTaskCatalog,
+  defineRecipe,
+  nodeConfigOf,
+  type RecipeInput,
+  resolveTasks,
+} from '../../recipes/index.ts'
 
 /**
  * The recipe of a tiny run: a 1-layer width-16 model, calc at level 1 (levels 1-3), no SFT (no
