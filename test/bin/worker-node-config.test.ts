@@ -51,7 +51,8 @@ describe('bin/worker - node-config.json', () => {
   })
 
   it('a field of the wrong type is refused, naming the file and the field', () => {
-    const c = writtenConfig() as unknown as { rl: Record<string, unknown> }
+    // a JSON copy, to be spoiled: what a hand-edited node-config.json may hold
+    const c: { rl: Record<string, unknown> } = JSON.parse(JSON.stringify(writtenConfig()))
     c.rl.lr = 'fast'
     const path = file('wrong-type.json', c)
     const message = refusal(path)
@@ -63,10 +64,9 @@ describe('bin/worker - node-config.json', () => {
   })
 
   it('a missing field is refused, naming the file and the field (nested and in a list)', () => {
-    const c = writtenConfig() as unknown as {
-      pipeline: Record<string, unknown>
-      tasks: Record<string, unknown>[]
-    }
+    const c: { pipeline: Record<string, unknown>; tasks: Record<string, unknown>[] } = JSON.parse(
+      JSON.stringify(writtenConfig()),
+    )
     delete c.pipeline.maxTurns
     delete c.tasks[1]!.weight
     const path = file('missing.json', c)
