@@ -127,3 +127,25 @@ export function tokenLogprob(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tens
   ) as tf.Tensor1D
   return tf.sub(tf.gather(tf.reshape(logits, [rows * vocab]), flat), lse) as tf.Tensor1D // log p = z_y - logsumexp(z)
 }
+
+/**
+ * Scaled dot-product attention `softmax(q k^T + mask) v` as one kernel, for a pass no tape records
+ * (generation, log-probabilities without a gradient): the backend's `TriadAttention` where it has
+ * one. The same values as the composed form up to rounding (the blocked keys, mask -1e9, weigh
+ * exactly 0 in both).
+ * @param q `[groups, rows, hd]` float32, the 1/sqrt(hd) folded in, rows ordered (query head, time)
+ *   within a group. @param k `[groups, keys, hd]`. @param v like k. @param mask additive
+ *   `[batch or 1, 1, steps, keys]`. @param kvHeads key/value heads per sequence (groups / batch).
+ * @returns `[groups, rows, hd]`, or undefined where there is no such kernel or a tape is recording
+ *   (the caller composes the attention then, which has a gradient).
+ */
+export function fusedAttention(
+  q: tf.Tensor3D,
+  k: tf.Tensor3D,
+  v: tf.Tensor3D,
+  mask: tf.Tensor4D,
+  kvHeads: number,
+): tf.Tensor3D | undefined {
+  if (mask.shape[1] !== 1 || tf.engine().isTapeOn() || !hasKernel(FusedKernel.Attention)) return undefined
+  return tf.engine().runKernel(FusedKernel.Attention, { q, k, v, mask }, { kvHeads }) as tf.Tensor3D
+}

@@ -1,5 +1,21 @@
 import * as tf from '@tensorflow/tfjs'
+import { NativeBackend } from './native-backend.ts'
 import type { PrefixEntry } from './prefix-cache.ts'
+
+/**
+ * Columns a cache grows by on a backend that writes in place: its capacity is the cached length
+ * rounded up to a multiple of this, so a generation step copies one token's keys and values, and
+ * the whole cache once every `KV_CACHE_CHUNK` tokens (measured on the toy model of `triad bench
+ * model`, batch 32: the per-step concatenation was a third of a generation's time;
+ * docs/native-engine.md).
+ */
+export const KV_CACHE_CHUNK = 64
+
+/** The native engine's storage where the active backend is it (keys are then written in place), else undefined. */
+function inPlaceStorage(): NativeBackend | undefined {
+  const backend = tf.backend()
+  return backend instanceof NativeBackend ? backend : undefined
+}
 
 /**
  * Key-value cache of a transformer: per layer the rotated keys and the values of every token seen
@@ -7,8 +23,12 @@ import type { PrefixEntry } from './prefix-cache.ts'
  * (`keyMask`, `[batch, length]`, 1 real / 0 padding). `forward` reads and extends it, so a
  * generation step costs one token's work instead of the whole prefix.
  *
- * Tensors are replaced (tfjs tensors are immutable): each step concatenates the new keys and frees
- * the old tensors. Call `dispose()` when done.
+ * On the native engine (and the cuda one over it) each layer's tensors hold `capacity` columns, at
+ * least `length`, of which the first `length` are the cache; a step writes its keys into the free
+ * columns in place, and grows the tensors by `KV_CACHE_CHUNK` columns when they are full. The layers
+ * then see `capacity` keys, and `hiddenStates` masks the free ones (`keyLength`). Elsewhere tensors
+ * are replaced (tfjs tensors are immutable): each step concatenates the new keys and frees the old
+ * ones, and `capacity` equals `length`. Call `dispose()` when done.
  */
 export class KvCache {
   /** Number of sequences (rows; `RaggedKvCache` changes it as rows join and leave). */
@@ -29,11 +49,30 @@ export class KvCache {
     this.alwaysMask = options.alwaysMask ?? false
   }
 
+  /** Columns each layer's tensors hold (at least `length`; more only where appends write in place). */
+  get capacity(): number {
+    return this.keys[0]?.shape[1] ?? 0
+  }
+
+  /**
+   * How many keys the layers see once `steps` more tokens are appended: `length + steps` where
+   * appends concatenate; the capacity then, where they write in place (the columns past
+   * `length + steps` are free and must be masked).
+   */
+  keyLength(steps: number): number {
+    const need = this.length + steps
+    if (!inPlaceStorage()) return need
+    return need <= this.capacity ? this.capacity : Math.ceil(need / KV_CACHE_CHUNK) * KV_CACHE_CHUNK
+  }
+
   /**
    * Appends layer `layer`'s new keys and values `[batch*kvHeads, steps, headDim]` and returns the
-   * full ones `[batch*kvHeads, length + steps, headDim]`. The returned tensors are owned by the cache.
+   * full ones `[batch*kvHeads, keyLength(steps), headDim]` (the first `length + steps` columns are
+   * the keys so far). The returned tensors are owned by the cache and valid until the next append.
    */
   append(layer: number, k: tf.Tensor3D, v: tf.Tensor3D): [tf.Tensor3D, tf.Tensor3D] {
+    const storage = inPlaceStorage()
+    if (storage) return this.appendInPlace(storage, layer, k, v)
     const oldK = this.keys[layer]
     const oldV = this.values[layer]
     const fullK = tf.keep(oldK ? tf.concat([oldK, k], 1) : k.clone())
@@ -43,6 +82,66 @@ export class KvCache {
     this.keys[layer] = fullK
     this.values[layer] = fullV
     return [fullK, fullV]
+  }
+
+  /** `append` on the native engine: the new columns are written into free ones, grown when full. */
+  private appendInPlace(
+    storage: NativeBackend,
+    layer: number,
+    k: tf.Tensor3D,
+    v: tf.Tensor3D,
+  ): [tf.Tensor3D, tf.Tensor3D] {
+    const [rows, steps, hd] = k.shape
+    const at = this.length
+    const columns = this.keyLength(steps)
+    const write = (tensors: (tf.Tensor3D | undefined)[], fresh: tf.Tensor3D): tf.Tensor3D => {
+      let store = tensors[layer]
+      if (!store || store.shape[1] !== columns || store.shape[0] !== rows) {
+        const grown = new Float32Array(rows * columns * hd)
+        if (store) {
+          if (at > 0)
+            storage.addon.stridedCopy(
+              storage.values(store) as Float32Array,
+              0,
+              grown,
+              0,
+              Int32Array.of(rows, at * hd),
+              Int32Array.of(store.shape[1] * hd, 1),
+              Int32Array.of(columns * hd, 1),
+            )
+          store.dispose()
+        }
+        store = tf.keep(tf.tensor3d(grown, [rows, columns, hd]))
+        tensors[layer] = store
+      }
+      // rows of `steps * hd` values into columns [at, at + steps) of each row
+      storage.addon.stridedCopy(
+        storage.values(fresh) as Float32Array,
+        0,
+        storage.values(store) as Float32Array,
+        at * hd,
+        Int32Array.of(rows, steps * hd),
+        Int32Array.of(steps * hd, 1),
+        Int32Array.of(columns * hd, 1),
+      )
+      return store
+    }
+    return [write(this.keys, k), write(this.values, v)]
+  }
+
+  /** Cuts each layer's tensors to the `length` cached columns (the form the ragged operations take). */
+  protected compact(): void {
+    if (this.capacity === this.length) return
+    const cut = (t: tf.Tensor3D | undefined) => {
+      if (!t) return t
+      const tight = tf.keep(tf.slice(t, [0, 0, 0], [t.shape[0], this.length, t.shape[2]]))
+      t.dispose()
+      return tight
+    }
+    for (let l = 0; l < this.keys.length; l++) {
+      this.keys[l] = cut(this.keys[l])
+      this.values[l] = cut(this.values[l])
+    }
   }
 
   /**
@@ -150,6 +249,7 @@ export class RaggedKvCache extends KvCache {
    */
   extractRow(row: number, count: number): { keys: tf.Tensor3D[]; values: tf.Tensor3D[] } | undefined {
     if (!this.mask || count === 0) return undefined
+    this.compact()
     const h = this.heads
     const len = this.length
     const maskRow = tf.slice(this.mask, [row, 0], [1, len])
@@ -188,6 +288,7 @@ export class RaggedKvCache extends KvCache {
 
   /** Keeps only rows `keep` (ascending), then drops leading columns that are padding in every row. */
   select(keep: readonly number[], longest: number): void {
+    this.compact()
     const drop = this.length - longest
     const h = this.heads
     // Contiguous runs of kept rows: slices along the outer axis and one concat are plain copies
@@ -220,6 +321,8 @@ export class RaggedKvCache extends KvCache {
 
   /** Appends the rows of `other` (left-padding whichever is shorter); frees `other`. */
   merge(other: RaggedKvCache): void {
+    this.compact()
+    other.compact()
     if (this.keys[0] === undefined) {
       for (let l = 0; l < this.layers; l++) {
         this.keys[l] = other.keys[l]

@@ -192,6 +192,25 @@ export interface NativeAddon {
     op: number,
     isInt: boolean,
   ): void
+  /**
+   * Attention forward in one pass: `out[r, i] = softmax(q[r, i] k[r]^T + mask[b(r), i mod steps]) v[r]`
+   * with q and out `[groups, rows, headDim]`, k and v `[groups, keys, headDim]`, the additive mask
+   * `[maskBatch, steps, keys]`, `b(r) = floor(r / kvHeads)` when maskBatch > 1 (else 0); float32.
+   */
+  attention(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    mask: Float32Array,
+    out: Float32Array,
+    groups: number,
+    rows: number,
+    keys: number,
+    headDim: number,
+    steps: number,
+    maskBatch: number,
+    kvHeads: number,
+  ): void
   /** Softmax of each row of x `[rows, cols]` float32 into out: `exp(x - max) / sum exp(x - max)`. */
   softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void
   /**

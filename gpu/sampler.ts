@@ -73,19 +73,28 @@ export function pick(row: Float32Array, temperature: number, top_p: number, rng:
     p[i] = Math.exp(row[i]! / temperature - max) // softmax(z / T), unnormalised
     total += p[i]!
   }
-  let order: number[]
-  let mass = total
-  if (top_p < 1) {
-    // Nucleus (Holtzman et al. 2020, eq. 2): smallest prefix of the sorted tokens with sum >= top_p.
-    const sorted = Array.from({ length: v }, (_, i) => i).sort((a, b) => p[b]! - p[a]!)
-    order = []
-    mass = 0
-    for (const i of sorted) {
-      order.push(i)
-      mass += p[i]!
-      if (mass >= top_p * total) break
+  if (top_p >= 1) {
+    // the whole vocabulary in id order (no order array: this runs once per row and token)
+    let u = rng.next() * total
+    let chosen = v - 1
+    for (let i = 0; i < v; i++) {
+      u -= p[i]!
+      if (u < 0) {
+        chosen = i
+        break
+      }
     }
-  } else order = Array.from({ length: v }, (_, i) => i)
+    return [chosen, Math.log(p[chosen]! / total)] // log (p_i / sum p)
+  }
+  // Nucleus (Holtzman et al. 2020, eq. 2): smallest prefix of the sorted tokens with sum >= top_p.
+  const sorted = Array.from({ length: v }, (_, i) => i).sort((a, b) => p[b]! - p[a]!)
+  const order: number[] = []
+  let mass = 0
+  for (const i of sorted) {
+    order.push(i)
+    mass += p[i]!
+    if (mass >= top_p * total) break
+  }
   let u = rng.next() * mass
   let chosen = order[order.length - 1]!
   for (const i of order) {

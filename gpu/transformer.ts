@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
-import { rope as fusedRope, rmsNorm, swiglu, tokenLogprob } from './fused-ops.ts'
+import { fusedAttention, rope as fusedRope, rmsNorm, swiglu, tokenLogprob } from './fused-ops.ts'
 import type { KvCache } from './kv-cache.ts'
 import {
   adapterName,
@@ -435,7 +435,9 @@ function attention(
   const g = bh / bkv // query heads per key/value head
   const keyLen = k.shape[1]
   const maskBatch = mask.shape[0]
-  const qg = tf.reshape(q, [bkv, g * t, hd])
+  const qg = tf.reshape(q, [bkv, g * t, hd]) as tf.Tensor3D
+  const fused = fusedAttention(qg, k, v, mask, bkv / (bh / heads))
+  if (fused) return tf.reshape(fused, [bh, t, hd])
   // per-head pays on wasm only (its batched and transposed matmuls leave XNNPACK's fast path)
   const perHead =
     mode === AttentionMode.PerHead ||
@@ -574,12 +576,14 @@ export interface ForwardOptions {
   attention?: AttentionMode
 }
 
-/** Causal additive mask `[1, 1, t, cached + t]`: query i sees keys j <= cached + i. */
-function causalMask(t: number, cached: number): tf.Tensor4D {
-  const data = new Float32Array(t * (cached + t))
-  for (let i = 0; i < t; i++)
-    for (let j = cached + i + 1; j < cached + t; j++) data[i * (cached + t) + j] = -1e9
-  return tf.tensor4d(data, [1, 1, t, cached + t])
+/**
+ * Causal additive mask `[1, 1, t, keys]`: query i sees keys j <= cached + i; the keys past
+ * `cached + t` (a KV cache's free columns, `KvCache.keyLength`) are blocked for every query.
+ */
+function causalMask(t: number, cached: number, keys: number): tf.Tensor4D {
+  const data = new Float32Array(t * keys)
+  for (let i = 0; i < t; i++) for (let j = cached + i + 1; j < keys; j++) data[i * keys + j] = -1e9
+  return tf.tensor4d(data, [1, 1, t, keys])
 }
 
 /**
@@ -613,13 +617,24 @@ export function hiddenStates(
   const flatPos = tf.reshape(positions.toInt(), [b * t]) as tf.Tensor1D
   const cos = tf.reshape(tf.gather(model.ropeCos, flatPos), [b * t, 1, hd]) as tf.Tensor3D
   const sin = tf.reshape(tf.gather(model.ropeSin, flatPos), [b * t, 1, hd]) as tf.Tensor3D
-  let mask: tf.Tensor4D = causalMask(t, cached)
+  const keys = cache ? cache.keyLength(t) : t
+  let mask: tf.Tensor4D = causalMask(t, cached, keys)
   const keyMask = cache ? cache.extendKeyMask(options.attentionMask, t) : options.attentionMask
   if (keyMask) {
     if (keyMask.shape[0] !== b || keyMask.shape[1] !== cached + t)
       throw new ShapeError('attentionMask', `[${b}, ${cached + t}]`, keyMask.shape)
-    // blocked keys get -1e9: (mask - 1) * 1e9
-    const pad = tf.reshape(tf.mul(tf.sub(keyMask.toFloat(), 1), 1e9), [b, 1, 1, cached + t])
+    // blocked keys get -1e9: (mask - 1) * 1e9; a cache's free columns are blocked by the causal mask
+    const blocked = tf.mul(tf.sub(keyMask.toFloat(), 1), 1e9)
+    const free = keys - (cached + t)
+    const pad = tf.reshape(
+      free > 0
+        ? tf.pad(blocked, [
+            [0, 0],
+            [0, free],
+          ])
+        : blocked,
+      [b, 1, 1, keys],
+    )
     mask = tf.add(mask, pad) as tf.Tensor4D
   }
   const ctx: ForwardContext = {

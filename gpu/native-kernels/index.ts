@@ -1,3 +1,4 @@
+import { attentionKernel } from './attention.ts'
 import { ELEMENTWISE_KERNELS } from './elementwise.ts'
 import { gatherV2Kernel, unsortedSegmentSumKernel } from './gather.ts'
 import { batchMatMulKernel } from './matmul.ts'
@@ -29,6 +30,7 @@ import { transposeKernel } from './transpose.ts'
 /** Every kernel the native engine runs in compiled code (the rest are the cpu backend's). */
 export const NATIVE_KERNELS: readonly NativeKernel[] = [
   batchMatMulKernel,
+  attentionKernel,
   rmsNormKernel,
   rmsNormGradKernel,
   swigluKernel,

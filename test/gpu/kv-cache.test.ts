@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
-import { KvCache, RaggedKvCache } from '../../gpu/kv-cache.ts'
+import { chooseBackend } from '../../gpu/backend.ts'
+import { KV_CACHE_CHUNK, KvCache, RaggedKvCache } from '../../gpu/kv-cache.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 
 /** `[rows*heads, steps, 1]` keys whose value is `base + column`, one head per row. */
@@ -77,5 +78,50 @@ describe('gpu/kv-cache', () => {
     c.dispose()
     prefix.keys[0]!.dispose()
     prefix.values[0]!.dispose()
+  })
+
+  for (const backend of ['native', 'cpu'] as const) {
+    const inPlace = backend === 'native'
+    it(`kv-cache - on ${backend}, appends ${inPlace ? `write in place into chunks of ${KV_CACHE_CHUNK} columns, grown when full` : 'concatenate (capacity = length)'}, and keep every key`, async () => {
+      if (backend === 'native') await chooseBackend({ backend, log: () => {} })
+      else await tf.setBackend(backend)
+      const cache = new KvCache(1, 2)
+      const steps = KV_CACHE_CHUNK + 6
+      let last: tf.Tensor3D | undefined
+      // a 4-token prefill, then one token a step; the key of token i is i in both rows
+      for (let at = 0; at < steps; ) {
+        const n = at === 0 ? 4 : 1
+        const columns = inPlace ? Math.ceil((at + n) / KV_CACHE_CHUNK) * KV_CACHE_CHUNK : at + n
+        assert.equal(cache.keyLength(n), columns, `keyLength after ${at} tokens`)
+        const k = keys(2, n, at)
+        ;[last] = cache.append(0, k, k)
+        k.dispose()
+        cache.advance(n)
+        assert.equal(last.shape[1], columns, `columns after ${at + n} tokens`)
+        assert.equal(cache.capacity, columns)
+        at += n
+      }
+      const want = Array.from({ length: last!.shape[1] }, (_, i) => [i < steps ? i : 0])
+      assert.deepEqual(last!.arraySync(), [want, want])
+      cache.dispose()
+      await useTestBackend()
+    })
+  }
+
+  it('kv-cache - ragged: a cache grown in place is cut to its length before rows leave', async () => {
+    await chooseBackend({ backend: 'native', log: () => {} })
+    const cache = new RaggedKvCache(1, 1)
+    cache.batch = 2
+    const k = keys(2, 3, 0)
+    cache.append(0, k, k)
+    cache.extendKeyMask(tf.tensor2d([1, 1, 1, 0, 1, 1], [2, 3]), 3)
+    cache.advance(3)
+    assert.equal(cache.capacity, KV_CACHE_CHUNK)
+    cache.select([1], 2)
+    assert.equal(cache.capacity, 2)
+    assert.deepEqual(cache.extractRow(0, 2)!.keys[0]!.arraySync(), [[[1], [2]]])
+    cache.dispose()
+    k.dispose()
+    await useTestBackend()
   })
 })
