@@ -223,7 +223,7 @@ void gemm_packed(const GemmArgs& g) {
 }
 
 /** Rows (m) up to which a product with a plain B streams B's rows (gemm_rows) instead of packing B. */
-constexpr int64_t kRowStreamRows = 16;
+constexpr int64_t kRowStreamRows = 2;  // measured: docs/native-engine.md, "The GEMM"
 
 /** Few rows times a plain B: C[i, :] (+)= sum_p A[i, p] B[p, :], streaming B's rows once. */
 void gemm_rows(const GemmArgs& g) {
