@@ -14,39 +14,30 @@ import {
   connectNats,
   type NodeConfig,
   ProcessSupervisor,
+  type RunDir,
   startNatsServer,
   startNodeProcesses,
 } from '../../actors/index.ts'
-import { RL_STEP_DEFAULTS } from '../../gpu/index.ts'
 import { MessageRegistry, MetricsReport } from '../../protocols/index.ts'
+import { builtinTaskCatalog, defineRecipe, nodeConfigOf, resolveTasks } from '../../recipes/index.ts'
 
 type Line = { role: string; step: number; values: Record<string, number> }
 
+/**
+ * The bench's node config: `nodeConfigOf` of its recipe (2 layers of width 64, calc and maze, no
+ * SFT, groups of 4, 4 to 16 groups buffered), without the triad block (every part off) and the
+ * checkpoint pruning. What no recipe can say is set on the config after: calc's and maze's own
+ * turn and token limits (a recipe gives one pair for every task), and at most 8 groups per learner
+ * step (a recipe's learner takes up to `bufferGroups`).
+ */
 function configFor(mode: 'async' | 'sync', run: string, runDir: string): NodeConfig {
-  return {
-    run,
-    runDir,
+  const recipe = defineRecipe({
+    name: 'bench-pipeline',
     seed: 11,
-    model: { layers: 2, width: 64, heads: 4, contextLength: 512 },
-    tasks: [
-      { name: 'calc', weight: 1, maxTurns: 1, maxNewTokens: 12 },
-      { name: 'maze', weight: 1, maxTurns: 4, maxNewTokens: 72 },
-    ],
-    sft: {
-      enabled: false,
-      expertTrajectoriesPerTask: 0,
-      errorRate: 0,
-      successRate: 1,
-      epochs: 1,
-      lr: 1e-3,
-      batchTokens: 4096,
-    },
-    rl: {
-      groupSize: 4,
-      lr: 1e-4,
-      optimizer: { weightDecay: 0.01, gradClip: 1 },
-      step: { ...RL_STEP_DEFAULTS },
-    },
+    tasks: [{ name: 'calc' }, { name: 'maze' }],
+    model: { layers: 2, width: 64, heads: 4, contextLength: 512, merges: 0 },
+    sft: { expertTrajectoriesPerTask: 0 },
+    rl: { groupSize: 4, lr: 1e-4, overlong: { enabled: false } },
     pipeline: {
       mode,
       freshEngines: 1,
@@ -55,16 +46,28 @@ function configFor(mode: 'async' | 'sync', run: string, runDir: string): NodeCon
       staleEvery: 1,
       stalenessBound: 8,
       minBatchGroups: 4,
-      maxBatchGroups: 8,
       bufferGroups: 16,
       concurrency: 16,
       maxTurns: 4,
       maxNewTokens: 64,
-      temperature: 1,
-      top_p: 1,
-      checkpointEvery: 1,
     },
-    maxSteps: 1_000_000,
+    evaluation: { every: 0 },
+    checkpoints: { every: 1 },
+  })
+  const { triad: _triad, ...config } = nodeConfigOf(
+    resolveTasks(recipe, builtinTaskCatalog()),
+    { id: run, path: runDir } as RunDir,
+    1_000_000,
+  )
+  const { keepCheckpoints: _keep, ...pipeline } = config.pipeline
+  const limits: Record<string, { maxTurns: number; maxNewTokens: number }> = {
+    calc: { maxTurns: 1, maxNewTokens: 12 },
+    maze: { maxTurns: 4, maxNewTokens: 72 },
+  }
+  return {
+    ...config,
+    tasks: config.tasks.map((t) => ({ ...t, ...limits[t.name] })),
+    pipeline: { ...pipeline, maxBatchGroups: 8 },
   }
 }
 

@@ -47,12 +47,11 @@ describe('bin/worker - SIGTERM', () => {
     const runDir = mkdtempSync(join(tmpdir(), 'triad-worker-run-'))
     // Fresh and stale engines and a step judge in the rollout process: the services whose requests
     // the agent loops wait on when the node stops.
-    const base = tinyNodeConfig(run, runDir)
     const config = tinyNodeConfig(run, runDir, {
-      maxSteps: 100_000,
+      budget: { maxSteps: 100_000 },
       // Room for calc's prompt and a few generated tokens per turn.
-      model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
-      pipeline: { ...base.pipeline, staleEngines: 1, rho: 0.5, concurrency: 4 },
+      model: { contextLength: 384 },
+      pipeline: { staleEngines: 1, rho: 0.5, concurrency: 4 },
       triad: tinyTriad(false, true),
     })
     const configFile = join(runDir, 'node-config.json')

@@ -73,30 +73,22 @@ describe('e2e - the agent gateway under 128 concurrent agents', () => {
     const sessionsLog = join(runDir, 'sessions.log')
     process.env.LOAD_AGENT_LOG = sessionsLog
     const nats = await startNatsServer({ storeDir: join(runDir, 'nats') })
-    const base = tinyNodeConfig(run, runDir)
-    const config = tinyNodeConfig(run, runDir, {
-      tasks: [
-        {
-          name: 'load-agent',
-          weight: 1,
-          maxTurns: 2,
-          agent: { program, instances: 64, concurrency: AGENTS, timeoutS: 90 },
-        },
-      ],
-      model: { layers: 1, width: 16, heads: 2, contextLength: 512 },
+    const recipeConfig = tinyNodeConfig(run, runDir, {
+      tasks: [{ name: 'load-agent', agent: program, instances: 64, concurrency: AGENTS, timeoutS: 90 }],
+      model: { contextLength: 512 },
       pipeline: {
-        ...base.pipeline,
         concurrency: AGENTS,
         maxNewTokens: 4,
         // Room for every group of the window: the rollout never waits on the stream.
         bufferGroups: 4_096,
         minBatchGroups: 4,
-        maxBatchGroups: 16,
         stalenessBound: 1_000,
-        checkpointEvery: 1,
       },
-      maxSteps: 1_000_000,
+      budget: { maxSteps: 1_000_000 },
     })
+    // A recipe's learner takes up to bufferGroups (4096) groups a step; this test keeps its steps
+    // at 4 to 16 groups, which no recipe can say, so maxBatchGroups is set on the config.
+    const config = { ...recipeConfig, pipeline: { ...recipeConfig.pipeline, maxBatchGroups: 16 } }
     const watcher = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
     /** Every group the rollout published, by id, with the sessions of its samples. */
     const published = new Map<string, string[]>()

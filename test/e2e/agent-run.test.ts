@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { InProcessTransport } from '../../actors/index.ts'
-import type { TaskMixEntry } from '../../actors/testing.ts'
 import { type Envelope, MessageRegistry, type PayloadOf, TrajectoryGroup } from '../../protocols/index.ts'
 import { startLearnerRolloutPair } from '../support/learner-rollout-pair.ts'
-import { tinyNodeConfig } from '../support/tiny-node-config.ts'
+import { type TinyRecipeChanges, tinyNodeConfig } from '../support/tiny-node-config.ts'
 
 type Group = PayloadOf<typeof TrajectoryGroup>
+/** A task of the recipe (its episodes take the tiny recipe's 2 turns at most). */
+type RecipeTask = NonNullable<TinyRecipeChanges['tasks']>[number]
 
 /**
  * Agent programs trained end to end at the tiny setting: a learner node and a rollout node of a
@@ -17,10 +18,10 @@ type Group = PayloadOf<typeof TrajectoryGroup>
  * programs it starts (real child processes), their episodes go to the learner as groups of G, and
  * the learner takes its steps on them.
  */
-async function trainAgent(task: TaskMixEntry) {
+async function trainAgent(task: RecipeTask) {
   const run = `agent${process.pid}${task.name.replace(/[^a-z]/g, '')}`
   const config = tinyNodeConfig(run, mkdtempSync(join(tmpdir(), 'triad-agent-')), {
-    model: { layers: 1, width: 16, heads: 2, contextLength: 1024 },
+    model: { contextLength: 1024 },
     tasks: [task],
   })
   const transport = new InProcessTransport()
@@ -47,17 +48,13 @@ async function trainAgent(task: TaskMixEntry) {
   return groups
 }
 
-const calcAgent = (program: string, reward?: string): TaskMixEntry => ({
+const calcAgent = (program: string, reward?: string): RecipeTask => ({
   name: program.endsWith('.py') ? 'calc-agent-py' : 'calc-agent',
-  weight: 1,
-  maxTurns: 2,
-  agent: {
-    program,
-    instances: 'recipes/agents/calc-instances.jsonl',
-    concurrency: 2,
-    timeoutS: 60,
-    ...(reward ? { reward } : {}),
-  },
+  agent: program,
+  instances: 'recipes/agents/calc-instances.jsonl',
+  concurrency: 2,
+  timeoutS: 60,
+  ...(reward ? { reward } : {}),
 })
 
 /** Checks the groups of an agent task: G=2 episodes each, token in, token out. */
@@ -82,21 +79,16 @@ describe('e2e - agent programs trained through the gateway at the tiny setting',
   it('e2e - an MCP task: the calc MCP server of the project is its environment, its tool in the schemas the policy reads; the learner takes 2 steps', async () => {
     const groups = await trainAgent({
       name: 'calc-mcp',
-      weight: 1,
-      maxTurns: 2,
-      mcp: {
-        servers: [
-          {
-            command: process.execPath,
-            args: ['--import', 'tsx', 'recipes/agents/calc-mcp-server.ts'],
-            env: {},
-            lifetime: 'pooled',
-            timeoutS: 30,
-          },
-        ],
-        instances: 'recipes/agents/calc-instances.jsonl',
-        reward: 'recipes/agents/calc-reward.ts',
-      },
+      mcp: [
+        {
+          command: process.execPath,
+          args: ['--import', 'tsx', 'recipes/agents/calc-mcp-server.ts'],
+          lifetime: 'pooled',
+          timeoutS: 30,
+        },
+      ],
+      instances: 'recipes/agents/calc-instances.jsonl',
+      reward: 'recipes/agents/calc-reward.ts',
     })
     checkGroups(groups, 'calc-mcp')
     const text = Buffer.from(groups[0]!.samples[0]!.tokens.filter((id) => id < 256)).toString('latin1')

@@ -1,5 +1,4 @@
 import type { NodeConfig, RunDir } from '../../actors/index.ts'
-import type { NodeTriadConfig } from '../../actors/testing.ts'
 import {
   builtinTaskCatalog,
   defineRecipe,
@@ -9,13 +8,19 @@ import {
 } from '../../recipes/index.ts'
 
 /**
+ * What a test changes in the tiny recipe: a section given (`model`, `sft`, `rl`, `pipeline`,
+ * `triad`, ...) has its fields replace the tiny recipe's, its other fields stay; `tasks` replaces
+ * the whole mix; `budget.maxSteps` is the learner's step budget (default 2).
+ */
+export type TinyRecipeChanges = Partial<RecipeInput>
+
+/**
  * The recipe of a tiny run: a 1-layer width-16 model, calc at level 1 (levels 1-3), no SFT (no
  * expert episodes), byte tokenizer, groups of 2, 1-2 groups per step, one fresh engine and no stale
- * one, a checkpoint every step, no periodic evaluation, no overlong shaping. `triad` is the
- * recipe's triad block.
+ * one, a checkpoint every step, no periodic evaluation, no overlong shaping; `changes` applied.
  */
-function tinyRecipe(triad: RecipeInput['triad'] = {}): RecipeInput {
-  return {
+function tinyRecipe(changes: TinyRecipeChanges = {}): RecipeInput {
+  const tiny: RecipeInput = {
     name: 'tiny',
     seed: 1,
     tasks: [{ name: 'calc', difficulty: { start: 1, min: 1, max: 3 } }],
@@ -41,45 +46,47 @@ function tinyRecipe(triad: RecipeInput['triad'] = {}): RecipeInput {
       maxTurns: 2,
       maxNewTokens: 8,
     },
-    triad,
+    triad: {},
     evaluation: { every: 0 },
     checkpoints: { every: 1 },
   }
-}
-
-/** `nodeConfigOf` of `recipe` for the run `run` in `runDir`, stopping after `maxSteps` steps. */
-function configOf(recipe: RecipeInput, run: string, runDir: string, maxSteps: number): NodeConfig {
-  return nodeConfigOf(
-    resolveTasks(defineRecipe(recipe), builtinTaskCatalog()),
-    { id: run, path: runDir } as RunDir,
-    maxSteps,
-  )
+  const merged: Record<string, unknown> = { ...tiny }
+  for (const [key, value] of Object.entries(changes)) {
+    const base = merged[key]
+    const section = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
+    merged[key] = section(base) && section(value) ? { ...(base as object), ...(value as object) } : value
+  }
+  return merged as RecipeInput
 }
 
 /**
- * The node config of a tiny run for actor-level tests (`tinyRecipe` through `nodeConfigOf`), 2
- * learner steps, one env worker, every checkpoint kept and no triad block (every part off).
- * `sft.batchTokens` is 256 (one trajectory per batch) for the tests that turn SFT on.
- * `overrides` replace whole top-level fields.
+ * The node config of a tiny run for actor-level tests: `nodeConfigOf` of the tiny recipe with
+ * `changes` (see `TinyRecipeChanges`), for the run `run` in `runDir`, one env worker and every
+ * checkpoint kept. Without a `triad` change there is no triad block (every part off, as a node
+ * config without one reads); a recipe cannot say either, so both are set on the config after.
  */
-export function tinyNodeConfig(run: string, runDir: string, overrides: Partial<NodeConfig> = {}): NodeConfig {
-  const { triad: _triad, ...config } = configOf(tinyRecipe(), run, runDir, 2)
+export function tinyNodeConfig(run: string, runDir: string, changes: TinyRecipeChanges = {}): NodeConfig {
+  const recipe = resolveTasks(defineRecipe(tinyRecipe(changes)), builtinTaskCatalog())
+  const { triad, ...config } = nodeConfigOf(
+    recipe,
+    { id: run, path: runDir } as RunDir,
+    changes.budget?.maxSteps ?? 2,
+  )
   const { keepCheckpoints: _keep, ...pipeline } = config.pipeline
   return {
     ...config,
-    sft: { ...config.sft, batchTokens: 256 },
     pipeline: { ...pipeline, envWorkers: 1 },
-    ...overrides,
+    ...(changes.triad !== undefined ? { triad } : {}),
   }
 }
 
 /**
- * The triad block of a tiny run (`nodeConfigOf`'s): difficulty decided every step over calc levels
- * 1-3, step rewards with m = 2 and no trust gate, the reward model trained whenever step rewards
- * are on, no reward-model cold start.
+ * The triad section of a tiny recipe: difficulty decided every step (over the tasks' levels), step
+ * rewards with m = 2 and no trust gate, the reward model trained whenever step rewards are on, no
+ * reward-model cold start.
  */
-export function tinyTriad(adaptiveTasks: boolean, stepRewards: boolean): NodeTriadConfig {
-  const recipe = tinyRecipe({
+export function tinyTriad(adaptiveTasks: boolean, stepRewards: boolean): NonNullable<RecipeInput['triad']> {
+  return {
     adaptiveTasks,
     adaptEvery: 1,
     adaptHigh: 0.8,
@@ -87,6 +94,5 @@ export function tinyTriad(adaptiveTasks: boolean, stepRewards: boolean): NodeTri
     stepReward: { enabled: stepRewards, lambda: 0.5, m: 2, minAccuracy: 0 },
     trainRewardModel: stepRewards,
     rewardModelSft: { enabled: false },
-  })
-  return configOf(recipe, 'tiny', '/tmp/unused', 2).triad!
+  }
 }

@@ -12,9 +12,14 @@ import {
 import { waitUntil } from '../../support/process-tree.ts'
 import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
-/** A node config of a tiny run (no SFT) in `runDir`. */
-const config = (runDir: string, backend?: string): NodeConfig =>
-  tinyNodeConfig('solo', runDir, backend ? { backend } : {})
+/**
+ * A node config of a tiny run (no SFT) in `runDir`. `backend` is set on the config: the test of a
+ * role that cannot start names a backend no recipe can (`model.backend` is checked).
+ */
+const config = (runDir: string, backend?: string): NodeConfig => ({
+  ...tinyNodeConfig('solo', runDir),
+  ...(backend ? { backend } : {}),
+})
 
 describe('actors/launcher/in-process-nodes', () => {
   it('in-process-nodes - learner and rollout in one process reach the step budget; each role logs to its file', async () => {

@@ -22,8 +22,8 @@ describe('actors/node/cold-start', () => {
   it('firstEpisodesPerTask - the first episodes of each task of a larger corpus are the episodes of a smaller one', async () => {
     const config = tinyNodeConfig('cs', '/tmp/unused', {
       tasks: [
-        { name: 'calc', weight: 1, difficulty: 1 },
-        { name: 'maze', weight: 1, difficulty: 1 },
+        { name: 'calc', difficulty: { start: 1 } },
+        { name: 'maze', difficulty: { start: 1 } },
       ],
     })
     const corpus = await playExperts(config, 4)
@@ -43,8 +43,8 @@ describe('actors/node/cold-start', () => {
     try {
       const config = tinyNodeConfig('cs', '/tmp/unused', {
         tasks: [
-          { name: 'calc', weight: 1, difficulty: 1 },
-          { name: 'code', weight: 1, difficulty: 1 },
+          { name: 'calc', difficulty: { start: 1 } },
+          { name: 'code', difficulty: { start: 1 } },
         ],
       })
       const corpus = await playExperts(config, 2)
@@ -82,7 +82,7 @@ describe('actors/node/cold-start', () => {
 describe('actors/node/cold-start - expert examples in either chat format', () => {
   it("expertExamples - triad's tokenizer renders with ChatML, a Qwen3 ChatFormat with its own template; both cut at contextLength + 1", async () => {
     const config = tinyNodeConfig('cs', '/tmp/unused', {
-      tasks: [{ name: 'calc', weight: 1, difficulty: 1 }],
+      tasks: [{ name: 'calc', difficulty: { start: 1 } }],
     })
     const episodes = await playExperts(config, 2)
     const tok = new Tokenizer()

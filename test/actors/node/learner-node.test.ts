@@ -32,34 +32,34 @@ import {
 import { type LearnerRolloutPair, startLearnerRolloutPair } from '../../support/learner-rollout-pair.ts'
 import { collectMetricsReports } from '../../support/metrics-reports.ts'
 import { suiteNatsServer } from '../../support/suite-nats-server.ts'
-import { tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
+import { type TinyRecipeChanges, tinyNodeConfig, tinyTriad } from '../../support/tiny-node-config.ts'
 import { within } from '../../support/within.ts'
 
-/** A learner of a tiny model with a short cold-start SFT (2 expert episodes per task). */
-const sftConfig = (run: string, runDir: string): NodeConfig =>
+/**
+ * A learner of a tiny model with a short cold-start SFT (2 expert episodes per task, 2 sequences a
+ * step); `changes` to its model, SFT and RL sections on top.
+ */
+const sftConfig = (
+  run: string,
+  runDir: string,
+  changes: Pick<TinyRecipeChanges, 'model' | 'sft' | 'rl'> = {},
+): NodeConfig =>
   tinyNodeConfig(run, runDir, {
     seed: 5,
-    model: { layers: 1, width: 16, heads: 2, contextLength: 768 },
+    model: { contextLength: 768, ...changes.model },
     tasks: [
-      { name: 'calc', weight: 1, difficulty: 1 },
-      { name: 'maze', weight: 1, difficulty: 1 },
+      { name: 'calc', difficulty: { start: 1, min: 1, max: 3 } },
+      { name: 'maze', difficulty: { start: 1 } },
     ],
-    sft: {
-      enabled: true,
-      expertTrajectoriesPerTask: 2,
-      errorRate: 0,
-      successRate: 1,
-      epochs: 2,
-      lr: 1e-3,
-      batchTokens: 1536,
-    },
+    sft: { epochs: 2, batchSize: 2, expertTrajectoriesPerTask: 2, ...changes.sft },
+    rl: { ...changes.rl },
   })
 
 /** A run of a tiny model without SFT, step rewards and reward-model training on: the reward model trains each step. */
 const triadConfig = (run: string, runDir: string): NodeConfig =>
   tinyNodeConfig(run, runDir, {
     seed: 5,
-    model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
+    model: { contextLength: 384 },
     triad: tinyTriad(false, true),
   })
 
@@ -122,8 +122,7 @@ describe('actors/node/learner-node', () => {
     const run = `sftn${process.pid}`
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-sftn-'))
     const lt = await connectNats({ servers: nats.url, run, role: 'learner', id: '0' })
-    const base = sftConfig(run, runDir)
-    const config = { ...base, tokenizerMerges: 8, sft: { ...base.sft, epochs: 3, maxSteps: 1 } }
+    const config = sftConfig(run, runDir, { model: { merges: 8 }, sft: { epochs: 3, steps: 1 } })
     const lines: string[] = []
     const learner = await startLearnerNode(system, lt, config, '0', { log: (line) => lines.push(line) })
     try {
@@ -247,8 +246,7 @@ describe('actors/node/learner-node', () => {
     const runDir = mkdtempSync(join(tmpdir(), 'triad-learner-kl-'))
     // A fresh run with a cold-start SFT: the reference must be read after the SFT wrote
     // checkpoints/sft (read before, it was the seeded random init: kl_ref ~5 nats at step 1).
-    const base = sftConfig(run, runDir)
-    const config: NodeConfig = { ...base, rl: { ...base.rl, step: { ...base.rl.step, beta: 0.1 } } }
+    const config = sftConfig(run, runDir, { rl: { kl: { beta: 0.1 } } })
     const connect = (role: string) => connectNats({ servers: nats.url, run, role, id: '0' })
     const watch = await connect('test')
     const { reports, stop: stopReports } = collectMetricsReports(watch, run)

@@ -164,13 +164,7 @@ describe('actors/node/sft-dataset', () => {
     assert.equal(nodeConfigOf(off, { id: 'r1', path: '/runs/r1' } as RunDir, 10).sft.enabled, false)
 
     const config = tinyNodeConfig('sd', '/tmp/unused', {
-      sft: {
-        ...tinyNodeConfig('x', '/x').sft,
-        enabled: true,
-        expertTrajectoriesPerTask: 2,
-        experts: false,
-        datasets: [{ path: file }],
-      },
+      sft: { expertTrajectoriesPerTask: 2, experts: false, datasets: [{ path: file }] },
     })
     const { episodes, fromDatasets } = await sftTrainingEpisodes(config)
     assert.equal(fromDatasets, 4)
@@ -202,7 +196,7 @@ describe('actors/node/sft-dataset', () => {
   it('sft.datasets - a bad row stops the SFT data before anything is trained', async () => {
     const file = jsonl([{ messages: chat(0) }, { messages: [{ role: 'user' }] }])
     const config = tinyNodeConfig('sd', '/tmp/unused', {
-      sft: { ...tinyNodeConfig('x', '/x').sft, enabled: true, experts: false, datasets: [{ path: file }] },
+      sft: { experts: false, datasets: [{ path: file }] },
     })
     await assert.rejects(sftTrainingEpisodes(config), {
       name: 'SftDatasetError',

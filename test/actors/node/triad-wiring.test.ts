@@ -32,7 +32,7 @@ type Group = PayloadOf<typeof TrajectoryGroup>
 const tinyConfig = (run: string, runDir: string, on: boolean): NodeConfig =>
   tinyNodeConfig(run, runDir, {
     seed: 3,
-    model: { layers: 1, width: 16, heads: 2, contextLength: 384 },
+    model: { contextLength: 384 },
     triad: tinyTriad(on, on),
   })
 

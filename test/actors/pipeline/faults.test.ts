@@ -7,7 +7,6 @@ import {
   connectNats,
   type NatsServer,
   type NatsTransport,
-  type NodeConfig,
   ProcessSupervisor,
   type SupervisedProcess,
   startNatsServer,
@@ -15,9 +14,9 @@ import {
   streamManager,
   trajectoryStreamName,
 } from '../../../actors/index.ts'
-import { RL_STEP_DEFAULTS } from '../../../gpu/index.ts'
 import { MessageRegistry, MetricsReport } from '../../../protocols/index.ts'
 import { auditGroups } from '../../support/group-audit.ts'
+import { tinyNodeConfig } from '../../support/tiny-node-config.ts'
 
 /**
  * Fault tests of the asynchronous pipeline with real processes: a learner process and a rollout
@@ -54,46 +53,14 @@ describe('actors/pipeline - faults with real processes', () => {
 
   before(async () => {
     nats = await startNatsServer({ storeDir: join(runDir, 'nats') })
-    const config: NodeConfig = {
-      run,
-      runDir,
+    const config = tinyNodeConfig(run, runDir, {
       seed: 3,
-      model: { layers: 1, width: 32, heads: 2, contextLength: 256 },
-      tasks: [{ name: 'calc', weight: 1 }],
-      sft: {
-        enabled: false,
-        expertTrajectoriesPerTask: 0,
-        errorRate: 0,
-        successRate: 1,
-        epochs: 1,
-        lr: 1e-3,
-        batchTokens: 1024,
-      },
-      rl: {
-        groupSize: 2,
-        lr: 1e-4,
-        optimizer: { weightDecay: 0.01, gradClip: 1 },
-        step: { ...RL_STEP_DEFAULTS },
-      },
-      pipeline: {
-        mode: 'async',
-        freshEngines: 1,
-        staleEngines: 0,
-        rho: 0,
-        staleEvery: 1,
-        stalenessBound: 1_000,
-        minBatchGroups: 1,
-        maxBatchGroups: 4,
-        bufferGroups: 4,
-        concurrency: 4,
-        maxTurns: 2,
-        maxNewTokens: 16,
-        temperature: 1,
-        top_p: 1,
-        checkpointEvery: 1,
-      },
-      maxSteps: 100_000,
-    }
+      model: { width: 32 },
+      tasks: [{ name: 'calc' }],
+      rl: { lr: 1e-4 },
+      pipeline: { stalenessBound: 1_000, bufferGroups: 4, concurrency: 4, maxNewTokens: 16 },
+      budget: { maxSteps: 100_000 },
+    })
     const configFile = join(runDir, 'node-config.json')
     writeFileSync(configFile, JSON.stringify(config))
     watcher = await connectNats({ servers: nats.url, run, role: 'test', id: '0' })
