@@ -11,7 +11,7 @@ export const FusedKernel = {
   Rope: 'TriadRope',
   TokenLogprob: 'TriadTokenLogprob',
   TokenLogprobGrad: 'TriadTokenLogprobGrad',
-  /** Forward only: attention of a pass that takes no gradient (`fused-ops.ts` `attentionNoGrad`). */
+  /** Forward only: attention of a pass that takes no gradient (`fusedAttention` in `fused-ops.ts`). */
   Attention: 'TriadAttention',
 } as const
 export type FusedKernel = (typeof FusedKernel)[keyof typeof FusedKernel]

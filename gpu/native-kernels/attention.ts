@@ -4,7 +4,7 @@ import type { NativeKernel } from './native-kernel.ts'
 
 /**
  * `TriadAttention`: `softmax(q k^T + mask) v` in one native pass, forward only (no gradient is
- * registered: `attentionNoGrad` takes it only while no tape records). Inputs q `[groups, rows, hd]`,
+ * registered: `fusedAttention` takes it only while no tape records). Inputs q `[groups, rows, hd]`,
  * k and v `[groups, keys, hd]`, mask `[maskBatch, 1, steps, keys]` float32; attr `kvHeads` (key/value
  * heads per sequence); output like q. Query row `i` of a group is at time `i mod steps`.
  */

@@ -50,10 +50,10 @@ function tinyRecipe(changes: TinyRecipeChanges = {}): RecipeInput {
     evaluation: { every: 0 },
     checkpoints: { every: 1 },
   }
+  const section = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
   const merged: Record<string, unknown> = { ...tiny }
   for (const [key, value] of Object.entries(changes)) {
     const base = merged[key]
-    const section = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
     merged[key] = section(base) && section(value) ? { ...(base as object), ...(value as object) } : value
   }
   return merged as RecipeInput
