@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os'
 import type * as tf from '@tensorflow/tfjs'
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu'
 import type { NativeAddon } from './native-addon.ts'
@@ -32,11 +33,22 @@ export function poolSizeClass(size: number): number {
   return Math.ceil(size / step) * step
 }
 
+/** The pool's smallest bound on its free bytes: 1 GiB. */
+export const POOL_MIN_MAX_BYTES = 2 ** 30
+
 /**
- * Bytes of freed kernel outputs the backend keeps for reuse (then it drops the whole pool and
- * starts again, so sizes that stopped recurring do not hold memory).
+ * The default bound on the bytes of freed kernel outputs the backend keeps for reuse: a quarter of
+ * the memory this process may use (the cgroup's limit where one is set and lower, else the
+ * machine's), and at least `POOL_MIN_MAX_BYTES`. A LoRA step at the Qwen2.5-0.5B shape (2x512
+ * tokens) frees about 4 GB of intermediates a step: with a 1 GiB pool most of them came back as
+ * fresh pages every step, 1 million page faults and 13 s of system CPU a step, 29 s a step against
+ * 15.5 s with the pool holding them (docs/native-engine.md, "The pool of free arrays").
  */
-export const POOL_MAX_BYTES = 1 << 30
+export function defaultPoolMaxBytes(): number {
+  const constrained = process.constrainedMemory?.() ?? 0
+  const memory = constrained > 0 && constrained < totalmem() ? constrained : totalmem()
+  return Math.max(POOL_MIN_MAX_BYTES, Math.floor(memory / 4))
+}
 
 /**
  * The storage of the `native` backend: the cpu backend's, values read as typed arrays, and a pool
@@ -45,6 +57,10 @@ export const POOL_MAX_BYTES = 1 << 30
  * the next output of the same dtype and size class (`poolSizeClass`). A training step makes the same shapes every step,
  * so it reuses its arrays instead of leaving them to the garbage collector and paying fresh pages
  * (measured: the toy SFT step of `triad bench rl-step` went from 117 to 48 ms; docs/native-engine.md).
+ * The pool holds at most `poolMaxBytes` (default `defaultPoolMaxBytes()`); a freed array that
+ * would pass the bound first evicts the free arrays of the size classes freed longest ago (least
+ * recently used first), so sizes that stopped recurring give their memory back and the ones a step
+ * repeats stay; an array larger than the whole bound is left to the garbage collector.
  * Arrays that reach user code are copies (`readSync`), so a recycled array is never one a caller
  * still holds.
  */
@@ -54,9 +70,11 @@ export class NativeBackend extends MathBackendCPU {
     ArrayBufferLike,
     { array: Float32Array | Int32Array; owners: number }
   >()
-  /** Free arrays by `dtype:length`. */
+  /** Free arrays by `dtype:length`, the size class freed longest ago first (a Map keeps insertion order). */
   private readonly pool = new Map<string, (Float32Array | Int32Array)[]>()
   private pooledBytes = 0
+  /** The most bytes of free arrays the pool keeps (see the class comment); a setting of this backend. */
+  poolMaxBytes = defaultPoolMaxBytes()
 
   constructor(readonly addon: NativeAddon) {
     super()
@@ -153,15 +171,30 @@ export class NativeBackend extends MathBackendCPU {
     if (own) own.owners++
   }
 
-  private recycle(array: Float32Array | Int32Array): void {
-    if (this.pooledBytes + array.byteLength > POOL_MAX_BYTES) {
-      this.pool.clear()
-      this.pooledBytes = 0
+  /** Drops every free array of the pool (to the garbage collector), as PyTorch's `empty_cache`. */
+  emptyPool(): void {
+    this.evict(this.pooledBytes)
+  }
+
+  /** Drops free arrays, the size classes freed longest ago first, until `bytes` more are dropped (or none is left). */
+  private evict(bytes: number): void {
+    const target = this.pooledBytes - bytes
+    for (const [key, arrays] of this.pool) {
+      while (arrays.length > 0 && this.pooledBytes > target) this.pooledBytes -= arrays.shift()!.byteLength
+      if (arrays.length === 0) this.pool.delete(key)
+      if (this.pooledBytes <= target) break
     }
+  }
+
+  private recycle(array: Float32Array | Int32Array): void {
+    if (array.byteLength > this.poolMaxBytes) return // left to the garbage collector
+    const over = this.pooledBytes + array.byteLength - this.poolMaxBytes
+    if (over > 0) this.evict(over)
     const key = `${array instanceof Int32Array ? 'int32' : 'float32'}:${array.length}`
-    const free = this.pool.get(key)
-    if (free) free.push(array)
-    else this.pool.set(key, [array])
+    const free = this.pool.get(key) ?? []
+    this.pool.delete(key) // re-inserted last: the most recently freed size class
+    this.pool.set(key, free)
+    free.push(array)
     this.pooledBytes += array.byteLength
   }
 }

@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict'
+import { totalmem } from 'node:os'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { tokenLogprob } from '../../gpu/fused-ops.ts'
-import { type NativeBackend, poolSizeClass } from '../../gpu/native-backend.ts'
+import {
+  defaultPoolMaxBytes,
+  type NativeBackend,
+  POOL_MIN_MAX_BYTES,
+  poolSizeClass,
+} from '../../gpu/native-backend.ts'
 import { tapeGradients } from '../../gpu/tape-gradients.ts'
 import { nativeAvailable } from '../support/native-compare.ts'
 
@@ -126,5 +132,47 @@ describe('native backend - the pool of recycled outputs', { skip }, () => {
       backend.allocate = allocate
       tf.dispose([h, w, targets])
     }
+  })
+  it('native pool - past its bound, a freed array evicts the size classes freed longest ago, and one larger than the bound is not kept', () => {
+    const saved = backend.poolMaxBytes
+    // four size classes of float32 outputs, each its own class (lengths 8192, 9216, 10240, 11264)
+    const lengths = [8192, 9216, 10240, 11264]
+    const inputs = lengths.map((n) => tf.tensor1d(Float32Array.from({ length: n }, (_, i) => i)))
+    const bufferOf = (t: tf.Tensor) => backend.values(t).buffer
+    try {
+      backend.emptyPool() // what earlier tests left
+      assert.equal(backend.pooledByteCount(), 0)
+      backend.poolMaxBytes = (8192 + 9216 + 10240) * 4 // the first three fit, not the fourth besides them
+      const outputs = inputs.map((x) => tf.mul(x, 2))
+      const buffers = outputs.map(bufferOf)
+      for (const y of outputs.slice(0, 3)) y.dispose() // freed in order 8192, 9216, 10240
+      assert.equal(backend.pooledByteCount(), (8192 + 9216 + 10240) * 4)
+      outputs[3]!.dispose() // 11264: evicts 8192 (freed longest ago) and 9216, keeps 10240
+      assert.equal(backend.pooledByteCount(), (10240 + 11264) * 4)
+      const again = inputs.map((x) => tf.mul(x, 3))
+      assert.deepEqual(
+        again.map((y, i) => bufferOf(y) === buffers[i]),
+        [false, false, true, true],
+      )
+      assert.equal(again[2]!.dataSync()[10239], 3 * 10239)
+      tf.dispose(again)
+      // an array larger than the whole bound goes to the garbage collector, the pool unchanged
+      const pooled = backend.pooledByteCount()
+      const big = tf.tensor1d(new Float32Array(40_000))
+      tf.mul(big, 2).dispose()
+      assert.equal(backend.pooledByteCount(), pooled)
+      big.dispose()
+    } finally {
+      backend.poolMaxBytes = saved
+      tf.dispose(inputs)
+    }
+  })
+
+  it('native pool - the default bound is a quarter of the memory the process may use, at least 1 GiB', () => {
+    const constrained = process.constrainedMemory?.() ?? 0
+    const memory = constrained > 0 && constrained < totalmem() ? constrained : totalmem()
+    assert.equal(defaultPoolMaxBytes(), Math.max(POOL_MIN_MAX_BYTES, Math.floor(memory / 4)))
+    assert.equal(POOL_MIN_MAX_BYTES, 2 ** 30)
+    assert.equal(backend.poolMaxBytes, defaultPoolMaxBytes())
   })
 })
