@@ -55,7 +55,7 @@ export const quickstartInput = {
   },
   evaluation: { every: 0, k: 8, instancesPerTask: 32 },
   checkpoints: { every: 25, keep: 2 },
-  budget: { maxSteps: 200, maxMinutes: 16 },
+  budget: { maxSteps: 400, maxMinutes: 16 },
 } satisfies RecipeInput
 
 export default defineRecipe(quickstartInput)
