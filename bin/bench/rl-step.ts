@@ -35,7 +35,10 @@ const round = (x: number) => Number(x.toFixed(1))
  */
 export async function run(options: { quick?: boolean; backend?: string; threads?: number; torch?: string }) {
   const { choice: backend, threads } = await benchBackend(options)
-  const reps = options.quick ? 2 : 5
+  // Steady state, on both sides alike: a training run takes thousands of steps, and the first few
+  // of triad's pay its pool of arrays and the JIT's compilation of the kernels' JavaScript.
+  const reps = options.quick ? 2 : 9
+  const warmup = options.quick ? 1 : 3
   const batch = 16
   const seqLen = options.quick ? 32 : 64
   const model = { layers: 2, width: 128, heads: 4, contextLength: seqLen, vocabSize: 264 }
@@ -79,7 +82,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
   const reference = createTransformer(model, { seed: 1 })
   const optimizer = new AdamW(policy.params)
   const time = async (body: () => Promise<unknown>) => {
-    await body() // warm-up (kernels, optimizer slots)
+    for (let w = 0; w < warmup; w++) await body() // warm-up (kernels, optimizer slots, pool)
     const wall: number[] = []
     const cpu: number[] = []
     for (let r = 0; r < reps; r++) {
@@ -113,6 +116,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
     {
       kind: 'sft',
       reps,
+      warmup,
       rows: batch,
       seqLen: sftLen,
       inputs: [...inputs],
@@ -124,6 +128,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
     {
       kind: 'grpo',
       reps,
+      warmup,
       rows: batch,
       seqLen,
       tokens: [...tokens],
@@ -152,7 +157,9 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
       seqLen,
       trainedTokens: trained,
       reps,
-      statistic: 'median of reps after one warm-up; cpuMs = process user+system time (robust to other load)',
+      warmup,
+      statistic:
+        'median of reps after warmup steps, the PyTorch twin alike; cpuMs = process user+system time (robust to other load)',
     },
     sftStep: sftMs,
     rlStep: rlMs,
@@ -167,8 +174,18 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
             python: twin.python,
             version: twin.torch,
             threads: twin.threads,
-            sftStep: { wallMs: torchSft!.wallMs, cpuMs: torchSft!.cpuMs },
-            rlStep: { wallMs: torchRl!.wallMs, cpuMs: torchRl!.cpuMs },
+            sftStep: {
+              wallMs: torchSft!.wallMs,
+              cpuMs: torchSft!.cpuMs,
+              warmup: torchSft!.warmup,
+              reps: torchSft!.reps,
+            },
+            rlStep: {
+              wallMs: torchRl!.wallMs,
+              cpuMs: torchRl!.cpuMs,
+              warmup: torchRl!.warmup,
+              reps: torchRl!.reps,
+            },
             maxRssBytes: twin.peakRssBytes,
           }
         : null,

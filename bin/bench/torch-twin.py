@@ -25,7 +25,7 @@ Reads one JSON job on stdin and writes one JSON object on stdout:
   out = {"torch": "2.x", "threads": n, "peakRssBytes": ..., "results": [{...}, ...]}
 
 Every task's `wallMs` and `cpuMs` are the median over `reps` after `warmup` calls (default 2;
-generation 1) (cpuMs: this
+generation 1; both echoed in the result) (cpuMs: this
 process's user + system time, all threads, `time.process_time`), in milliseconds.
 
 The architecture is triad's: token embedding; per block pre-norm RMSNorm, a fused qkv projection
@@ -208,7 +208,8 @@ def timed(body, reps, warmup=2):
         body()
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
-    return {"wallMs": round(statistics.median(wall), 1), "cpuMs": round(statistics.median(cpu), 1)}
+    return {"wallMs": round(statistics.median(wall), 1), "cpuMs": round(statistics.median(cpu), 1),
+            "warmup": warmup, "reps": reps}
 
 
 def generate_task(model, task):
@@ -306,7 +307,7 @@ def sft_task(model, task):
         loss.backward()
         optimizer_step(params, opt)
 
-    r = timed(step, task.get("reps", 3))
+    r = timed(step, task.get("reps", 3), warmup=task.get("warmup", 2))
     return {"kind": "sft", "rows": rows, "seqLen": t, "lossTokens": loss_tokens, **r}
 
 
@@ -342,7 +343,7 @@ def grpo_task(model, task):
         loss.backward()
         optimizer_step(params, opt)
 
-    r = timed(step, task.get("reps", 3))
+    r = timed(step, task.get("reps", 3), warmup=task.get("warmup", 2))
     return {"kind": "grpo", "rows": rows, "seqLen": s, "trainedTokens": int(m.sum().item()), **r}
 
 

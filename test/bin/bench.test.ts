@@ -57,6 +57,10 @@ describe('bin/commands/bench', () => {
   }, async () => {
     const out = await bench(['rl-step', '--quick', '--threads', '1', '--torch', torch.python!])
     assert.equal(out.torch.threads, 1)
+    // the twin warms up and repeats as triad's side did (--quick: 1 warm-up step, 2 timed)
+    assert.deepEqual([out.config.warmup, out.config.reps], [1, 2])
+    for (const step of [out.torch.sftStep, out.torch.rlStep])
+      assert.deepEqual([step.warmup, step.reps], [1, 2])
     assert.ok(out.torch.sftStep.wallMs > 0 && out.torch.rlStep.wallMs > 0)
     assert.ok(out.speedupOverTorch.sftStep.wall > 0 && out.speedupOverTorch.rlStep.cpu > 0)
     assert.equal(out.torchReason, undefined)
