@@ -37,16 +37,23 @@ export function poolSizeClass(size: number): number {
 export const POOL_MIN_MAX_BYTES = 2 ** 30
 
 /**
- * The default bound on the bytes of freed kernel outputs the backend keeps for reuse: a quarter of
- * the memory this process may use (the cgroup's limit where one is set and lower, else the
- * machine's), and at least `POOL_MIN_MAX_BYTES`. A LoRA step at the Qwen2.5-0.5B shape (2x512
- * tokens) frees about 4 GB of intermediates a step: with a 1 GiB pool most of them came back as
- * fresh pages every step, 1 million page faults and 13 s of system CPU a step, 29 s a step against
- * 15.5 s with the pool holding them (docs/native-engine.md, "The pool of free arrays").
+ * The memory this process may use, in bytes: the cgroup's limit where one is set and lower than
+ * the machine's memory (`process.constrainedMemory()`), else the machine's (`os.totalmem()`).
  */
-export function defaultPoolMaxBytes(): number {
+export function processMemoryBytes(): number {
   const constrained = process.constrainedMemory?.() ?? 0
-  const memory = constrained > 0 && constrained < totalmem() ? constrained : totalmem()
+  return constrained > 0 && constrained < totalmem() ? constrained : totalmem()
+}
+
+/**
+ * The default bound on the bytes of freed kernel outputs the backend keeps for reuse: a quarter of
+ * `memory` (default: what the process may use, `processMemoryBytes`), and at least
+ * `POOL_MIN_MAX_BYTES`. A LoRA step at the Qwen2.5-0.5B shape (2x512 tokens) frees about 4 GB of
+ * intermediates a step: with a 1 GiB pool most of them came back as fresh pages every step, up to 1
+ * million page faults and 13 s of system CPU a step, 24 to 31 s a step against 16.8 s with the pool
+ * holding them (docs/native-engine.md, "The pool of free arrays").
+ */
+export function defaultPoolMaxBytes(memory = processMemoryBytes()): number {
   return Math.max(POOL_MIN_MAX_BYTES, Math.floor(memory / 4))
 }
 

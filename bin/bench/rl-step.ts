@@ -21,7 +21,7 @@ import {
   type SftBatch,
   sftStep,
 } from '../../gpu/index.ts'
-import { benchBackend, speedupOverTorch, torchTwin } from './torch-twin.ts'
+import { benchBackend, speedupOverTorch, type TwinResult, torchTwin } from './torch-twin.ts'
 
 /** Median of a list of numbers. */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
@@ -140,6 +140,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
   ])
   const torchSft = 'results' in twin ? twin.results[0] : undefined
   const torchRl = 'results' in twin ? twin.results[1] : undefined
+  const twinStep = (r: TwinResult) => ({ wallMs: r.wallMs, cpuMs: r.cpuMs, warmup: r.warmup, reps: r.reps })
   const ratio = (
     t: { wallMs: number; cpuMs: number } | undefined,
     ours: { wallMs: number; cpuMs: number },
@@ -174,18 +175,8 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
             python: twin.python,
             version: twin.torch,
             threads: twin.threads,
-            sftStep: {
-              wallMs: torchSft!.wallMs,
-              cpuMs: torchSft!.cpuMs,
-              warmup: torchSft!.warmup,
-              reps: torchSft!.reps,
-            },
-            rlStep: {
-              wallMs: torchRl!.wallMs,
-              cpuMs: torchRl!.cpuMs,
-              warmup: torchRl!.warmup,
-              reps: torchRl!.reps,
-            },
+            sftStep: twinStep(torchSft!),
+            rlStep: twinStep(torchRl!),
             maxRssBytes: twin.peakRssBytes,
           }
         : null,

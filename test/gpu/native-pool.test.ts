@@ -8,6 +8,7 @@ import {
   type NativeBackend,
   POOL_MIN_MAX_BYTES,
   poolSizeClass,
+  processMemoryBytes,
 } from '../../gpu/native-backend.ts'
 import { tapeGradients } from '../../gpu/tape-gradients.ts'
 import { nativeAvailable } from '../support/native-compare.ts'
@@ -169,10 +170,15 @@ describe('native backend - the pool of recycled outputs', { skip }, () => {
   })
 
   it('native pool - the default bound is a quarter of the memory the process may use, at least 1 GiB', () => {
+    const GiB = 2 ** 30
+    assert.equal(POOL_MIN_MAX_BYTES, GiB)
+    assert.equal(defaultPoolMaxBytes(24 * GiB), 6 * GiB)
+    assert.equal(defaultPoolMaxBytes(6 * GiB + 3), Math.floor((6 * GiB + 3) / 4))
+    assert.equal(defaultPoolMaxBytes(2 * GiB), GiB) // a quarter is 512 MiB: the floor holds
+    // the process's memory: a cgroup limit only where one is set and below the machine's
     const constrained = process.constrainedMemory?.() ?? 0
-    const memory = constrained > 0 && constrained < totalmem() ? constrained : totalmem()
-    assert.equal(defaultPoolMaxBytes(), Math.max(POOL_MIN_MAX_BYTES, Math.floor(memory / 4)))
-    assert.equal(POOL_MIN_MAX_BYTES, 2 ** 30)
-    assert.equal(backend.poolMaxBytes, defaultPoolMaxBytes())
+    assert.equal(processMemoryBytes(), constrained > 0 && constrained < totalmem() ? constrained : totalmem())
+    assert.ok(processMemoryBytes() <= totalmem())
+    assert.equal(backend.poolMaxBytes, defaultPoolMaxBytes(processMemoryBytes()))
   })
 })
