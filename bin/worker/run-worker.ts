@@ -19,7 +19,8 @@ import type { RoleHandle, WorkerRoles } from './role.ts'
  * reports when it gives up on this process, and whether a restart can help) and the process exits 1. SIGTERM or SIGINT
  * while it still connects or starts is a stop too: the role finishes starting and then stops. A
  * stop that takes longer than `CHILD_STOP_WATCHDOG_MS` from the signal ends the process
- * with code 1 and a line `triad worker: <role> did not stop within <s> s; exiting` on stderr.
+ * with code 1 and a line `triad worker: <role> did not stop within <s> s; exiting` on stderr; a
+ * stop that ends logs `triad worker: <role> stopped (role <ms> ms, actors <ms> ms, NATS <ms> ms)`.
  * With `TRIAD_CPU_PROFILE=<dir>` in the environment the process records a CPU profile and writes
  * it to `<dir>/<role>-<pid>.cpuprofile` when it stops (`startCpuProfile`).
  * @param roles where `role` is looked up (`workerRoles` of `triad worker`; a command that starts one
@@ -91,9 +92,17 @@ export async function runWorker(
     `${JSON.stringify({ event: 'ready', role, run: options.run, id, pid: process.pid })}\n`,
   )
   await stopAsked
-  await handle.stop()
-  await system.stop()
-  await transport.close()
+  // Each phase of the stop is timed, so a slow stop says where its time went.
+  const phases: string[] = []
+  const timed = async (name: string, phase: () => Promise<void>) => {
+    const t0 = Date.now()
+    await phase()
+    phases.push(`${name} ${Date.now() - t0} ms`)
+  }
+  await timed('role', () => handle.stop())
+  await timed('actors', () => system.stop())
+  await timed('NATS', () => transport.close())
+  logger.info(`triad worker: ${role} stopped (${phases.join(', ')})`)
   if (profile) logger.info(`triad worker: ${role} CPU profile in ${await profile.stop()}`)
   clearTimeout(watchdog)
 }

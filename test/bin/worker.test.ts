@@ -96,6 +96,11 @@ describe('bin/worker - SIGTERM', () => {
         /^\{"level":30,"time":\d+,"pid":\d+,"hostname":"[^"]+","role":"rollout","id":"[^"]+","run":"[^"]+","msg":"stopped in \d+ ms \(agent loops ended in \d+ ms\)"\}$/m,
       )
       assert.doesNotMatch(rollout.stderr(), /did not (stop|end) within/)
+      // The process's own stop, timed by phase (a slow exit says where its time went).
+      assert.match(
+        rollout.stderr(),
+        /"msg":"triad worker: rollout stopped \(role \d+ ms, actors \d+ ms, NATS \d+ ms\)"/,
+      )
       // Nothing published is lost: the last report (sent while stopping) counts exactly the groups
       // the stream received.
       await watch.flush()
