@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
+import { globalNorm } from './gradients.ts'
 import { nativeAdamW } from './native-kernels/adamw.ts'
 
 /** Settings of `AdamW`. */
@@ -92,9 +93,15 @@ export class AdamW {
   /**
    * One update with learning rate `lr` from gradients keyed by parameter name (same shapes as the
    * parameters; a missing gradient counts as zero). Does not dispose the gradients.
+   * @param knownNorm the gradients' global L2 norm where the caller already computed it
+   *   (`globalNorm`); computed here otherwise.
    * @throws ShapeError when a gradient's shape differs from its parameter's.
    */
-  async step(grads: Readonly<Record<string, tf.Tensor>>, lr: number): Promise<AdamWStepInfo> {
+  async step(
+    grads: Readonly<Record<string, tf.Tensor>>,
+    lr: number,
+    knownNorm?: number,
+  ): Promise<AdamWStepInfo> {
     if (!(lr >= 0)) throw new ConfigError('lr', lr, 'must be >= 0')
     for (const [name, g] of Object.entries(grads)) {
       const p = this.params.get(name)
@@ -102,12 +109,7 @@ export class AdamW {
       if (!tf.util.arraysEqual(p.shape, g.shape))
         throw new ShapeError(`grads.${name}`, `[${p.shape}]`, g.shape)
     }
-    const normT = tf.tidy(() => {
-      const squares = Object.values(grads).map((g) => tf.sum(tf.square(g)))
-      return tf.sqrt(squares.length ? tf.addN(squares) : tf.scalar(0)) // ||g||_2 over all parameters
-    })
-    const gradNorm = (await normT.data())[0]!
-    normT.dispose()
+    const gradNorm = knownNorm ?? (await globalNorm(Object.values(grads))) // ||g||_2 over all parameters
     if (!Number.isFinite(gradNorm)) throw new ConfigError('grads', gradNorm, 'gradient norm is not finite')
     const clipScale = gradNorm > this.gradClip ? this.gradClip / (gradNorm + 1e-6) : 1 // g <- g * c / ||g||
     this.stepCount++

@@ -11,6 +11,11 @@ export const FusedKernel = {
   Rope: 'TriadRope',
   TokenLogprob: 'TriadTokenLogprob',
   TokenLogprobGrad: 'TriadTokenLogprobGrad',
+  /** The per-token GRPO-TCR loss (`computeTokenLossGrpoTcr` in `grpo.ts`). */
+  GrpoTcrTokenLoss: 'TriadGrpoTcrTokenLoss',
+  GrpoTcrTokenLossGrad: 'TriadGrpoTcrTokenLossGrad',
+  /** Forward only: the entropy of rows of logits whose entropy takes no gradient (`tokenEntropy`). */
+  TokenEntropy: 'TriadTokenEntropy',
   /** Forward only: attention of a pass that takes no gradient (`fusedAttention` in `fused-ops.ts`). */
   Attention: 'TriadAttention',
 } as const

@@ -129,6 +129,23 @@ export function tokenLogprob(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tens
 }
 
 /**
+ * Entropy of each row's softmax, `H = -sum_j p_j log p_j` with `p = softmax(z)` (nats).
+ * `differentiable: false` asks for the value alone (the entropy metric of a step whose loss leaves
+ * it out): the backend's `TriadTokenEntropy` where it has one, one pass with no tensor saved for a
+ * gradient, and no gradient (a loss that depends on it fails in the backward pass). Otherwise, and
+ * on a backend without the kernel, the composed form, differentiable in the logits.
+ * @param logits `[rows, vocab]` float32. @returns `[rows]` float32 (NaN for a row whose max is not
+ *   finite on the kernel).
+ */
+export function tokenEntropy(logits: tf.Tensor2D, options: { differentiable: boolean }): tf.Tensor1D {
+  if (!options.differentiable && hasKernel(FusedKernel.TokenEntropy))
+    return tf.engine().runKernel(FusedKernel.TokenEntropy, { logits }) as tf.Tensor1D
+  const [rows] = logits.shape
+  const logSm = tf.sub(logits, tf.reshape(tf.logSumExp(logits, -1), [rows, 1])) // log p
+  return tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1)) as tf.Tensor1D // H = -sum p log p
+}
+
+/**
  * Scaled dot-product attention `softmax(q k^T + mask) v` as one kernel, for a pass no tape records
  * (generation, log-probabilities without a gradient): the backend's `TriadAttention` where it has
  * one. The same values as the composed form up to rounding (the blocked keys, mask -1e9, weigh

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs'
+import { nativeSumSquares } from './native-kernels/sum-squares.ts'
 import { tapeGradients } from './tape-gradients.ts'
 import type { Transformer } from './transformer.ts'
 
@@ -84,4 +85,26 @@ export function nonFiniteGradientText(names: readonly string[]): string {
   if (names.length === 0) return ''
   const more = names.length - 1
   return ` in the gradient of ${names[0]}${more ? ` and ${more} other parameter${more === 1 ? '' : 's'}` : ''}`
+}
+
+/**
+ * Global L2 norm `||g||_2 = sqrt(sum over tensors of sum g^2)` of a set of gradients (the norm that
+ * gradient clipping scales by; Pascanu et al. 2013, eq. 7): one native pass per tensor where the
+ * native engine holds it, tfjs ops for the rest. 0 for no tensors; NaN or Infinity when a value is.
+ * @param grads float32 tensors of any shapes (not disposed).
+ */
+export async function globalNorm(grads: readonly tf.Tensor[]): Promise<number> {
+  let squares = 0
+  const rest: tf.Tensor[] = []
+  for (const g of grads) {
+    const s = nativeSumSquares(g)
+    if (s === undefined) rest.push(g)
+    else squares += s
+  }
+  if (rest.length > 0) {
+    const t = tf.tidy(() => tf.addN(rest.map((g) => tf.sum(tf.square(g)))))
+    squares += (await t.data())[0]!
+    t.dispose()
+  }
+  return Math.sqrt(squares)
 }

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs'
 import { AggregationMode, getAggregator } from './aggregation.ts'
 import { ConfigError } from './errors.ts'
+import { FusedKernel } from './fused-kernel-names.ts'
 import { assertMatrix, assertShape } from './shape.ts'
 
 /** Settings of the GRPO-TCR policy loss. */
@@ -64,11 +65,33 @@ export const PolicyMetric = {
 } as const
 export type PolicyMetric = (typeof PolicyMetric)[keyof typeof PolicyMetric]
 
-/** A loss and its metrics (float32 scalars the caller disposes). */
+/** A loss (a float32 scalar the caller disposes) and its metrics' values. */
 export interface LossResult<K extends string = string> {
   loss: tf.Scalar
-  metrics: Record<K, tf.Scalar>
+  metrics: Record<K, number>
 }
+
+tf.registerGradient({
+  kernelName: FusedKernel.GrpoTcrTokenLoss,
+  inputsToSave: ['logProbs', 'behaviorLogProbs', 'advantages'],
+  gradFunc: (dy, saved, attrs) => {
+    const [logProbs, behaviorLogProbs, advantages] = saved as [tf.Tensor, tf.Tensor, tf.Tensor]
+    const zeros = (t: tf.Tensor) => () => tf.zerosLike(t)
+    return {
+      logProbs: () =>
+        tf
+          .engine()
+          .runKernel(
+            FusedKernel.GrpoTcrTokenLossGrad,
+            { dy: dy as tf.Tensor, logProbs, behaviorLogProbs, advantages },
+            attrs,
+          ) as tf.Tensor,
+      // the behavior log-probabilities and the advantages are data: no gradient flows to them
+      behaviorLogProbs: zeros(behaviorLogProbs),
+      advantages: zeros(advantages),
+    }
+  },
+})
 
 function checkConfig({ eps_low, eps_high, c }: GrpoTcrConfig): void {
   if (!(eps_low >= 0 && eps_low < 1)) throw new ConfigError('eps_low', eps_low, 'must be in [0, 1)')
@@ -91,6 +114,54 @@ function importanceRatio(input: PolicyLossInput): { logRatio: tf.Tensor2D; ratio
 }
 
 /**
+ * The metrics of `PolicyMetric` but the loss, from the loss's inputs as arrays `[batch * seqLen]`
+ * (row-major, float32 values): masked means `sum(x m) / max(sum(m), 1)`, the ratio
+ * `r = exp(clamp(logp - logp_behavior, -20, 20))` rounded to float32 as the loss computes it, and
+ * the thresholds `1 + eps_high`, `1 - eps_low` and `c` rounded the same way.
+ */
+export function grpoTcrMetrics(
+  input: {
+    logProbs: Float32Array
+    behaviorLogProbs: Float32Array
+    advantages: Float32Array
+    mask: Float32Array
+  },
+  config: GrpoTcrConfig,
+): Record<Exclude<PolicyMetric, 'policy/loss'>, number> {
+  const f = Math.fround
+  const high = f(1 + config.eps_high)
+  const low = f(1 - config.eps_low)
+  const dualC = f(config.c)
+  let mass = 0
+  let clipHigh = 0
+  let clipLow = 0
+  let dual = 0
+  let k3 = 0
+  let ratioSum = 0
+  for (let i = 0; i < input.mask.length; i++) {
+    const m = input.mask[i]!
+    if (m === 0) continue
+    const logRatio = f(Math.min(20, Math.max(-20, f(input.logProbs[i]! - input.behaviorLogProbs[i]!))))
+    const r = f(Math.exp(logRatio))
+    const a = input.advantages[i]!
+    mass += m
+    if (a > 0 && r > high) clipHigh += m
+    if (a < 0 && r < low) clipLow += m
+    if (a < 0 && r > dualC) dual += m
+    k3 += (r - 1 - logRatio) * m // k3 = r - 1 - log r
+    ratioSum += r * m
+  }
+  const mean = (x: number) => x / Math.max(mass, 1)
+  return {
+    [PolicyMetric.ClipFracHigh]: mean(clipHigh),
+    [PolicyMetric.ClipFracLow]: mean(clipLow),
+    [PolicyMetric.DualClipFrac]: mean(dual),
+    [PolicyMetric.ApproxKl]: mean(k3),
+    [PolicyMetric.RatioMean]: mean(ratioSum),
+  }
+}
+
+/**
  * Per-token GRPO-TCR loss (PPO clip, Schulman et al. arXiv 1707.06347 eq. 7; clip-higher, DAPO
  * arXiv 2503.14476 eq. 10; dual clip, Ye et al. arXiv 1912.09729 eq. 5; DemyAgent arXiv 2510.11701):
  * `L = -min(r*A, clip(r, 1-eps_low, 1+eps_high)*A)`, and for `A < 0` `L = min(L, c*|A|)`; times
@@ -104,6 +175,21 @@ export function computeTokenLossGrpoTcr(
 ): tf.Tensor2D {
   checkInput(input)
   checkConfig(config)
+  if (tf.getKernel(FusedKernel.GrpoTcrTokenLoss, tf.getBackend())) {
+    // one kernel, its gradient another, where the backend has them (the native engine)
+    const { logProbs, behaviorLogProbs, advantages } = input
+    const attrs = { epsLow: config.eps_low, epsHigh: config.eps_high, c: config.c }
+    return tf.tidy(() => {
+      const loss = tf
+        .engine()
+        .runKernel(
+          FusedKernel.GrpoTcrTokenLoss,
+          { logProbs, behaviorLogProbs, advantages },
+          attrs,
+        ) as tf.Tensor2D
+      return input.weights ? (loss.mul(input.weights) as tf.Tensor2D) : loss // w_t * L_t
+    })
+  }
   return tf.tidy(() => {
     const a = input.advantages
     const { ratio } = importanceRatio(input)
@@ -118,8 +204,9 @@ export function computeTokenLossGrpoTcr(
 
 /**
  * GRPO-TCR policy loss (DemyAgent arXiv 2510.11701): `computeTokenLossGrpoTcr` aggregated by
- * `config.aggregation` over the mask, with the clip and KL metrics of `PolicyMetric`.
- * @returns `{loss, metrics}`: float32 scalars, owned by the caller.
+ * `config.aggregation` over the mask, with the clip and KL metrics of `PolicyMetric`
+ * (`grpoTcrMetrics`, and the loss's value).
+ * @returns `{loss, metrics}`: the loss a float32 scalar owned by the caller, the metrics numbers.
  * @throws ShapeError on shapes that differ; ConfigError on a bad config;
  *   UnknownVariantError on an unknown aggregation mode.
  */
@@ -131,19 +218,18 @@ export function computePolicyLossGrpoTcr(
   const tokenLoss = computeTokenLossGrpoTcr(input, config)
   const loss = tf.tidy(() => aggregate(tokenLoss, input.mask))
   tokenLoss.dispose()
-  const metrics = tf.tidy(() => {
-    const m = input.mask.toFloat()
-    const mean = (x: tf.Tensor) => x.toFloat().mul(m).sum().div(m.sum().maximum(1)) as tf.Scalar
-    const a = input.advantages
-    const { logRatio, ratio } = importanceRatio(input)
-    return {
-      [PolicyMetric.Loss]: loss.clone(),
-      [PolicyMetric.ClipFracHigh]: mean(a.greater(0).logicalAnd(ratio.greater(1 + config.eps_high))),
-      [PolicyMetric.ClipFracLow]: mean(a.less(0).logicalAnd(ratio.less(1 - config.eps_low))),
-      [PolicyMetric.DualClipFrac]: mean(a.less(0).logicalAnd(ratio.greater(config.c))),
-      [PolicyMetric.ApproxKl]: mean(ratio.sub(1).sub(logRatio)), // k3 = r - 1 - log r
-      [PolicyMetric.RatioMean]: mean(ratio),
-    }
-  })
+  // The metrics take no gradient: read once as arrays, they cost no kernels and no saved tensors.
+  const metrics = {
+    [PolicyMetric.Loss]: loss.dataSync()[0]!,
+    ...grpoTcrMetrics(
+      {
+        logProbs: input.logProbs.dataSync() as Float32Array,
+        behaviorLogProbs: input.behaviorLogProbs.dataSync() as Float32Array,
+        advantages: input.advantages.dataSync() as Float32Array,
+        mask: input.mask.dataSync() as Float32Array,
+      },
+      config,
+    ),
+  }
   return { loss, metrics }
 }

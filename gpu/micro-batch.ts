@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs'
 import type { MetricKey } from '../protocols/index.ts'
-import { addGradients, lossAndGrads, nonFiniteGradients } from './gradients.ts'
+import { addGradients, globalNorm, lossAndGrads, nonFiniteGradients } from './gradients.ts'
 import type { RlBatch } from './rl-batch.ts'
 import type { Transformer } from './transformer.ts'
 
@@ -16,15 +16,22 @@ import type { Transformer } from './transformer.ts'
  * 1.0 by default as DemyAgent) fits.
  */
 export interface RlOptimizer {
-  /** One update from gradients keyed by parameter name (`model.params` keys) at learning rate `lr`. */
+  /**
+   * One update from gradients keyed by parameter name (`model.params` keys) at learning rate `lr`;
+   * `gradNorm` is their global L2 norm where the caller has it.
+   */
   step(
     grads: Readonly<Record<string, tf.Tensor>>,
     lr: number,
+    gradNorm?: number,
   ): Promise<{ gradNorm: number; clipScale: number }>
 }
 
-/** Records a scalar metric of a micro-batch's loss function (summed over micro-batches, weighted). */
-export type KeepMetric<K extends string = MetricKey> = (name: K, value: tf.Scalar) => void
+/**
+ * Records a scalar metric of a micro-batch's loss function (summed over micro-batches, weighted): a
+ * scalar tensor (read after the backward pass) or a value already read.
+ */
+export type KeepMetric<K extends string = MetricKey> = (name: K, value: tf.Scalar | number) => void
 
 /** What `GradientAccumulator.apply` did. */
 export interface AppliedUpdate {
@@ -53,19 +60,22 @@ export class GradientAccumulator<K extends string = MetricKey> {
    *   batch's, for a token mean).
    */
   async add(weight: number, lossFn: (keep: KeepMetric<K>) => tf.Scalar): Promise<void> {
-    const kept = new Map<K, tf.Scalar>()
+    const kept = new Map<K, tf.Scalar | number>()
     try {
       const result = await lossAndGrads(this.model, () => {
         const loss = lossFn((name, value) => {
-          kept.set(name, tf.keep(value))
+          kept.set(name, typeof value === 'number' ? value : tf.keep(value))
         })
         return loss.mul(weight) as tf.Scalar
       })
       this.loss += result.loss
       addGradients(this.grads, result.grads)
-      for (const [k, t] of kept) this.sums.set(k, (this.sums.get(k) ?? 0) + (await t.data())[0]! * weight)
+      for (const [k, t] of kept) {
+        const value = typeof t === 'number' ? t : (await t.data())[0]!
+        this.sums.set(k, (this.sums.get(k) ?? 0) + value * weight)
+      }
     } finally {
-      tf.dispose([...kept.values()])
+      tf.dispose([...kept.values()].filter((t) => typeof t !== 'number'))
     }
   }
 
@@ -81,11 +91,9 @@ export class GradientAccumulator<K extends string = MetricKey> {
   async apply(optimizer: RlOptimizer, lr: number): Promise<AppliedUpdate> {
     const grads = Object.values(this.grads)
     if (grads.length === 0) return { gradNorm: 0, skipped: true }
-    const normT = tf.tidy(() => tf.addN(grads.map((g) => g.square().sum())).sqrt()) // ||g||_2
-    const gradNorm = (await normT.data())[0]!
-    normT.dispose()
+    const gradNorm = await globalNorm(grads) // ||g||_2
     const skipped = !Number.isFinite(gradNorm)
-    if (!skipped) await optimizer.step(this.grads, lr)
+    if (!skipped) await optimizer.step(this.grads, lr, gradNorm)
     return { gradNorm, skipped }
   }
 

@@ -82,6 +82,13 @@ export interface NativeAddon {
     rows: number,
     vocab: number,
   ): void
+  /**
+   * Entropy of each row's softmax, `out[r] = -sum_j p_j log p_j` with `p = softmax(logits[r])`, for
+   * `rows` rows of `vocab` logits (NaN for a row whose max is not finite).
+   */
+  tokenEntropy(logits: Float32Array, out: Float32Array, rows: number, vocab: number): void
+  /** `sum_i x[i]^2` over the first `n` values, added up in double. */
+  sumSquares(x: Float32Array, n: number): number
   /** The gradient of `tokenLogprob`: `dlogits = dlogp (onehot - softmax)`. */
   tokenLogprobGrad(
     dlogp: Float32Array,

@@ -128,13 +128,15 @@ function checkConfig(c: RlStepConfig, state: RlStepState): void {
  * `model`, at the positions where `mask` `[batch, seqLen]` is not 0 (0 elsewhere: every use of
  * them is masked). The output head and softmax run on those positions alone (`tokenStatsAt`): a
  * response is a small part of an agentic trajectory, and a pretrained vocabulary makes the head the
- * bulk of a pass.
+ * bulk of a pass. `entropyGradient`: the entropy takes a gradient (a step with an entropy bonus);
+ * without it, it is a value alone (`tokenStatsAt`).
  */
 function tokenStats(
   model: Transformer,
   tokens: tf.Tensor2D,
   temperature: number,
   mask: tf.Tensor2D,
+  entropyGradient = false,
 ): { logp: tf.Tensor2D; entropy: tf.Tensor2D } {
   const [b, t] = tokens.shape
   const inputs = tokens.slice([0, 0], [b, t - 1])
@@ -147,6 +149,7 @@ function tokenStats(
   const stats = tokenStatsAt(model, inputs, targets, Int32Array.from(positions), {
     temperature,
     entropy: true,
+    entropyGradient,
   })
   const pad = tf.zeros([b, 1])
   return {
@@ -250,7 +253,8 @@ export async function rlStep(
         )
         const { anchorLogProbs, weights: tokenWeights } = corrected
         await accumulator.add(weight, (keep) => {
-          const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature, mbMask)
+          const bonus = config.entropyCoef !== 0
+          const { logp, entropy } = tokenStats(state.model, mbTokens, config.temperature, mbMask, bonus)
           const { loss, metrics: policy } = policyLoss(
             {
               logProbs: logp,
@@ -262,7 +266,8 @@ export async function rlStep(
             config.loss,
           )
           const meanEntropy = aggregate(entropy, mbMask)
-          let total = loss.sub(meanEntropy.mul(config.entropyCoef)) // L - entropyCoef * H
+          // L - entropyCoef * H; without a bonus the entropy is a metric alone, off the backward pass
+          let total = bonus ? loss.sub(meanEntropy.mul(config.entropyCoef)) : loss
           for (const k of Object.values(PolicyMetric)) keep(k, policy[k])
           keep('actor/entropy', meanEntropy)
           if (mbRef) {

@@ -1,6 +1,13 @@
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError } from './errors.ts'
-import { fusedAttention, rope as fusedRope, rmsNorm, swiglu, tokenLogprob } from './fused-ops.ts'
+import {
+  fusedAttention,
+  rope as fusedRope,
+  rmsNorm,
+  swiglu,
+  tokenEntropy,
+  tokenLogprob,
+} from './fused-ops.ts'
 import type { KvCache } from './kv-cache.ts'
 import {
   adapterName,
@@ -727,6 +734,9 @@ export function tokenLogprobs(
  * @param tokens `[batch, seqLen]` int32 inputs.
  * @param targets `[batch, seqLen]` int32, usually the inputs shifted left by one.
  * @param positions distinct flat positions in `[0, batch * seqLen)`, int32 (may be empty).
+ * @param options.entropyGradient the entropy takes a gradient (a loss with an entropy bonus);
+ *   without it the entropy is a value alone (`tokenEntropy`: one kernel, nothing saved for a backward
+ *   pass), and a loss that depends on it fails in the backward pass on the native engine.
  * @returns `logp` `[batch, seqLen]` float32 (nats); `entropy` `[batch, seqLen]` float32 (nats) with
  *   `options.entropy`.
  * @throws ShapeError for targets unlike tokens or a position out of range; ConfigError for a
@@ -737,7 +747,7 @@ export function tokenStatsAt(
   tokens: tf.Tensor2D,
   targets: tf.Tensor2D,
   positions: Int32Array,
-  options: LogprobOptions & { entropy?: boolean } = {},
+  options: LogprobOptions & { entropy?: boolean; entropyGradient?: boolean } = {},
 ): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
   if (targets.rank !== 2 || targets.shape[0] !== tokens.shape[0] || targets.shape[1] !== tokens.shape[1])
     throw new ShapeError('targets', `[${tokens.shape.join(', ')}] like tokens`, targets.shape)
@@ -758,16 +768,13 @@ export function tokenStatsAt(
       attention: options.attention,
     })
     const rows = tf.tensor1d(positions, 'int32')
-    const n = positions.length
     let logits: tf.Tensor2D = projectOut(model, tf.gather(h, rows)) // [n, V]
     if (temperature !== 1) logits = tf.div(logits, temperature)
     const wanted = tf.gather(tf.reshape(targets.toInt(), [b * t]), rows) as tf.Tensor1D
     const picked = tokenLogprob(logits, wanted) // log p = z_y - logsumexp(z)
     const logp = tf.reshape(tf.unsortedSegmentSum(picked, rows, b * t), [b, t]) as tf.Tensor2D
     if (!options.entropy) return { logp }
-    const lse = tf.logSumExp(logits, -1) // [n]
-    const logSm = tf.sub(logits, tf.reshape(lse, [n, 1]))
-    const h1 = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1)) // H = -sum p log p
+    const h1 = tokenEntropy(logits, { differentiable: options.entropyGradient === true }) // H = -sum p log p, [n]
     const entropy = tf.reshape(tf.unsortedSegmentSum(h1, rows, b * t), [b, t]) as tf.Tensor2D
     return { logp, entropy }
   })

@@ -1,6 +1,7 @@
 import { attentionKernel } from './attention.ts'
 import { ELEMENTWISE_KERNELS } from './elementwise.ts'
 import { gatherV2Kernel, unsortedSegmentSumKernel } from './gather.ts'
+import { grpoTcrTokenLossGradKernel, grpoTcrTokenLossKernel } from './grpo-tcr.ts'
 import { batchMatMulKernel } from './matmul.ts'
 import type { NativeKernel } from './native-kernel.ts'
 import {
@@ -24,7 +25,7 @@ import {
 } from './slice.ts'
 import { softmaxKernel } from './softmax.ts'
 import { swigluGradKernel, swigluKernel } from './swiglu.ts'
-import { tokenLogprobGradKernel, tokenLogprobKernel } from './token-logprob.ts'
+import { tokenEntropyKernel, tokenLogprobGradKernel, tokenLogprobKernel } from './token-logprob.ts'
 import { transposeKernel } from './transpose.ts'
 
 /** Every kernel the native engine runs in compiled code (the rest are the cpu backend's). */
@@ -38,6 +39,9 @@ export const NATIVE_KERNELS: readonly NativeKernel[] = [
   ropeKernel,
   tokenLogprobKernel,
   tokenLogprobGradKernel,
+  tokenEntropyKernel,
+  grpoTcrTokenLossKernel,
+  grpoTcrTokenLossGradKernel,
   transposeKernel,
   sliceKernel,
   splitVKernel,

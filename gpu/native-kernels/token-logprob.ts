@@ -60,3 +60,15 @@ export const tokenLogprobGradKernel: NativeKernel = {
     return backend.output(dz, logits.shape, 'float32')
   },
 }
+
+/** `TriadTokenEntropy`: the entropy of each row of logits `[rows, vocab]`, `[rows]` float32. */
+export const tokenEntropyKernel: NativeKernel = {
+  kernelName: FusedKernel.TokenEntropy,
+  kernelFunc: ({ inputs, backend }) => {
+    const { logits } = inputs as { logits: tf.TensorInfo }
+    const [rows, vocab] = logits.shape as [number, number]
+    const out = backend.allocate('float32', rows) as Float32Array
+    backend.addon.tokenEntropy(backend.values(logits) as Float32Array, out, rows, vocab)
+    return backend.output(out, [rows], 'float32')
+  },
+}

@@ -85,6 +85,10 @@ describe('gpu/adamw', () => {
     // First Adam step moves each coordinate by lr * sign(g) whatever the scale.
     const got = await w.data()
     assert.ok(Math.abs(got[0]! + 0.1) < 1e-5 && got[1] === 0)
+    // a norm the caller already computed is the one clipped by
+    const known = await opt.step(grads, 0.1, 10)
+    assert.equal(known.gradNorm, 10)
+    assert.equal(known.clipScale, 1 / (10 + 1e-6))
     tf.dispose(Object.values(grads))
     opt.dispose()
     tf.dispose([w, u])

@@ -7,8 +7,10 @@ import {
   computeTokenLossGrpoTcr,
   GRPO_TCR_DEFAULTS,
   type GrpoTcrConfig,
+  grpoTcrMetrics,
   PolicyMetric,
 } from '../../gpu/grpo.ts'
+import { nativeAvailable } from '../support/native-compare.ts'
 import { useTestBackend } from '../support/test-backend.ts'
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tol: number) => {
@@ -59,14 +61,14 @@ describe('gpu/grpo', () => {
       mask,
     })
     close([loss.dataSync()[0]!], [(-1.28 - 1 + 10 + 0.8 + 5 - 0.5) / 6], 1e-5)
-    close([metrics[PolicyMetric.Loss].dataSync()[0]!], [13.02 / 6], 1e-5)
-    close([metrics[PolicyMetric.ClipFracHigh].dataSync()[0]!], [1 / 6], 1e-7)
-    close([metrics[PolicyMetric.ClipFracLow].dataSync()[0]!], [1 / 6], 1e-7)
-    close([metrics[PolicyMetric.DualClipFrac].dataSync()[0]!], [1 / 6], 1e-7)
+    close([metrics[PolicyMetric.Loss]], [13.02 / 6], 1e-5)
+    close([metrics[PolicyMetric.ClipFracHigh]], [1 / 6], 1e-7)
+    close([metrics[PolicyMetric.ClipFracLow]], [1 / 6], 1e-7)
+    close([metrics[PolicyMetric.DualClipFrac]], [1 / 6], 1e-7)
     const ratioMean = (1.5 + 1 + 20 + 0.5 + 5 + 0.5) / 6
-    close([metrics[PolicyMetric.RatioMean].dataSync()[0]!], [ratioMean], 1e-5)
+    close([metrics[PolicyMetric.RatioMean]], [ratioMean], 1e-5)
     const k3 = ratios.slice(0, 6).reduce((s, r) => s + r - 1 - Math.log(r), 0) / 6
-    close([metrics[PolicyMetric.ApproxKl].dataSync()[0]!], [k3], 1e-5)
+    close([metrics[PolicyMetric.ApproxKl]], [k3], 1e-5)
   })
 
   it('grpo-tcr - clipped and dual-clipped tokens have zero gradient, the others -r*A / N', () => {
@@ -107,7 +109,7 @@ describe('gpu/grpo', () => {
     const lp = tf.tensor2d([[Math.log(1000)]])
     const { loss, metrics } = computePolicyLossGrpoTcr(input(lp))
     close(loss.dataSync(), [10 * 0.5], 1e-6) // c * |A|
-    assert.equal(metrics[PolicyMetric.DualClipFrac].dataSync()[0], 1)
+    assert.equal(metrics[PolicyMetric.DualClipFrac], 1)
     assert.equal(
       tf
         .grad((x: tf.Tensor) => computePolicyLossGrpoTcr(input(x)).loss)(lp)
@@ -146,6 +148,80 @@ describe('gpu/grpo', () => {
         }
       }
     }
+  })
+
+  it('grpo-tcr - the native kernel and its gradient match the composed ops on every branch, ties included', {
+    skip: !nativeAvailable && 'the native addon is not built',
+  }, async () => {
+    // log-ratios on each branch: on-policy (r = 1, a tie of the two terms), inside the clip, past
+    // each bound, at the dual clip, past the clamp of +-20, and advantages of each sign and 0
+    const logRatios = [0, 0.1, -0.1, Math.log(1.28), Math.log(0.8), 0.5, -0.5, Math.log(10), 3, 25, -25]
+    const adv = [1, -1, 0, 2.5, -0.3]
+    const lr: number[] = []
+    const a: number[] = []
+    for (const x of logRatios)
+      for (const y of adv) {
+        lr.push(x)
+        a.push(y)
+      }
+    const n = lr.length
+    const on = async (backend: string, config: GrpoTcrConfig) => {
+      await tf.setBackend(backend)
+      return tf.tidy(() => {
+        const behavior = tf.tensor2d(
+          Float32Array.from(lr, (_, i) => -1 - (i % 3)),
+          [1, n],
+        )
+        const logp = tf.add(behavior, tf.tensor2d(lr, [1, n])) as tf.Tensor2D
+        const input = (x: tf.Tensor) => ({
+          logProbs: x as tf.Tensor2D,
+          behaviorLogProbs: behavior,
+          advantages: tf.tensor2d(a, [1, n]),
+          mask: tf.ones([1, n]) as tf.Tensor2D,
+        })
+        const tokenLoss = Array.from(computeTokenLossGrpoTcr(input(logp), config).dataSync())
+        const grad = tf.grad((x: tf.Tensor) => tf.sum(computeTokenLossGrpoTcr(input(x), config)) as tf.Scalar)
+        return { tokenLoss, grad: Array.from(grad(logp).dataSync()) }
+      })
+    }
+    try {
+      for (const config of [
+        GRPO_TCR_DEFAULTS,
+        { eps_low: 0.1, eps_high: 0.1, c: 3, aggregation: 'token-mean' as const },
+      ]) {
+        const want = await on('cpu', config)
+        const got = await on('native', config)
+        assert.ok(tf.getKernel('TriadGrpoTcrTokenLoss', 'native'), 'the native engine has the kernel')
+        // relative: a gradient the composed ops zero (past the clamp) is zero here too, not 1e-9
+        const relClose = (x: number[], y: number[], what: string) => {
+          for (const [i, w] of y.entries())
+            assert.ok(Math.abs(x[i]! - w) <= 1e-6 * Math.abs(w) + 1e-12, `${what}[${i}]: ${x[i]} vs ${w}`)
+        }
+        relClose(got.tokenLoss, want.tokenLoss, 'token loss')
+        relClose(got.grad, want.grad, 'gradient')
+      }
+    } finally {
+      await useTestBackend()
+    }
+  })
+
+  it('grpo-tcr - metrics weigh each token by its mask value; a batch with no mask mass gives 0', () => {
+    // ratios 2, 1, 0.5 and 1 (mask 0); mask mass 2.5
+    const input = {
+      logProbs: Float32Array.from([Math.log(2), 0, Math.log(0.5), 0]),
+      behaviorLogProbs: new Float32Array(4),
+      advantages: Float32Array.from([1, 1, -1, -1]),
+      mask: Float32Array.from([1, 0.5, 1, 0]),
+    }
+    const m = grpoTcrMetrics(input, GRPO_TCR_DEFAULTS)
+    close([m[PolicyMetric.ClipFracHigh]], [1 / 2.5], 1e-12) // token 0: A > 0, r = 2 > 1.28
+    close([m[PolicyMetric.ClipFracLow]], [1 / 2.5], 1e-12) // token 2: A < 0, r = 0.5 < 0.8
+    assert.equal(m[PolicyMetric.DualClipFrac], 0)
+    close([m[PolicyMetric.RatioMean]], [(2 + 0.5 + 0.5) / 2.5], 1e-7)
+    // k3: (2 - 1 - ln 2) + 0.5 (1 - 1 - 0) + (0.5 - 1 + ln 2) = 0.5
+    close([m[PolicyMetric.ApproxKl]], [0.5 / 2.5], 1e-7)
+    const none = grpoTcrMetrics({ ...input, mask: new Float32Array(4) }, GRPO_TCR_DEFAULTS)
+    assert.deepEqual(Object.values(none), [0, 0, 0, 0, 0])
   })
 
   it('grpo-tcr - bad configs and shapes are rejected with the argument named', () => {

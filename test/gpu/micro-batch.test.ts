@@ -9,12 +9,12 @@ const tiny = { layers: 1, width: 16, heads: 2, contextLength: 8, vocabSize: 12, 
 
 /** An optimizer that records the gradients it is given (copied to plain arrays) and changes nothing. */
 function recording() {
-  const steps: { grads: Record<string, Float32Array>; lr: number }[] = []
+  const steps: { grads: Record<string, Float32Array>; lr: number; gradNorm?: number }[] = []
   const optimizer: RlOptimizer = {
-    step: async (grads, lr) => {
+    step: async (grads, lr, gradNorm) => {
       const copy: Record<string, Float32Array> = {}
       for (const [k, g] of Object.entries(grads)) copy[k] = (await g.data()) as Float32Array
-      steps.push({ grads: copy, lr })
+      steps.push({ grads: copy, lr, gradNorm })
       return { gradNorm: 0, clipScale: 1 }
     },
   }
@@ -36,17 +36,19 @@ describe('gpu/micro-batch', () => {
       [1, 2, 3, 4],
       [5, 6, 7, 8],
     ]
-    const whole = new GradientAccumulator<'m'>(model)
+    const whole = new GradientAccumulator<'m' | 'n'>(model)
     await whole.add(1, (keep) => {
       const loss = meanLogit(model, rows)
       keep('m', loss)
+      keep('n', 3) // a value already read counts like a tensor
       return loss
     })
-    const halves = new GradientAccumulator<'m'>(model)
+    const halves = new GradientAccumulator<'m' | 'n'>(model)
     for (const r of rows)
       await halves.add(0.5, (keep) => {
         const loss = meanLogit(model, [r])
         keep('m', loss)
+        keep('n', r[0]!) // 1 and 5, weighted 1/2 each
         return loss
       })
     const a = recording()
@@ -56,6 +58,10 @@ describe('gpu/micro-batch', () => {
     assert.equal(wa.skipped, false)
     assert.ok(wa.gradNorm > 0 && Number.isFinite(wa.gradNorm))
     assert.ok(Math.abs(wa.gradNorm - wb.gradNorm) < 1e-5, `${wa.gradNorm} vs ${wb.gradNorm}`)
+    // the optimizer is handed the norm the accumulator computed, not left to compute it again
+    assert.equal(a.steps[0]!.gradNorm, wa.gradNorm)
+    assert.equal(whole.metrics().get('n'), 3)
+    assert.equal(halves.metrics().get('n'), 3)
     assert.ok(Math.abs(whole.loss - halves.loss) < 1e-6)
     assert.ok(Math.abs(whole.metrics().get('m')! - halves.metrics().get('m')!) < 1e-6)
     assert.deepEqual(Object.keys(b.steps[0]!.grads).sort(), Object.keys(a.steps[0]!.grads).sort())

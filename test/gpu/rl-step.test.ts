@@ -131,6 +131,41 @@ describe('gpu/rl-step', () => {
     disposeTransformer(reference)
   })
 
+  it('rl-step - entropyCoef: the loss is L - coef * H and the update moves with it; at 0 the entropy is a metric alone', async () => {
+    const rows = [
+      [1, 2, 3, 4, 5, 6],
+      [1, 2, 3, 7, 8, 9],
+    ]
+    const step = async (entropyCoef: number) => {
+      const model = createTransformer(tiny, { seed: 3 })
+      const batch = makeBatch(model, rows, 3, [1, 0])
+      const metrics = await rlStep(
+        { model, optimizer: new AdamW(model.params), lr: 1e-2, version: 0 },
+        batch,
+        {
+          ...RL_STEP_DEFAULTS,
+          entropyCoef,
+        },
+      )
+      const weights = Array.from(model.params.get('embed')!.dataSync())
+      disposeTransformer(model)
+      return { metrics, weights }
+    }
+    const off = await step(0)
+    const on = await step(0.5)
+    assert.equal(off.metrics['loss/total'], off.metrics['policy/loss'])
+    assert.ok(off.metrics['actor/entropy']! > 0)
+    // the same entropy before the update either way; the total subtracts coef * H
+    assert.ok(Math.abs(on.metrics['actor/entropy']! - off.metrics['actor/entropy']!) < 1e-6)
+    const want = on.metrics['policy/loss']! - 0.5 * on.metrics['actor/entropy']!
+    assert.ok(Math.abs(on.metrics['loss/total']! - want) < 1e-5, `${on.metrics['loss/total']} vs ${want}`)
+    assert.notEqual(on.metrics['optim/grad_norm'], off.metrics['optim/grad_norm'])
+    assert.ok(
+      on.weights.some((w, i) => w !== off.weights[i]),
+      'the entropy bonus changes the update',
+    )
+  })
+
   it('rl-step - the whole step frees every tensor it makes', async () => {
     const model = createTransformer(tiny, { seed: 3 })
     const optimizer = new AdamW(model.params)

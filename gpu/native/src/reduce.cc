@@ -258,5 +258,43 @@ napi_value reduce_export(napi_env env, napi_callback_info cb) {
 }
 TRIAD_EXPORT("reduce", reduce_export);
 
+/** Values per block of sumSquares: each block's sum is one task of the pool. */
+constexpr int64_t kSquaresBlock = 1 << 16;
+
+/**
+ * sumSquares(x Float32Array, n) -> number: sum of x[i]^2 over [0, n), each block of kSquaresBlock
+ * values summed in float lanes and the blocks added in double (the squared L2 norm that gradient
+ * clipping takes over all parameters).
+ */
+napi_value sum_squares(napi_env env, napi_callback_info cb) {
+  return guarded(env, [&] {
+    Args args(env, cb, 2);
+    const int64_t n = args.integer(1, "n");
+    if (n < 0) throw ArgError{"sumSquares: negative size"};
+    const float* x = args.f32(0, n, "x");
+    const int64_t blocks = (n + kSquaresBlock - 1) / kSquaresBlock;
+    std::vector<double> partial(blocks, 0.0);
+    parallel_range(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; b++) {
+        const int64_t j0 = b * kSquaresBlock, j1 = std::min(n, j0 + kSquaresBlock);
+        float lane[16] = {};
+        int64_t j = j0;
+        for (; j + 16 <= j1; j += 16)
+          for (int l = 0; l < 16; l++) lane[l] += x[j + l] * x[j + l];
+        double s = 0;
+        for (int l = 0; l < 16; l++) s += lane[l];
+        for (; j < j1; j++) s += static_cast<double>(x[j]) * x[j];
+        partial[b] = s;
+      }
+    });
+    double total = 0;
+    for (double s : partial) total += s;
+    napi_value v;
+    napi_create_double(env, total, &v);
+    return v;
+  });
+}
+TRIAD_EXPORT("sumSquares", sum_squares);
+
 }  // namespace
 }  // namespace triad

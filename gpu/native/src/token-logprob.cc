@@ -65,5 +65,39 @@ napi_value token_logprob_grad(napi_env env, napi_callback_info cb) {
 }
 TRIAD_EXPORT("tokenLogprobGrad", token_logprob_grad);
 
+/**
+ * tokenEntropy(logits [rows*v], out [rows], rows, v): H = -sum_j p_j log p_j of each row's
+ * softmax, computed as lse - sum_j p_j z_j (p = exp(z - lse)), one pass after the row's lse.
+ */
+napi_value token_entropy(napi_env env, napi_callback_info cb) {
+  return guarded(env, [&] {
+    Args args(env, cb, 4);
+    const int64_t rows = args.integer(2, "rows"), v = args.integer(3, "vocab");
+    const float* z = args.f32(0, rows * v, "logits");
+    float* out = args.f32(1, rows, "out");
+    parallel_range(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, v)), [&](int64_t r0, int64_t r1) {
+      float buf[kExpChunk];
+      for (int64_t r = r0; r < r1; r++) {
+        const float* zr = z + r * v;
+        const float lse = row_lse(zr, v);
+        if (!std::isfinite(lse)) {
+          out[r] = std::numeric_limits<float>::quiet_NaN();
+          continue;
+        }
+        double pz = 0;  // sum_j p_j z_j
+        for (int64_t j = 0; j < v; j += kExpChunk) {
+          const int64_t m = std::min<int64_t>(kExpChunk, v - j);
+          exp_shifted(zr + j, lse, buf, m);
+          for (int64_t i = 0; i < m; i++) buf[i] *= zr[j + i];
+          pz += lane_sum(buf, m);
+        }
+        out[r] = static_cast<float>(static_cast<double>(lse) - pz);
+      }
+    });
+    return undefined_value(env);
+  });
+}
+TRIAD_EXPORT("tokenEntropy", token_entropy);
+
 }  // namespace
 }  // namespace triad
