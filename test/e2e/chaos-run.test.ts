@@ -16,20 +16,21 @@ const defineRecipePath = fileURLToPath(new URL('../../recipes/define-recipe.ts',
 /** Seconds between kills, and the schedule's seed: seed 2 kills the rollout, the learner, then nats-server. */
 const EVERY_S = 8
 const CHAOS_SEED = 2
-const STEPS = 12
+/** The run's time budget: about three kill intervals of RL, whatever the machine's speed. */
+const BUDGET_MINUTES = 0.5
 
 /**
- * recipes/tiny.ts renamed `chaos-tiny`, `STEPS` steps (enough that the run outlasts the first
- * interval on a fast machine: 4 steps once finished before the first kill), no time budget to run
- * out under chaos.
+ * recipes/tiny.ts renamed `chaos-tiny`, with a time budget and no step budget: a step budget ends
+ * too soon on a fast machine (12 steps, then 40, finished before the first kill at 8 s once the
+ * native engine took a tiny step in about 0.1 s), and a run must outlast the kill interval.
  */
 function tinyRecipe(dir: string): string {
   const path = join(dir, 'chaos-tiny.ts')
   const source = readFileSync(tiny, 'utf8')
     .replace("from './define-recipe.ts'", `from ${JSON.stringify(defineRecipePath)}`)
     .replace("name: 'tiny'", "name: 'chaos-tiny'")
-    .replace(/budget: \{[^}]*\}/, `budget: { maxSteps: ${STEPS}, maxMinutes: 10 }`)
-  assert.match(source, new RegExp(`maxSteps: ${STEPS}, maxMinutes: 10`))
+    .replace(/budget: \{[^}]*\}/, `budget: { maxMinutes: ${BUDGET_MINUTES} }`)
+  assert.match(source, new RegExp(`budget: \\{ maxMinutes: ${BUDGET_MINUTES} \\}`))
   writeFileSync(path, source)
   return path
 }
@@ -38,7 +39,7 @@ const shown = (run: TriadProcess) => () => `stdout:\n${run.stdout.join('\n')}\ns
 
 /**
  * `triad run recipes/tiny.ts --chaos 8`: a role (learner, rollout, or the embedded nats-server) gets
- * SIGKILL every 8 s from a seeded schedule through the whole run. The run still finishes its steps;
+ * SIGKILL every 8 s from a seeded schedule through the whole run. The run still ends at its budget;
  * the kill list it prints is the list of kills done (each one seen as that process's SIGKILL exit
  * in `logs/run.jsonl`, and no other SIGKILL exit); its group audit is clean, and so is the test's
  * own audit of the stream: no group trained twice, none lost.
@@ -73,7 +74,7 @@ describe('e2e - triad run --chaos: kills through a whole tiny run, which still f
     const exit = await run.exited
     assert.equal(exit.code, 0, shown(run)())
     const out = run.stdout.join('\n')
-    assert.match(out, new RegExp(`^stopping \\(${STEPS} steps done\\)$`, 'm'))
+    assert.match(out, /^stopping \(time budget\)$/m)
     assert.match(
       out,
       new RegExp(
