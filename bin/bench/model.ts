@@ -94,6 +94,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
         trainBatch: 1,
         trainSeqLen: 128,
         trainSteps: 1,
+        warmup: 1,
         genBatch: 4,
         promptLen: 16,
         newTokens: 16,
@@ -102,7 +103,8 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
         matmulReps: 5,
         trainBatch: 2,
         trainSeqLen: 512,
-        trainSteps: 3,
+        trainSteps: 5,
+        warmup: 3,
         genBatch: 32,
         promptLen: 16,
         newTokens: 128,
@@ -151,8 +153,9 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
     await optimizer.step(grads, 1e-4)
     tf.dispose(grads)
   }
-  await trainStep() // two warm-up steps: the wasm heap grows during the first ones
-  await trainStep()
+  // Warm-up steps, as many on the PyTorch twin's side: the wasm heap grows during the first ones,
+  // the native engine fills its pool of arrays, and V8 compiles the hot JavaScript.
+  for (let i = 0; i < sizes.warmup; i++) await trainStep()
   const profile = await tf.profile(async () => {
     const { grads } = await lossAndGrads(model, () => sftLoss(model, batch))
     tf.dispose(grads)
@@ -196,7 +199,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
     await rlStep({ model, optimizer: rlOptimizer, lr: 1e-4, version: 0 }, rl)
     notePeak()
   }
-  await rlOnce() // warm-up (the optimizer's slots)
+  for (let i = 0; i < sizes.warmup; i++) await rlOnce() // warm-up (the optimizer's slots, the JIT)
   const rlTimes: Timing[] = []
   for (let i = 0; i < sizes.trainSteps; i++) rlTimes.push(await timed(rlOnce))
   rlOptimizer.dispose()
@@ -235,11 +238,12 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
   const adv = computeBatchAdvantages(rl, RL_STEP_DEFAULTS).advantages
   const advantages = Array.from(adv.dataSync())
   tf.dispose(adv)
-  const reps = Math.max(sizes.trainSteps, 3)
+  const reps = sizes.trainSteps
   const twin = await torchTwin(options.torch, fullConfig(config), threads.backend, [
     {
       kind: 'sft',
       reps,
+      warmup: sizes.warmup,
       rows: sizes.trainBatch,
       seqLen: sizes.trainSeqLen,
       inputs: [...batch.inputs],
@@ -251,6 +255,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
     {
       kind: 'grpo',
       reps,
+      warmup: sizes.warmup,
       rows: rl.batch,
       seqLen: rl.seqLen,
       tokens: [...rl.tokens],
@@ -290,6 +295,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
       batch: sizes.trainBatch,
       seqLen: sizes.trainSeqLen,
       steps: sizes.trainSteps,
+      warmup: sizes.warmup,
       stepMs: {
         wall: round(trainTime.wallMs / sizes.trainSteps),
         cpu: round(trainTime.cpuMs / sizes.trainSteps),
@@ -310,6 +316,7 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
       seqLen: rl.seqLen,
       trainedTokens: rlMask.reduce((a, m) => a + m, 0),
       steps: sizes.trainSteps,
+      warmup: sizes.warmup,
       stepMsMedian: { wall: rlMedian.wallMs, cpu: rlMedian.cpuMs },
     },
     generation: {
@@ -345,6 +352,9 @@ export async function run(options: { quick?: boolean; backend?: string; threads?
             statistic: 'median of reps after warm-up; cpuMs = the twin process user+system time',
             sftStepMs: { wall: torchSft!.wallMs, cpu: torchSft!.cpuMs },
             rlStepMs: { wall: torchRl!.wallMs, cpu: torchRl!.cpuMs },
+            // as triad's side: its warm-up steps, then the median of as many timed ones
+            stepWarmup: { sft: torchSft!.warmup, rl: torchRl!.warmup },
+            stepReps: { sft: torchSft!.reps, rl: torchRl!.reps },
             generationWithCache: {
               ms: { wall: torchGen!.wallMs, cpu: torchGen!.cpuMs },
               tokensPerSecond: torchGen!.tokensPerSecond,

@@ -35,10 +35,13 @@ const round = (x: number) => Number(x.toFixed(1))
  */
 export async function run(options: { quick?: boolean; backend?: string; threads?: number; torch?: string }) {
   const { choice: backend, threads } = await benchBackend(options)
-  // Steady state, on both sides alike: a training run takes thousands of steps, and the first few
-  // of triad's pay its pool of arrays and the JIT's compilation of the kernels' JavaScript.
+  // Steady state, on both sides alike: a training run takes thousands of steps. Triad's first ones
+  // pay its pool of arrays and V8's optimizing compiler, which compiles about 350 functions over the
+  // first 15 steps or so on a thread of its own that competes with the kernels' two (measured at
+  // 40 to 55 ms a GRPO-TCR step early, 26 to 30 ms from step 20, and 30 to 32 ms from step 2 with
+  // --no-opt); 20 warm-up steps are past it.
   const reps = options.quick ? 2 : 9
-  const warmup = options.quick ? 1 : 3
+  const warmup = options.quick ? 1 : 20
   const batch = 16
   const seqLen = options.quick ? 32 : 64
   const model = { layers: 2, width: 128, heads: 4, contextLength: seqLen, vocabSize: 264 }

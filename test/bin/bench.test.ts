@@ -45,6 +45,11 @@ describe('bin/commands/bench', () => {
     assert.ok(out.training.stepMsMedian.wall > 0)
     assert.ok(out.rlStep.stepMsMedian.wall > 0)
     assert.equal(out.rlStep.seqLen, out.training.seqLen + 1)
+    // --quick: 1 warm-up step and 1 timed, for SFT and the GRPO-TCR step alike
+    assert.deepEqual(
+      [out.training.warmup, out.training.steps, out.rlStep.warmup, out.rlStep.steps],
+      [1, 1, 1, 1],
+    )
     assert.ok(out.generation.withCache.tokensPerSecond.wall > 0)
     assert.ok(out.memory.maxRssBytes > 0)
     assert.equal(out.torch, null)
