@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs'
 import { AggregationMode, getAggregator } from './aggregation.ts'
 import { ConfigError } from './errors.ts'
 import { FusedKernel } from './fused-kernel-names.ts'
+import { clipConstants, LOG_RATIO_CLAMP, tokenRatio } from './grpo-tcr-token.ts'
 import { assertMatrix, assertShape } from './shape.ts'
 
 /** Settings of the GRPO-TCR policy loss. */
@@ -109,15 +110,16 @@ function checkInput(input: PolicyLossInput): void {
 
 /** Importance ratio `r = exp(logp_theta - logp_behavior)`, log-ratio clamped to [-20, 20] as verl. */
 function importanceRatio(input: PolicyLossInput): { logRatio: tf.Tensor2D; ratio: tf.Tensor2D } {
-  const logRatio = input.logProbs.sub(input.behaviorLogProbs).clipByValue(-20, 20) as tf.Tensor2D
+  const logRatio = input.logProbs
+    .sub(input.behaviorLogProbs)
+    .clipByValue(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP) as tf.Tensor2D
   return { logRatio, ratio: logRatio.exp() } // r = exp(logp_theta - logp_behavior)
 }
 
 /**
  * The metrics of `PolicyMetric` but the loss, from the loss's inputs as arrays `[batch * seqLen]`
- * (row-major, float32 values): masked means `sum(x m) / max(sum(m), 1)`, the ratio
- * `r = exp(clamp(logp - logp_behavior, -20, 20))` rounded to float32 as the loss computes it, and
- * the thresholds `1 + eps_high`, `1 - eps_low` and `c` rounded the same way.
+ * (row-major, float32 values): masked means `sum(x m) / max(sum(m), 1)`, the ratio and the
+ * thresholds in float32 as the loss computes them (`tokenRatio`, `clipConstants`).
  */
 export function grpoTcrMetrics(
   input: {
@@ -128,10 +130,7 @@ export function grpoTcrMetrics(
   },
   config: GrpoTcrConfig,
 ): Record<Exclude<PolicyMetric, 'policy/loss'>, number> {
-  const f = Math.fround
-  const high = f(1 + config.eps_high)
-  const low = f(1 - config.eps_low)
-  const dualC = f(config.c)
+  const k = clipConstants(config.eps_low, config.eps_high, config.c)
   let mass = 0
   let clipHigh = 0
   let clipLow = 0
@@ -141,13 +140,12 @@ export function grpoTcrMetrics(
   for (let i = 0; i < input.mask.length; i++) {
     const m = input.mask[i]!
     if (m === 0) continue
-    const logRatio = f(Math.min(20, Math.max(-20, f(input.logProbs[i]! - input.behaviorLogProbs[i]!))))
-    const r = f(Math.exp(logRatio))
+    const { logRatio, r } = tokenRatio(input.logProbs[i]!, input.behaviorLogProbs[i]!)
     const a = input.advantages[i]!
     mass += m
-    if (a > 0 && r > high) clipHigh += m
-    if (a < 0 && r < low) clipLow += m
-    if (a < 0 && r > dualC) dual += m
+    if (a > 0 && r > k.high) clipHigh += m
+    if (a < 0 && r < k.low) clipLow += m
+    if (a < 0 && r > k.c) dual += m
     k3 += (r - 1 - logRatio) * m // k3 = r - 1 - log r
     ratioSum += r * m
   }

@@ -1,5 +1,6 @@
 import type * as tf from '@tensorflow/tfjs'
 import { FusedKernel } from '../fused-kernel-names.ts'
+import { type ClipConstants, clipConstants, tokenTerms } from '../grpo-tcr-token.ts'
 import type { NativeKernel } from './native-kernel.ts'
 
 /** The clip settings a GRPO-TCR kernel takes as attributes (`GrpoTcrConfig` of `grpo.ts`). */
@@ -9,53 +10,17 @@ interface GrpoTcrAttrs {
   c: number
 }
 
-const f = Math.fround
-
-/**
- * One token of the GRPO-TCR loss and its derivative in the token's log-probability, in float32
- * steps as the composed tfjs ops of `computeTokenLossGrpoTcr` take them, with their gradients' ties
- * (a clip passes its bounds; `maximum` sends the gradient to its first operand on a tie, `minimum`
- * likewise): `r = exp(clamp(logp - logp_b, -20, 20))`, `pg = max(-A r, -A clip(r, 1 - eps_low,
- * 1 + eps_high))`, `L = min(pg, -c A)` for `A < 0`, else `pg` (DemyAgent arXiv 2510.11701; PPO
- * clip, arXiv 1707.06347 eq. 7; dual clip, arXiv 1912.09729 eq. 5).
- */
-function tokenTerms(
-  logp: number,
-  behavior: number,
-  a: number,
-  k: { low: number; high: number; negC: number },
-): { loss: number; dlogp: number } {
-  const d = f(logp - behavior)
-  const logRatio = Math.min(20, Math.max(-20, d))
-  const r = f(Math.exp(logRatio))
-  const clipped = Math.min(k.high, Math.max(k.low, r))
-  const u = f(-f(a * r)) // -A r
-  const cl = f(-f(a * clipped)) // -A clip(r)
-  const pg = Math.max(u, cl)
-  // dpg/dr: -A through the unclipped term, -A inside the clip's bounds through the clipped one
-  const dpg = u >= cl || (r >= k.low && r <= k.high) ? -a : 0
-  let loss = pg
-  let dr = dpg
-  if (a < 0) {
-    const cap = f(a * k.negC) // -c A
-    loss = Math.min(pg, cap)
-    dr = pg <= cap ? dpg : 0
-  }
-  const pass = d >= -20 && d <= 20 ? 1 : 0 // the log-ratio clamp's gradient
-  return { loss, dlogp: dr * r * pass }
-}
-
 /** The attributes as the float32 constants the composed ops compare against. */
-function constants(attrs: tf.NamedAttrMap | undefined) {
+function constants(attrs: tf.NamedAttrMap | undefined): ClipConstants {
   const { epsLow, epsHigh, c } = attrs as Record<keyof GrpoTcrAttrs, number> // the attributes grpo.ts passes
-  return { low: f(1 - epsLow), high: f(1 + epsHigh), negC: f(-c) }
+  return clipConstants(epsLow, epsHigh, c)
 }
 
 /**
  * `TriadGrpoTcrTokenLoss`: the per-token GRPO-TCR loss of `logProbs`, `behaviorLogProbs` and
  * `advantages` (float32, one shape, `[batch, seqLen]`), attributes `epsLow`, `epsHigh`, `c`; the
- * output float32 like the inputs. One pass over the tokens in place of a dozen tfjs ops and their
- * saved tensors.
+ * output float32 like the inputs (`tokenTerms`). One pass over the tokens in place of a dozen tfjs
+ * ops and their saved tensors.
  */
 export const grpoTcrTokenLossKernel: NativeKernel = {
   kernelName: FusedKernel.GrpoTcrTokenLoss,

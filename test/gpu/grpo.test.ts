@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import * as tf from '@tensorflow/tfjs'
 import { ConfigError, ShapeError, UnknownVariantError } from '../../gpu/errors.ts'
+import { FusedKernel } from '../../gpu/fused-kernel-names.ts'
 import {
   computePolicyLossGrpoTcr,
   computeTokenLossGrpoTcr,
@@ -191,7 +192,7 @@ describe('gpu/grpo', () => {
       ]) {
         const want = await on('cpu', config)
         const got = await on('native', config)
-        assert.ok(tf.getKernel('TriadGrpoTcrTokenLoss', 'native'), 'the native engine has the kernel')
+        assert.ok(tf.getKernel(FusedKernel.GrpoTcrTokenLoss, 'native'), 'the native engine has the kernel')
         // relative: a gradient the composed ops zero (past the clamp) is zero here too, not 1e-9
         const relClose = (x: number[], y: number[], what: string) => {
           for (const [i, w] of y.entries())
